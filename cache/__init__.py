@@ -1,0 +1,44 @@
+"""The chunked feature store (zarr v3). Imports nothing from the other snowfire packages."""
+
+from .errors import (
+    ExampleNotFoundError,
+    FeatureSetNotFoundError,
+    IncompatibleStoreError,
+    InvalidSelectionError,
+    RequestTooLargeError,
+    StoreCorruptError,
+    StoreError,
+)
+from .keys import STORE_FORMAT_VERSION, canonical_json, digest, encoder_id, example_key, file_sha256
+from .store import Store
+from .types import ExampleBatch, FeatureSetInfo
+
+
+def open_reader(location: str):
+    """A local `Store` for a path, a `RemoteStore` for an http(s) URL: the same read methods."""
+    if str(location).startswith(("http://", "https://")):
+        from .remote import RemoteStore
+
+        return RemoteStore(str(location))
+    return Store(location)
+
+
+__all__ = [
+    "STORE_FORMAT_VERSION",
+    "ExampleBatch",
+    "ExampleNotFoundError",
+    "FeatureSetInfo",
+    "FeatureSetNotFoundError",
+    "IncompatibleStoreError",
+    "InvalidSelectionError",
+    "RequestTooLargeError",
+    "Store",
+    "StoreCorruptError",
+    "StoreError",
+    "canonical_json",
+    "digest",
+    "encoder_id",
+    "example_key",
+    "file_sha256",
+    "open_reader",
+]

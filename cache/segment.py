@@ -1,0 +1,102 @@
+"""One immutable segment of a pool: a zarr v3 group of ragged examples on a flat token axis.
+
+Layout of a segment group (N tokens, n examples, L layers, D dims):
+    features     (N, L, D) float16|float32   chunks (32, 1, D): one layer of 32 tokens per chunk,
+                                             so reading some layers of one example reads little
+                                             more than those bytes; shards (<=2048, L, D) keep
+                                             the file count low
+    offsets      (n + 1,) int64              example i owns tokens offsets[i]:offsets[i+1]
+    word_ids     (N,) int32                  word index within its segment, -1 for specials
+    type_ids     (N,) int8                   0 first text, 1 second text of a pair
+    pair_starts  (n,) int64                  token where text b starts (relative), -1 if none
+    attrs        {"keys": [...], "num_tokens": N}
+
+A segment is written into a temporary directory and renamed into place, so readers see it
+whole or not at all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+CHUNK_TOKENS = 32
+SHARD_TOKENS = 2048
+
+
+def write_segment(path: Path, keys: list[str], parts: list[tuple[np.ndarray, ...]], dtype: str):
+    """Write examples into a new zarr group at `path` (a temporary directory).
+
+    parts[i] = (features (S_i, L, D), word_ids (S_i,), type_ids (S_i,), pair_start int).
+    """
+    import zarr
+
+    if len(keys) != len(parts) or not keys:
+        raise ValueError(f"write_segment: {len(keys)} keys for {len(parts)} examples")
+    lengths = np.array([p[0].shape[0] for p in parts], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # (n+1,)
+    num_tokens = int(offsets[-1])
+    _, num_layers, dim = parts[0][0].shape
+    features = np.concatenate([p[0] for p in parts], axis=0)  # (N, L, D)
+    if dtype == "float16":
+        peak = float(np.abs(features).max()) if features.size else 0.0
+        if not np.isfinite(peak) or peak > np.finfo(np.float16).max:
+            raise OverflowError(
+                f"activations reach {peak:.4g}, beyond float16 range (65504): "
+                "re-run with --dtype float32"
+            )
+    features = features.astype(dtype, copy=False)
+    shard = min(SHARD_TOKENS, -(-max(num_tokens, 1) // CHUNK_TOKENS) * CHUNK_TOKENS)
+    group = zarr.open_group(str(path), mode="w-")
+    group.attrs.update({"keys": list(keys), "num_tokens": num_tokens})
+    arr = group.create_array(
+        "features",
+        shape=features.shape,
+        dtype=dtype,
+        chunks=(CHUNK_TOKENS, 1, dim),
+        shards=(shard, num_layers, dim),
+        compressors=None,
+        fill_value=0,
+    )
+    arr[:] = features
+    small = {
+        "offsets": offsets,
+        "word_ids": np.concatenate([p[1] for p in parts]).astype(np.int32),
+        "type_ids": np.concatenate([p[2] for p in parts]).astype(np.int8),
+        "pair_starts": np.array([p[3] for p in parts], dtype=np.int64),
+    }
+    for name, values in small.items():
+        a = group.create_array(
+            name, shape=values.shape, dtype=values.dtype, chunks=(max(len(values), 1),),
+            fill_value=0,
+        )
+        a[:] = values
+
+
+class Segment:
+    """Read side of one committed segment. The small arrays are loaded once."""
+
+    def __init__(self, path: Path):
+        import zarr
+
+        self.path = path
+        group = zarr.open_group(str(path), mode="r")
+        self.keys: list[str] = list(group.attrs["keys"])
+        self.features = group["features"]
+        self.offsets = group["offsets"][:]  # (n+1,)
+        self.word_ids = group["word_ids"][:]  # (N,)
+        self.type_ids = group["type_ids"][:]  # (N,)
+        self.pair_starts = group["pair_starts"][:]  # (n,)
+
+    def span(self, row: int) -> tuple[int, int]:
+        return int(self.offsets[row]), int(self.offsets[row + 1])
+
+    def read_features(self, row: int, layers: list[int] | None) -> np.ndarray:
+        """(S, Lsel, D) features of one example."""
+        start, end = self.span(row)
+        if layers is None:
+            return self.features[start:end]  # (S, L, D)
+        if layers == list(range(layers[0], layers[-1] + 1)):
+            return self.features[start:end, layers[0] : layers[-1] + 1]  # contiguous layers
+        return self.features.get_orthogonal_selection((slice(start, end), layers, slice(None)))

@@ -1,0 +1,335 @@
+"""The feature store: content-addressed example pools plus ordered feature sets, on zarr v3.
+
+    STORE/
+      zarr.json                          root group (attrs: format, version)
+      pools/<pool_id>/zarr.json          one pool per (encoder identity, dtype); attrs: identity
+      pools/<pool_id>/segments/<seg>/    immutable zarr groups of examples (see segment.py)
+      pools/<pool_id>/.lock              held by the one writer of the pool
+      featuresets/<id>.json              manifest: what made the set, which pool
+      featuresets/<id>.keys              the set's example keys, one per line, in order
+
+An example's key hashes its pool id and its canonical text, so the same text is stored once
+per pool however many feature sets list it (SICK-E and SICK-R share their pairs). Writes go to
+a temporary directory renamed into place: a reader never sees a half-written example, and a
+killed writer leaves only `.tmp-*` directories, removed by the next writer.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import (
+    ExampleNotFoundError,
+    FeatureSetNotFoundError,
+    IncompatibleStoreError,
+    InvalidSelectionError,
+)
+from .keys import STORE_FORMAT_VERSION, digest, encoder_id
+from .segment import Segment, write_segment
+from .types import ExampleBatch, FeatureSetInfo
+
+
+class Store:
+    """A directory holding pools of examples and the feature sets that list them."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._segments: dict[tuple[str, str], Segment] = {}
+        self._index: dict[str, dict[str, tuple[str, int]]] = {}  # pool -> key -> (seg, row)
+        self._keys_cache: dict[str, list[str]] = {}
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    # ---------------------------------------------------------------- writing
+    def ensure(self) -> None:
+        """Create the root group if the directory is new; refuse a foreign directory."""
+        root = self.path / "zarr.json"
+        if root.exists():
+            attrs = json.loads(root.read_text()).get("attributes", {})
+            if attrs.get("format") != "snowfire-store":
+                raise IncompatibleStoreError(f"{self.path} is a zarr store but not a snowfire store")
+            if attrs.get("version") != STORE_FORMAT_VERSION:
+                raise IncompatibleStoreError(
+                    f"{self.path}: store format {attrs.get('version')}, "
+                    f"this snowfire reads {STORE_FORMAT_VERSION}"
+                )
+            return
+        if self.path.exists() and any(self.path.iterdir()):
+            raise IncompatibleStoreError(f"{self.path} exists, is not empty and is not a store")
+        import zarr
+
+        group = zarr.open_group(str(self.path), mode="a")
+        group.attrs.update({"format": "snowfire-store", "version": STORE_FORMAT_VERSION})
+        (self.path / "featuresets").mkdir(exist_ok=True)
+
+    def ensure_pool(self, identity: dict[str, Any], dtype: str, num_layers: int, dim: int) -> str:
+        """Create (once) the pool for an encoder identity at a dtype; return its id."""
+        if dtype not in ("float16", "float32"):
+            raise ValueError(f"dtype must be 'float16' or 'float32', got {dtype!r}")
+        self.ensure()
+        pool_id = encoder_id(identity, dtype)
+        meta = self.path / "pools" / pool_id / "zarr.json"
+        if not meta.exists():
+            import zarr
+
+            group = zarr.open_group(str(meta.parent), mode="a")
+            group.attrs.update(
+                {"identity": identity, "dtype": dtype, "num_layers": num_layers, "dim": dim}
+            )
+            (meta.parent / "segments").mkdir(exist_ok=True)
+        return pool_id
+
+    @contextmanager
+    def writer(self, pool_id: str) -> Iterator[None]:
+        """Hold the pool's write lock; clean up what a killed writer left behind."""
+        pool = self.path / "pools" / pool_id
+        with open(pool / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            for tmp in (pool / "segments").glob(".tmp-*"):
+                shutil.rmtree(tmp, ignore_errors=True)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def write_segment(self, pool_id: str, seg_id: str, keys: list[str], parts, dtype: str) -> None:
+        """Atomically add one segment of examples (call inside `writer`)."""
+        final = self.path / "pools" / pool_id / "segments" / seg_id
+        if final.exists():
+            return
+        tmp = final.with_name(f".tmp-{seg_id}-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        write_segment(tmp, keys, parts, dtype)
+        _fsync_tree(tmp)
+        os.rename(tmp, final)
+        _fsync_dir(final.parent)
+        with self._lock:
+            if pool_id in self._index:
+                for row, key in enumerate(keys):
+                    self._index[pool_id].setdefault(key, (seg_id, row))
+
+    def write_featureset(self, manifest: dict[str, Any], keys: Sequence[str]) -> FeatureSetInfo:
+        """Atomically record a feature set (its keys must all be stored)."""
+        missing = self.missing_keys(manifest["encoder_id"], keys)
+        if missing:
+            raise ExampleNotFoundError(f"{len(missing)} keys of the feature set are not stored")
+        fs_dir = self.path / "featuresets"
+        fs_dir.mkdir(parents=True, exist_ok=True)
+        fs_id = manifest["id"]
+        manifest = {**manifest, "num_examples": len(keys), "keys_sha256": digest(list(keys), 64)}
+        _atomic_write(fs_dir / f"{fs_id}.keys", "".join(k + "\n" for k in keys))
+        _atomic_write(fs_dir / f"{fs_id}.json", json.dumps(manifest, indent=2, sort_keys=True))
+        self._keys_cache.pop(fs_id, None)
+        return _info(manifest)
+
+    # ---------------------------------------------------------------- look-up
+    def missing_keys(self, pool_id: str, keys: Sequence[str]) -> list[str]:
+        """Keys not yet stored in the pool, in the given order, without duplicates."""
+        index = self._pool_index(pool_id, refresh=True)
+        return list(dict.fromkeys(k for k in keys if k not in index))
+
+    def list_featuresets(self) -> list[FeatureSetInfo]:
+        fs_dir = self.path / "featuresets"
+        if not fs_dir.is_dir():
+            return []
+        return [_info(json.loads(p.read_text())) for p in sorted(fs_dir.glob("*.json"))]
+
+    def get_featureset(self, fs_id: str) -> FeatureSetInfo:
+        path = self.path / "featuresets" / f"{fs_id}.json"
+        if "/" in fs_id or not path.is_file():
+            raise FeatureSetNotFoundError(f"no feature set {fs_id!r} in {self.path}")
+        return _info(json.loads(path.read_text()))
+
+    def find_featureset(
+        self, *, encoder: str, task: str, split: str, pair_encoding: str | None = None
+    ) -> FeatureSetInfo:
+        """The feature set of a task split made by an encoder (named by its spec or name)."""
+        sets = self.list_featuresets()
+        hits = [
+            fs
+            for fs in sets
+            if fs.task == task
+            and fs.split == split
+            and encoder in (fs.encoder.get("spec"), fs.encoder.get("name"))
+            and (pair_encoding is None or fs.encoder.get("pair_encoding") == pair_encoding)
+        ]
+        if len(hits) == 1:
+            return hits[0]
+        if not hits:
+            have = sorted({f"{fs.encoder.get('spec')}:{fs.task}/{fs.split}" for fs in sets})
+            raise FeatureSetNotFoundError(
+                f"no feature set for encoder {encoder!r}, task {task!r}, split {split!r} in "
+                f"{self.path}; it holds: {', '.join(have) or 'nothing'}"
+            )
+        raise FeatureSetNotFoundError(
+            f"{len(hits)} feature sets match encoder {encoder!r}, task {task!r}, split {split!r}: "
+            f"{', '.join(fs.id for fs in hits)}; name one with --featureset"
+        )
+
+    def featureset_keys(self, fs_id: str) -> list[str]:
+        if fs_id not in self._keys_cache:
+            self.get_featureset(fs_id)
+            text = (self.path / "featuresets" / f"{fs_id}.keys").read_text()
+            self._keys_cache[fs_id] = text.split()
+        return self._keys_cache[fs_id]
+
+    # ---------------------------------------------------------------- reading
+    def read(
+        self,
+        fs_id: str,
+        indices: Sequence[int] | None = None,
+        keys: Sequence[str] | None = None,
+        layers: Sequence[int] | None = None,
+    ) -> ExampleBatch:
+        """Features of some examples of a feature set, by index in the set or by key."""
+        info = self.get_featureset(fs_id)
+        if (indices is None) == (keys is None):
+            raise InvalidSelectionError("give exactly one of indices or keys")
+        layer_list = _check_layers(layers, info.num_layers)
+        if indices is not None:
+            all_keys = self.featureset_keys(fs_id)
+            for i in indices:
+                if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+                    raise InvalidSelectionError(f"index {i!r} is not an integer")
+                if not 0 <= i < len(all_keys):
+                    raise InvalidSelectionError(
+                        f"index {i} out of range: feature set {fs_id!r} has examples "
+                        f"0..{len(all_keys) - 1}"
+                    )
+            keys = [all_keys[i] for i in indices]
+        return self.read_keys(info.encoder_id, list(keys), layer_list)
+
+    def read_keys(self, pool_id: str, keys: list[str], layers: list[int] | None) -> ExampleBatch:
+        index = self._pool_index(pool_id)
+        if any(k not in index for k in keys):
+            index = self._pool_index(pool_id, refresh=True)
+        feats, words, types, starts, lengths = [], [], [], [], []
+        for key in keys:
+            if key not in index:
+                raise ExampleNotFoundError(f"example {key!r} is not in pool {pool_id}")
+            seg_id, row = index[key]
+            seg = self._segment(pool_id, seg_id)
+            s, e = seg.span(row)
+            feats.append(seg.read_features(row, layers))  # (S, Lsel, D)
+            words.append(seg.word_ids[s:e])
+            types.append(seg.type_ids[s:e])
+            starts.append(int(seg.pair_starts[row]))
+            lengths.append(e - s)
+        if feats:
+            features = np.concatenate(feats, axis=0)  # (N, Lsel, D)
+        else:
+            meta = self._pool_meta(pool_id)
+            n_sel = len(layers) if layers is not None else meta["num_layers"]
+            features = np.zeros((0, n_sel, meta["dim"]), dtype=meta["dtype"])
+        return ExampleBatch(
+            features=features,
+            offsets=np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64),
+            word_ids=np.concatenate(words) if words else np.zeros(0, np.int32),
+            type_ids=np.concatenate(types) if types else np.zeros(0, np.int8),
+            pair_starts=np.array(starts, dtype=np.int64),
+            layers=list(layers) if layers is not None else list(range(features.shape[1])),
+            keys=list(keys),
+        )
+
+    # ---------------------------------------------------------------- internals
+    def _pool_meta(self, pool_id: str) -> dict[str, Any]:
+        meta = self.path / "pools" / pool_id / "zarr.json"
+        if not meta.is_file():
+            raise ExampleNotFoundError(f"no pool {pool_id} in {self.path}")
+        return json.loads(meta.read_text())["attributes"]
+
+    def _pool_index(self, pool_id: str, refresh: bool = False) -> dict[str, tuple[str, int]]:
+        with self._lock:
+            if pool_id in self._index and not refresh:
+                return self._index[pool_id]
+            index = dict(self._index.get(pool_id, {}))
+            seg_dir = self.path / "pools" / pool_id / "segments"
+            known = {seg for seg, _ in index.values()}
+            for seg_path in sorted(seg_dir.glob("[!.]*")) if seg_dir.is_dir() else []:
+                if seg_path.name in known:
+                    continue
+                seg = self._segments.get((pool_id, seg_path.name)) or Segment(seg_path)
+                self._segments[(pool_id, seg_path.name)] = seg
+                for row, key in enumerate(seg.keys):
+                    index.setdefault(key, (seg_path.name, row))
+            self._index[pool_id] = index
+            return index
+
+    def _segment(self, pool_id: str, seg_id: str) -> Segment:
+        seg = self._segments.get((pool_id, seg_id))
+        if seg is None:
+            seg = Segment(self.path / "pools" / pool_id / "segments" / seg_id)
+            self._segments[(pool_id, seg_id)] = seg
+        return seg
+
+
+def _check_layers(layers: Sequence[int] | None, num_layers: int) -> list[int] | None:
+    if layers is None:
+        return None
+    out = []
+    for layer in layers:
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
+            raise InvalidSelectionError(f"layer {layer!r} is not an integer")
+        if not 0 <= layer < num_layers:
+            raise InvalidSelectionError(
+                f"layer {layer} out of range: this feature set has layers 0..{num_layers - 1}"
+            )
+        out.append(int(layer))
+    if not out:
+        raise InvalidSelectionError("layers is empty: name at least one layer")
+    return out
+
+
+def _info(manifest: dict[str, Any]) -> FeatureSetInfo:
+    return FeatureSetInfo(
+        id=manifest["id"],
+        encoder=manifest["encoder"],
+        encoder_id=manifest["encoder_id"],
+        task=manifest.get("task"),
+        split=manifest.get("split"),
+        num_examples=manifest["num_examples"],
+        num_layers=manifest["num_layers"],
+        dim=manifest["dim"],
+        dtype=manifest["dtype"],
+        manifest=manifest,
+    )
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_tree(root: Path) -> None:
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

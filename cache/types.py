@@ -1,0 +1,74 @@
+"""Plain data types the store hands out (local or remote alike)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class FeatureSetInfo:
+    """One feature set: an ordered list of examples extracted by one encoder.
+
+    id: stable name, e.g. "minilm-sst2-dev-3f2a9c1b"
+    encoder: the encoder identity (name, spec, revision, weights_sha256, ...)
+    encoder_id: hash of `encoder` plus storage dtype (the example pool it reads from)
+    task, split: where known (None for raw text input)
+    manifest: everything else that made it (source file + sha256, versions, config)
+    """
+
+    id: str
+    encoder: dict[str, Any]
+    encoder_id: str
+    task: str | None
+    split: str | None
+    num_examples: int
+    num_layers: int
+    dim: int
+    dtype: str
+    manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON the service lists for this set."""
+        return {
+            "id": self.id,
+            "encoder": self.encoder,
+            "encoder_id": self.encoder_id,
+            "task": self.task,
+            "split": self.split,
+            "num_examples": self.num_examples,
+            "num_layers": self.num_layers,
+            "dim": self.dim,
+            "dtype": self.dtype,
+        }
+
+
+@dataclass
+class ExampleBatch:
+    """Features of n examples on one flat token axis (ragged, no padding).
+
+    features:    (N, Lsel, D) float16/float32, N = total tokens of the n examples
+    offsets:     (n + 1,) int64; example i owns rows offsets[i]:offsets[i+1]
+    word_ids:    (N,) int32, word index within its segment, -1 for special tokens
+    type_ids:    (N,) int8, 0 first text, 1 second text of a pair
+    pair_starts: (n,) int64, token index (relative to the example) where text b starts, -1 if none
+    layers:      the layer indices held in `features`, in order
+    keys:        the n example keys
+    """
+
+    features: np.ndarray
+    offsets: np.ndarray
+    word_ids: np.ndarray
+    type_ids: np.ndarray
+    pair_starts: np.ndarray
+    layers: list[int]
+    keys: list[str]
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def example(self, i: int) -> np.ndarray:
+        """(S_i, Lsel, D) features of example i."""
+        return self.features[self.offsets[i] : self.offsets[i + 1]]

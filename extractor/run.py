@@ -1,0 +1,164 @@
+"""Run an encoder over examples once and store every layer (the ❄️ half of the method).
+
+The plan is deterministic: unique examples are ordered by (length, first position), cut into
+segments of about `segment_tokens` tokens, and each segment into batches by a token budget.
+A segment's id hashes its keys. A re-run skips committed segments and recomputes the one a
+kill interrupted, so `kill -9` then the same command gives the store an uninterrupted run
+gives, with no duplicates.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import re
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+from cache import FeatureSetInfo, Store, digest, example_key
+
+from .base import Encoder, Prepared, TextInput
+from .batching import bucket_batches, ordered_batches
+
+log = logging.getLogger(__name__)
+
+#: Bump when the extraction procedure could change stored bytes.
+EXTRACTOR_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ExtractConfig:
+    """How to extract (what is stored does not depend on these, except dtype)."""
+
+    dtype: str = "float16"  # storage dtype: float16 (default) or float32
+    token_budget: int = 8192  # padded tokens per forward batch
+    segment_tokens: int | None = None  # tokens per committed segment; None: about 64 MB
+    batch_size: int = 32  # examples per batch for ordered (stateful) encoders
+    progress: bool = True
+    source: dict[str, Any] = field(default_factory=dict)  # where the text came from
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "x"
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for pkg in ("snowfire", "torch", "transformers", "zarr", "numpy"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _plan(encoder: Encoder, items: list[tuple[str, Prepared]], cfg: ExtractConfig, seg_tokens):
+    """[(segment keys, [batch of (key, Prepared)])] in a fixed order."""
+    segments, current, size = [], [], 0
+    if encoder.ordered:
+        batches = ordered_batches([p for _, p in items], cfg.batch_size)
+        key_of = {p.index: k for k, p in items}
+        for batch in batches:
+            current.append([(key_of[p.index], p) for p in batch])
+            size += sum(p.length for p in batch)
+            if size >= seg_tokens:
+                segments.append(current)
+                current, size = [], 0
+    else:
+        by_index = {p.index: k for k, p in items}
+        ordered = sorted((p for _, p in items), key=lambda p: (p.length, p.index))
+        chunk: list[Prepared] = []
+        for p in ordered:
+            chunk.append(p)
+            size += p.length
+            if size >= seg_tokens:
+                segments.append([[(by_index[q.index], q) for q in b]
+                                 for b in bucket_batches(chunk, cfg.token_budget)])
+                chunk, size = [], 0
+        if chunk:
+            segments.append([[(by_index[q.index], q) for q in b]
+                             for b in bucket_batches(chunk, cfg.token_budget)])
+        current = []
+    if current:
+        segments.append(current)
+    return segments
+
+
+def extract(
+    encoder: Encoder,
+    texts: list[TextInput],
+    store: Store,
+    *,
+    task: str | None,
+    split: str | None,
+    config: ExtractConfig = ExtractConfig(),
+    name: str | None = None,
+) -> FeatureSetInfo:
+    """Encode `texts` (skipping what the store holds) and record them as one feature set."""
+    from tqdm import tqdm
+
+    if not texts:
+        raise ValueError("nothing to extract: the input holds no examples")
+    bytes_per_token = encoder.num_layers * encoder.dim * (2 if config.dtype == "float16" else 4)
+    seg_tokens = config.segment_tokens or max(256, (64 << 20) // bytes_per_token)
+    pool = store.ensure_pool(encoder.identity, config.dtype, encoder.num_layers, encoder.dim)
+    keys = [example_key(pool, t.payload()) for t in texts]
+    with store.writer(pool):
+        stored_before = set(keys) - set(store.missing_keys(pool, keys))
+        if encoder.ordered:  # state runs through every example in order
+            items = [(k, encoder.prepare(i, t)) for i, (k, t) in enumerate(zip(keys, texts))]
+        else:
+            first = {k: i for i, k in reversed(list(enumerate(keys)))}
+            items = [(k, encoder.prepare(i, texts[i])) for k, i in sorted(first.items(),
+                                                                          key=lambda x: x[1])]
+        segments = _plan(encoder, items, config, seg_tokens)
+        seg_dir = store.path / "pools" / pool / "segments"
+        work = []  # (segment id, committed?, batches to encode)
+        for seg in segments:
+            seg_id = digest([k for batch in seg for k, _ in batch], 24)
+            done = (seg_dir / seg_id).exists()
+            if not encoder.ordered:  # encode only what no earlier command stored
+                seg = [b for b in ([kp for kp in batch if kp[0] not in stored_before]
+                                   for batch in seg) if b]
+                if done or not seg:
+                    continue  # committed by an earlier (maybe killed) run of the same plan
+            work.append((seg_id, done, seg))
+        total = sum(len(b) for _, _, seg in work for b in seg)
+        bar = tqdm(total=total, unit="ex", desc="extract", disable=not config.progress)
+        start, n_tokens, written = time.perf_counter(), 0, set(stored_before)
+        for seg_id, done, seg in work:
+            out_keys, parts = [], []
+            for batch in seg:
+                encoded = encoder.encode([p for _, p in batch])
+                for (key, _), enc in zip(batch, encoded):
+                    n_tokens += enc.features.shape[0]
+                    if key not in written:
+                        written.add(key)
+                        out_keys.append(key)
+                        parts.append((enc.features, enc.word_ids, enc.type_ids, enc.pair_start))
+                bar.update(len(batch))
+                rate = n_tokens / max(time.perf_counter() - start, 1e-9)
+                bar.set_postfix(tok_s=f"{rate:.0f}")
+            if parts and not done:
+                store.write_segment(pool, seg_id, out_keys, parts, config.dtype)
+        bar.close()
+        fs_name = name or (f"{task}-{split}" if task else "input")
+        fs_id = f"{slug(encoder.identity.get('spec', 'enc'))}-{slug(fs_name)}-" + digest(
+            {"pool": pool, "keys": keys}, 8
+        )
+        manifest = {
+            "id": fs_id,
+            "task": task,
+            "split": split,
+            "encoder": encoder.identity,
+            "encoder_id": pool,
+            "dtype": config.dtype,
+            "num_layers": encoder.num_layers,
+            "dim": encoder.dim,
+            "source": config.source,
+            "extractor": {"version": EXTRACTOR_VERSION, "ordered": encoder.ordered},
+            "versions": versions(),
+        }
+        return store.write_featureset(manifest, keys)
