@@ -41,7 +41,7 @@ def write_segment(path: Path, keys: list[str], parts: list[tuple[np.ndarray, ...
     features = np.concatenate([p[0] for p in parts], axis=0)  # (N, L, D)
     if dtype == "float16":
         peak = float(np.abs(features).max()) if features.size else 0.0
-        if not np.isfinite(peak) or peak > np.finfo(np.float16).max:
+        if not np.isfinite(peak) or peak > float(np.finfo(np.float16).max):
             raise OverflowError(
                 f"activations reach {peak:.4g}, beyond float16 range (65504): "
                 "re-run with --dtype float32"
@@ -94,7 +94,10 @@ class Segment:
 
     def read_features(self, row: int, layers: list[int] | None) -> np.ndarray:
         """(S, Lsel, D) features of one example."""
-        start, end = self.span(row)
+        return self.read_range(*self.span(row), layers)
+
+    def read_range(self, start: int, end: int, layers: list[int] | None) -> np.ndarray:
+        """(end - start, Lsel, D) features of a token range."""
         if layers is None:
             return self.features[start:end]  # (S, L, D)
         if layers == list(range(layers[0], layers[-1] + 1)):

@@ -1,0 +1,173 @@
+"""Argument parsing for `snowfire <command>`; each command imports its package lazily."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+
+def _extract(args: argparse.Namespace) -> int:
+    from cache import Store, file_sha256
+    from extractor import ExtractConfig, TextInput, extract, load_encoder
+    from tasks import available_splits, get_task, read_split, read_text_file
+
+    if (args.input is None) == (args.task is None):
+        raise SystemExit("snowfire extract: give either --task T --data DIR or --input FILE")
+    jobs = []  # (task, split, examples, source)
+    if args.input:
+        path = Path(args.input)
+        jobs.append((None, None, read_text_file(path),
+                     {"kind": "file", "path": str(path.resolve()), "sha256": file_sha256(path)}))
+        name = args.name or path.stem
+    else:
+        if args.data is None:
+            raise SystemExit("snowfire extract: --task needs --data DIR (the task data folder)")
+        spec = get_task(args.task)
+        present = available_splits(args.task, args.data)
+        for split in args.split or present:
+            if split not in present:
+                expected = Path(args.data) / spec.folder / spec.files.get(split, "?")
+                raise SystemExit(
+                    f"snowfire extract: no {split} split for {args.task}: expected {expected}"
+                )
+            path = Path(args.data) / spec.folder / spec.files[split]
+            source = {"kind": "task", "task": args.task, "split": split,
+                      "path": str(path.resolve()), "sha256": file_sha256(path)}
+            jobs.append((args.task, split, read_split(args.task, args.data, split), source))
+        name = args.name
+    encoder = load_encoder(
+        args.encoder, pair_encoding=args.pair_encoding, max_length=args.max_length,
+        device=args.device, elmo_state=args.elmo_state, batch_size=args.batch_size,
+    )
+    store = Store(args.store)
+    for task, split, examples, source in jobs:
+        texts = [TextInput(tuple(e.words_a), None if e.words_b is None else tuple(e.words_b))
+                 for e in examples]
+        config = ExtractConfig(
+            dtype=args.dtype, token_budget=args.token_budget, segment_tokens=args.segment_tokens,
+            batch_size=args.batch_size, progress=not args.quiet, source=source,
+        )
+        info = extract(encoder, texts, store, task=task, split=split, config=config,
+                       name=None if task else name)
+        print(f"{info.id}: {info.num_examples} examples x {info.num_layers} layers x {info.dim} "
+              f"({info.dtype}) in {store.path}")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from api import serve
+
+    serve(args.store, host=args.host, port=args.port)
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from heads import TrainConfig, train
+
+    hparams = json.loads(args.hparams) if args.hparams else {}
+    config = TrainConfig(
+        store=args.store, encoder=args.encoder, task=args.task, head=args.head, data=args.data,
+        out=args.out, seed=args.seed, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+        weight_decay=args.weight_decay, patience=args.patience, pair_encoding=args.pair_encoding,
+        featureset_prefix=args.featureset, layer=args.layer, hparams=hparams,
+        progress=not args.quiet,
+    )
+    metrics = train(config)
+    print(json.dumps(metrics, indent=2))
+    return 0
+
+
+def _ls(args: argparse.Namespace) -> int:
+    from cache import open_reader
+
+    for fs in open_reader(args.store).list_featuresets():
+        print(f"{fs.id}\t{fs.encoder.get('spec')}\t{fs.task}\t{fs.split}\t{fs.num_examples}\t"
+              f"{fs.num_layers}x{fs.dim}\t{fs.dtype}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(out=Path(args.out), port=args.port)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="snowfire", description=__doc__)
+    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    e = sub.add_parser("extract", help="run an encoder once, store all layers")
+    e.add_argument("--encoder", required=True, help="minilm | hf:NAME_OR_DIR | elmo:OPTS,WEIGHTS")
+    e.add_argument("--store", required=True, help="store directory")
+    e.add_argument("--task", help="task name (conll2003, sst2, mnli, mrpc, stsb, sick-e, ...)")
+    e.add_argument("--data", help="task data directory (one folder per task)")
+    e.add_argument("--split", action="append", help="split to extract (repeatable; default all)")
+    e.add_argument("--input", help="raw text: one sentence per line, or JSONL")
+    e.add_argument("--name", help="name for a raw-text feature set (default: file stem)")
+    e.add_argument("--pair-encoding", choices=["joint", "separate"], default="joint")
+    e.add_argument("--dtype", choices=["float16", "float32"], default="float16")
+    e.add_argument("--token-budget", type=int, default=8192, help="padded tokens per batch")
+    e.add_argument("--segment-tokens", type=int, default=None, help="tokens per commit")
+    e.add_argument("--max-length", type=int, default=None, help="window length (<= model max)")
+    e.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: GPU if present)")
+    e.add_argument("--elmo-state", choices=["fixed", "stateful"], default="fixed")
+    e.add_argument("--batch-size", type=int, default=32, help="sentences per batch (ELMo)")
+    e.add_argument("--quiet", action="store_true", help="no progress bar")
+    e.set_defaults(func=_extract)
+
+    s = sub.add_parser("serve", help="serve a store over REST")
+    s.add_argument("--store", required=True)
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.set_defaults(func=_serve)
+
+    t = sub.add_parser("train", help="train a head on cached features (never runs the encoder)")
+    t.add_argument("--store", required=True, help="store directory or http://HOST:PORT")
+    t.add_argument("--encoder", required=True, help="the encoder spec the features came from")
+    t.add_argument("--task", required=True)
+    t.add_argument("--head", required=True)
+    t.add_argument("--data", required=True, help="task data directory (labels)")
+    t.add_argument("--out", required=True, help="run directory")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--epochs", type=int, default=20)
+    t.add_argument("--batch-size", type=int, default=32)
+    t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--weight-decay", type=float, default=0.01)
+    t.add_argument("--patience", type=int, default=3, help="epochs without dev gain")
+    t.add_argument("--pair-encoding", choices=["joint", "separate"], default=None)
+    t.add_argument("--featureset", default=None, help="feature-set id prefix when ambiguous")
+    t.add_argument("--layer", type=int, default=None, help="the layer a probe reads")
+    t.add_argument("--hparams", default=None, help='head options as JSON, e.g. {"hidden": 300}')
+    t.add_argument("--quiet", action="store_true")
+    t.set_defaults(func=_train)
+
+    ls = sub.add_parser("ls", help="list the feature sets of a store")
+    ls.add_argument("--store", required=True, help="store directory or http://HOST:PORT")
+    ls.set_defaults(func=_ls)
+
+    d = sub.add_parser("demo", help="extract, serve, fetch over REST, train, print dev metrics")
+    d.add_argument("--out", default="demo_out", help="working directory for the demo")
+    d.add_argument("--port", type=int, default=0, help="service port (0: a free one)")
+    d.set_defaults(func=_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except (ValueError, KeyError, FileNotFoundError, RuntimeError) as err:
+        if args.verbose:
+            raise
+        print(f"snowfire {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

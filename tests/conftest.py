@@ -1,0 +1,49 @@
+"""Shared fixtures: a tiny random BERT built on the fly (no downloads), paths to ../shared."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+DATA = SHARED / "data"
+FIXTURES = SHARED / "fixtures"
+
+WORDS = (
+    "the a an of and to in is was it for on with as by at from this that be are were man "
+    "woman dog cat plays playing guitar piano runs running quick brown fox jumps over lazy "
+    "good bad movie film great terrible not very funny boring story some one someone people "
+    "eats food park street car rides bike . , ! ? ' s n't"
+).split()
+
+
+def need_shared(path: Path) -> Path:
+    """Skip (with the reason) when ../shared is not beside the checkout."""
+    if not path.exists():
+        pytest.skip(f"{path} not found: the shared data/fixtures sit beside the checkout in CI")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory) -> Path:
+    """A 2-layer, 32-wide random BERT with a WordPiece vocabulary, saved as a HF folder."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    root = tmp_path_factory.mktemp("tiny_bert")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS + ["##s", "##ing", "##ed"]
+    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True)
+    tok.save_pretrained(root)
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=64,
+    )
+    BertModel(config).eval().save_pretrained(root)
+    return root

@@ -1,0 +1,93 @@
+"""Extraction into the store with a tiny random BERT: alignment, windows, pairs, dedup."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from cache import Store
+from extractor import ExtractConfig, TextInput, extract
+from extractor.hf import HFEncoder
+
+QUIET = ExtractConfig(progress=False, dtype="float32")
+
+
+def _encoder(path, **kw):
+    return HFEncoder(path, name="tiny", spec=f"hf:{path}", **kw)
+
+
+def _reference(path, words_a, words_b=None):
+    """All hidden states from a plain transformers forward pass: (S, L, D)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModel.from_pretrained(path).eval()
+    enc = tok(words_a, words_b, is_split_into_words=True, return_tensors="pt")
+    with torch.no_grad():
+        out = model(**enc, output_hidden_states=True)
+    return torch.stack(out.hidden_states, dim=2)[0].numpy()
+
+
+def test_store_matches_plain_forward(tiny_bert_dir, tmp_path):
+    enc = _encoder(tiny_bert_dir)
+    texts = [
+        TextInput(tuple("the quick brown fox jumps".split())),
+        TextInput(tuple("a man plays guitar".split()), tuple("someone playing piano".split())),
+        TextInput(tuple("dogs runs".split())),  # "dogs" -> dog ##s: two pieces, one word
+    ]
+    info = extract(enc, texts, Store(tmp_path / "s"), task=None, split=None, config=QUIET)
+    assert (info.num_examples, info.num_layers, info.dim) == (3, 3, 32)
+    batch = Store(tmp_path / "s").read(info.id, indices=[0, 1, 2])
+    for i, t in enumerate(texts):
+        ref = _reference(tiny_bert_dir, list(t.words_a), t.words_b and list(t.words_b))
+        np.testing.assert_allclose(batch.example(i), ref, atol=1e-5)
+    s, e = batch.offsets[2], batch.offsets[3]
+    assert batch.word_ids[s:e].tolist() == [-1, 0, 0, 1, -1]
+    s, e = batch.offsets[1], batch.offsets[2]
+    assert batch.pair_starts.tolist() == [-1, 6, -1]
+    assert batch.type_ids[s:e].tolist() == [0] * 6 + [1] * 4
+    assert batch.word_ids[s:e].tolist() == [-1, 0, 1, 2, 3, -1, 0, 1, 2, -1]
+
+
+def test_long_input_is_windowed_not_truncated(tiny_bert_dir, tmp_path):
+    enc = _encoder(tiny_bert_dir, max_length=16)
+    words = tuple(("the man plays guitar in the park and " * 6).split())  # 48 words
+    info = extract(enc, [TextInput(words)], Store(tmp_path / "s"), task=None, split=None,
+                   config=QUIET)
+    batch = Store(tmp_path / "s").read(info.id, indices=[0])
+    assert batch.offsets[-1] == len(words) + 2
+    assert batch.word_ids[1:-1].tolist() == list(range(len(words)))
+    # the first window's interior equals a plain forward pass over that window alone
+    ref = _reference(tiny_bert_dir, list(words[:14]))
+    np.testing.assert_allclose(batch.example(0)[1:7], ref[1:7], atol=1e-5)
+
+
+def test_separate_pairs_concatenate_two_sequences(tiny_bert_dir, tmp_path):
+    enc = _encoder(tiny_bert_dir, pair_encoding="separate")
+    a, b = tuple("a man plays guitar".split()), tuple("someone runs".split())
+    info = extract(enc, [TextInput(a, b)], Store(tmp_path / "s"), task=None, split=None,
+                   config=QUIET)
+    batch = Store(tmp_path / "s").read(info.id, indices=[0])
+    assert batch.pair_starts.tolist() == [6]
+    np.testing.assert_allclose(batch.example(0)[:6], _reference(tiny_bert_dir, list(a)), atol=1e-5)
+    np.testing.assert_allclose(batch.example(0)[6:], _reference(tiny_bert_dir, list(b)), atol=1e-5)
+    assert batch.type_ids.tolist() == [0] * 6 + [1] * 4
+
+
+def test_same_text_is_computed_once(tiny_bert_dir, tmp_path):
+    enc = _encoder(tiny_bert_dir)
+    store = Store(tmp_path / "s")
+    t = TextInput(tuple("the dog runs".split()), tuple("a cat runs".split()))
+    first = extract(enc, [t, t], store, task="sick-e", split="dev", config=QUIET)
+    second = extract(enc, [t], store, task="sick-r", split="dev", config=QUIET)
+    assert first.encoder_id == second.encoder_id
+    assert store.featureset_keys(first.id) == store.featureset_keys(second.id) * 2
+    segments = list((store.path / "pools" / first.encoder_id / "segments").iterdir())
+    assert len(segments) == 1  # the second extraction stored nothing new
+
+
+def test_empty_text_is_refused(tiny_bert_dir, tmp_path):
+    with pytest.raises(ValueError, match="example 1: empty text"):
+        extract(_encoder(tiny_bert_dir), [TextInput(("a",)), TextInput(())],
+                Store(tmp_path / "s"), task=None, split=None, config=QUIET)
