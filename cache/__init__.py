@@ -9,6 +9,7 @@ from .errors import (
     StoreCorruptError,
     StoreError,
 )
+from .export import export_hdf5
 from .keys import STORE_FORMAT_VERSION, canonical_json, digest, encoder_id, example_key, file_sha256
 from .store import Store
 from .types import ExampleBatch, FeatureSetInfo
@@ -39,6 +40,7 @@ __all__ = [
     "digest",
     "encoder_id",
     "example_key",
+    "export_hdf5",
     "file_sha256",
     "open_reader",
 ]

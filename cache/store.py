@@ -120,8 +120,10 @@ class Store:
                 for row, key in enumerate(keys):
                     self._index[pool_id].setdefault(key, (seg_id, row))
 
-    def write_featureset(self, manifest: dict[str, Any], keys: Sequence[str]) -> FeatureSetInfo:
-        """Atomically record a feature set (its keys must all be stored)."""
+    def write_featureset(
+        self, manifest: dict[str, Any], keys: Sequence[str], texts: Sequence[dict] | None = None
+    ) -> FeatureSetInfo:
+        """Atomically record a feature set (its keys must all be stored), with its texts."""
         missing = self.missing_keys(manifest["encoder_id"], keys)
         if missing:
             raise ExampleNotFoundError(f"{len(missing)} keys of the feature set are not stored")
@@ -139,6 +141,11 @@ class Store:
             "num_tokens": num_tokens,
             "keys_sha256": digest(list(keys), 64),
         }
+        if texts is not None:
+            if len(texts) != len(keys):
+                raise ValueError(f"{len(texts)} texts for {len(keys)} keys")
+            lines = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in texts)
+            _atomic_write(fs_dir / f"{fs_id}.texts.jsonl", lines)
         _atomic_write(fs_dir / f"{fs_id}.keys", "".join(k + "\n" for k in keys))
         _atomic_write(fs_dir / f"{fs_id}.json", json.dumps(manifest, indent=2, sort_keys=True))
         self._keys_cache.pop(fs_id, None)
@@ -154,7 +161,7 @@ class Store:
         fs_dir = self.path / "featuresets"
         if not fs_dir.is_dir():
             return []
-        return [_info(json.loads(p.read_text())) for p in sorted(fs_dir.glob("*.json"))]
+        return [_info(json.loads(p.read_text())) for p in sorted(fs_dir.glob("[!.]*.json"))]
 
     def get_featureset(self, fs_id: str) -> FeatureSetInfo:
         path = self.path / "featuresets" / f"{fs_id}.json"
@@ -194,6 +201,14 @@ class Store:
             text = (self.path / "featuresets" / f"{fs_id}.keys").read_text()
             self._keys_cache[fs_id] = text.split()
         return self._keys_cache[fs_id]
+
+    def featureset_texts(self, fs_id: str) -> list[dict[str, Any]]:
+        """The words of each example ({"a": [...], "b": [...] | None}), in order."""
+        self.get_featureset(fs_id)
+        path = self.path / "featuresets" / f"{fs_id}.texts.jsonl"
+        if not path.is_file():
+            raise ExampleNotFoundError(f"feature set {fs_id!r} was stored without its texts")
+        return [json.loads(line) for line in path.read_text().splitlines()]
 
     # ---------------------------------------------------------------- reading
     def read(

@@ -89,6 +89,14 @@ def _ls(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from cache import Store, export_hdf5
+
+    n = export_hdf5(Store(args.store), args.featureset, args.out, words=args.words)
+    print(f"wrote {n} sentences of {args.featureset} to {args.out}")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -148,6 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("ls", help="list the feature sets of a store")
     ls.add_argument("--store", required=True, help="store directory or http://HOST:PORT")
     ls.set_defaults(func=_ls)
+
+    x = sub.add_parser("export-hdf5", help="write a feature set as AllenNLP `elmo --all` HDF5")
+    x.add_argument("--store", required=True)
+    x.add_argument("--featureset", required=True, help="feature-set id (see snowfire ls)")
+    x.add_argument("--out", required=True, help="output .hdf5 file")
+    x.add_argument("--words", choices=["first", "mean", "pieces"], default="first",
+                   help="word-piece encoders: first piece per word, mean of pieces, or all")
+    x.set_defaults(func=_export)
 
     d = sub.add_parser("demo", help="extract, serve, fetch over REST, train, print dev metrics")
     d.add_argument("--out", default="demo_out", help="working directory for the demo")

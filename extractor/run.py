@@ -161,4 +161,4 @@ def extract(
             "extractor": {"version": EXTRACTOR_VERSION, "ordered": encoder.ordered},
             "versions": versions(),
         }
-        return store.write_featureset(manifest, keys)
+        return store.write_featureset(manifest, keys, [t.payload() for t in texts])

@@ -1,0 +1,258 @@
+"""`RemoteStore`: the read side of `Store` over the snowfire REST service.
+
+Same methods, same return types, same exceptions (the service names the store's exception
+class in each error body), so a trainer cannot tell a URL from a directory. A large read is
+split into several requests, each sized to about half the service's body cap from what the
+earlier ones weighed; a request the service still refuses (413) is halved and retried.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import errors
+from .errors import (
+    FeatureSetNotFoundError,
+    InvalidSelectionError,
+    RequestTooLargeError,
+    StoreError,
+)
+from .types import ExampleBatch, FeatureSetInfo
+
+log = logging.getLogger(__name__)
+
+SAFETENSORS = "application/x-safetensors"
+#: The features wire format this client reads (api/features.py writes it).
+WIRE_FORMAT = "snowfire-features/1"
+#: Store errors by class name, as the service reports them in `"error"`.
+_ERRORS = {
+    name: cls
+    for name, cls in vars(errors).items()
+    if isinstance(cls, type) and issubclass(cls, StoreError)
+}
+#: When the body names no class: what each status means.
+_BY_STATUS: dict[int, type[StoreError]] = {
+    404: FeatureSetNotFoundError,
+    413: RequestTooLargeError,
+    422: InvalidSelectionError,
+}
+_GUESS_TOKENS = 64  # tokens per example assumed before a set reports its num_tokens
+
+
+class RemoteStore:
+    """Read feature sets from `snowfire serve` at `base_url` (e.g. "http://host:8000")."""
+
+    def __init__(self, base_url: str, *, timeout: float = 120.0, transport=None):
+        import httpx
+
+        self.url = base_url.rstrip("/")
+        self._client = httpx.Client(base_url=self.url, timeout=timeout, transport=transport)
+        self._infos: dict[str, FeatureSetInfo] = {}
+        self._keys: dict[str, list[str]] = {}
+        self._max_body: int | None = None
+
+    def __repr__(self) -> str:
+        return f"RemoteStore({self.url!r})"
+
+    @property
+    def path(self) -> str:
+        """Where the features live (a `Store` answers its directory)."""
+        return self.url
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> RemoteStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- look-up
+    def list_featuresets(self) -> list[FeatureSetInfo]:
+        return [_info(d) for d in self._get("/v1/featuresets", params={"manifest": "true"})]
+
+    def get_featureset(self, fs_id: str) -> FeatureSetInfo:
+        if fs_id not in self._infos:  # a feature set never changes under its id
+            self._infos[fs_id] = _info(self._get(f"/v1/featuresets/{_quote(fs_id)}"))
+        return self._infos[fs_id]
+
+    def find_featureset(
+        self, *, encoder: str, task: str, split: str, pair_encoding: str | None = None
+    ) -> FeatureSetInfo:
+        params = {"encoder": encoder, "task": task, "split": split}
+        if pair_encoding is not None:
+            params["pair_encoding"] = pair_encoding
+        return _info(self._get("/v1/featuresets/find", params=params))
+
+    def featureset_keys(self, fs_id: str) -> list[str]:
+        if fs_id not in self._keys:
+            self._keys[fs_id] = self._get(f"/v1/featuresets/{_quote(fs_id)}/keys")["keys"]
+        return self._keys[fs_id]
+
+    def featureset_texts(self, fs_id: str) -> list[dict[str, Any]]:
+        return self._get(f"/v1/featuresets/{_quote(fs_id)}/texts")["texts"]
+
+    # ---------------------------------------------------------------- reading
+    def read(
+        self,
+        fs_id: str,
+        indices: Sequence[int] | None = None,
+        keys: Sequence[str] | None = None,
+        layers: Sequence[int] | None = None,
+    ) -> ExampleBatch:
+        """Features of some examples of a feature set, by index in the set or by key."""
+        if (indices is None) == (keys is None):
+            raise InvalidSelectionError("give exactly one of indices or keys")
+        field = "indices" if indices is not None else "keys"
+        selection = [_plain(x) for x in (indices if indices is not None else keys)]
+        layer_list = None if layers is None else [_plain(layer) for layer in layers]
+        if not selection:
+            return self._read_one(fs_id, field, selection, layer_list)
+        step = self._first_step(fs_id, layer_list)
+        target = self._body_cap() // 2
+        parts, start = [], 0
+        while start < len(selection):
+            chunk = selection[start : start + step]
+            try:
+                part = self._read_one(fs_id, field, chunk, layer_list)
+            except RequestTooLargeError:
+                if len(chunk) == 1:
+                    raise
+                step = len(chunk) // 2
+                log.info("%s: %d examples too large for one response; trying %d", fs_id,
+                         len(chunk), step)  # fmt: skip
+                continue
+            parts.append(part)
+            start += len(chunk)
+            per_example = max(1, _nbytes(part) // len(chunk))
+            step = max(1, target // per_example)
+        return parts[0] if len(parts) == 1 else _concat(parts)
+
+    # ---------------------------------------------------------------- internals
+    def _read_one(self, fs_id: str, field: str, chunk: list, layers: list | None) -> ExampleBatch:
+        body: dict[str, Any] = {field: chunk}
+        if layers is not None:
+            body["layers"] = layers
+        response = self._request(
+            "POST", f"/v1/featuresets/{_quote(fs_id)}/features", json=body,
+            headers={"Accept": SAFETENSORS},
+        )  # fmt: skip
+        return _decode(response.content)
+
+    def _first_step(self, fs_id: str, layers: list | None) -> int:
+        """Examples in the first request: about half the body cap at the set's mean length."""
+        try:
+            info = self.get_featureset(fs_id)
+        except FeatureSetNotFoundError:
+            return 1  # let the read itself raise, with the service's message
+        mean_tokens = info.manifest.get("num_tokens", _GUESS_TOKENS * info.num_examples) / max(
+            info.num_examples, 1
+        )
+        n_layers = len(layers) if layers is not None else info.num_layers
+        per_token = n_layers * info.dim * np.dtype(info.dtype).itemsize + 5  # + word, type ids
+        per_example = max(1.0, mean_tokens * per_token + 48)  # + offsets, pair start, key
+        return max(1, int(self._body_cap() // 2 / per_example))
+
+    def _body_cap(self) -> int:
+        if self._max_body is None:
+            self._max_body = int(self._get("/healthz")["limits"]["max_body_bytes"])
+        return self._max_body
+
+    def _get(self, path: str, params: dict | None = None) -> Any:
+        return self._request("GET", path, params=params).json()
+
+    def _request(self, method: str, path: str, **kwargs):
+        import httpx
+
+        try:
+            response = self._client.request(method, path, **kwargs)
+        except httpx.TransportError as err:
+            raise ConnectionError(
+                f"cannot reach the snowfire service at {self.url}: {err}"
+            ) from err
+        if response.is_success:
+            return response
+        try:
+            body = response.json()
+            detail, name = str(body.get("detail")), body.get("error")
+        except (ValueError, AttributeError):
+            detail, name = response.text, None
+        cls = _ERRORS.get(name) or _BY_STATUS.get(response.status_code)
+        if cls is None:
+            raise StoreError(f"{method} {self.url}{path}: HTTP {response.status_code}: {detail}")
+        raise cls(detail)
+
+
+def _decode(body: bytes) -> ExampleBatch:
+    """An ExampleBatch from a safetensors features body."""
+    from safetensors.numpy import load
+
+    n = int.from_bytes(body[:8], "little")
+    meta = json.loads(body[8 : 8 + n]).get("__metadata__", {})
+    if meta.get("format") != WIRE_FORMAT:
+        raise StoreError(f"features body in format {meta.get('format')!r}, expected {WIRE_FORMAT}")
+    t = load(body)
+    return ExampleBatch(
+        features=t["features"],  # (N, Lsel, D)
+        offsets=t["offsets"],  # (n + 1,)
+        word_ids=t["word_ids"],  # (N,)
+        type_ids=t["type_ids"],  # (N,)
+        pair_starts=t["pair_starts"],  # (n,)
+        layers=json.loads(meta["layers"]),
+        keys=json.loads(meta["keys"]),
+    )
+
+
+def _concat(parts: list[ExampleBatch]) -> ExampleBatch:
+    """One batch of the examples of `parts`, in order (offsets shifted)."""
+    shifts = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
+    offsets = [parts[0].offsets[:1]] + [
+        p.offsets[1:] + s for p, s in zip(parts, shifts, strict=True)
+    ]
+    return ExampleBatch(
+        features=np.concatenate([p.features for p in parts], axis=0),  # (N, Lsel, D)
+        offsets=np.concatenate(offsets).astype(np.int64),  # (n + 1,)
+        word_ids=np.concatenate([p.word_ids for p in parts]),  # (N,)
+        type_ids=np.concatenate([p.type_ids for p in parts]),  # (N,)
+        pair_starts=np.concatenate([p.pair_starts for p in parts]),  # (n,)
+        layers=list(parts[0].layers),
+        keys=[k for p in parts for k in p.keys],
+    )
+
+
+def _nbytes(batch: ExampleBatch) -> int:
+    arrays = (batch.features, batch.offsets, batch.word_ids, batch.type_ids, batch.pair_starts)
+    return sum(a.nbytes for a in arrays) + sum(len(k) + 4 for k in batch.keys)
+
+
+def _plain(x: Any) -> Any:
+    """numpy scalars as Python ones, so they travel as JSON; anything else as given (the
+    service rejects it with the store's message)."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _quote(fs_id: str) -> str:
+    from urllib.parse import quote
+
+    return quote(fs_id, safe="")
+
+
+def _info(d: dict[str, Any]) -> FeatureSetInfo:
+    return FeatureSetInfo(
+        id=d["id"],
+        encoder=d["encoder"],
+        encoder_id=d["encoder_id"],
+        task=d.get("task"),
+        split=d.get("split"),
+        num_examples=d["num_examples"],
+        num_layers=d["num_layers"],
+        dim=d["dim"],
+        dtype=d["dtype"],
+        manifest=d.get("manifest", {}),
+    )

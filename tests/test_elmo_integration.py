@@ -1,0 +1,68 @@
+"""ELMo through the whole pipeline: CLI extraction into the store, reference equality, export."""
+
+from __future__ import annotations
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+from cache import Store
+from cli.main import main as snowfire
+from tests.conftest import FIXTURES, need_shared
+
+
+@pytest.fixture(scope="module")
+def fixture_dir():
+    return need_shared(FIXTURES / "allennlp_elmo")
+
+
+def _interleaved(fixture_dir):
+    lists = json.loads((fixture_dir / "sentences.json").read_text())
+    return [lists[k][i].split() for i in range(10) for k in range(3)], lists
+
+
+def test_stateful_cli_extraction_matches_reference(fixture_dir, tmp_path):
+    sentences, _ = _interleaved(fixture_dir)
+    inp = tmp_path / "F.jsonl"
+    inp.write_text("".join(json.dumps({"tokens": s}) + "\n" for s in sentences))
+    spec = f"elmo:{fixture_dir / 'options.json'},{fixture_dir / 'lm_weights.hdf5'}"
+    code = snowfire(["extract", "--encoder", spec, "--elmo-state", "stateful", "--batch-size",
+                     "3", "--dtype", "float32", "--input", str(inp), "--store",
+                     str(tmp_path / "s"), "--quiet"])
+    assert code == 0
+    store = Store(tmp_path / "s")
+    (info,) = store.list_featuresets()
+    assert (info.num_examples, info.num_layers, info.dim) == (30, 3, 32)
+    assert info.encoder["state_policy"] == "stateful"
+    batch = store.read(info.id, indices=list(range(30)), layers=[2])
+    for n in range(30):
+        i, k = divmod(n, 3)
+        with h5py.File(fixture_dir / f"lm_embeddings_{k}.hdf5") as f:
+            ref = np.concatenate([f[str(i)][0], f[str(i)][1]], axis=-1)  # (T, 32)
+        got = batch.example(n)[:, 0]  # (T, 32)
+        assert got.shape == ref.shape
+        np.testing.assert_allclose(got, ref, atol=1e-5, rtol=0)
+
+
+def test_fixed_policy_export_hdf5_layout(fixture_dir, tmp_path):
+    sentences, _ = _interleaved(fixture_dir)
+    inp = tmp_path / "in.txt"
+    inp.write_text("\n".join(" ".join(s) for s in sentences[:5]) + "\n")
+    store_dir = tmp_path / "s"
+    assert snowfire(["extract", "--encoder", f"elmo:{fixture_dir}", "--input", str(inp),
+                     "--store", str(store_dir), "--quiet"]) == 0
+    (info,) = Store(store_dir).list_featuresets()
+    assert info.encoder["state_policy"] == "fixed"
+    out = tmp_path / "elmo.hdf5"
+    assert snowfire(["export-hdf5", "--store", str(store_dir), "--featureset", info.id,
+                     "--out", str(out)]) == 0
+    stored = Store(store_dir).read(info.id, indices=list(range(5)))
+    with h5py.File(out) as f:
+        index = json.loads(f["sentence_to_index"][0])
+        assert index[" ".join(sentences[3])] == "3"
+        for i in range(5):
+            assert f[str(i)].shape == (3, len(sentences[i]), 32)
+            np.testing.assert_allclose(f[str(i)][()], stored.example(i).transpose(1, 0, 2)
+                                       .astype(np.float32))
