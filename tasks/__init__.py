@@ -1,0 +1,37 @@
+"""Task datasets and metrics: readers for each release's own format, and scoring.
+
+    from tasks import get_task, read_split, evaluate
+    examples = read_split("stsb", data_dir, "dev")   # list[Example], index = position
+    scores = evaluate("stsb", gold, pred)            # {"pearson": ..., "spearman": ...}
+
+`DEMO_DATA_DIR` is a small sample (SST-2, STS-B) laid out like a data directory.
+"""
+
+from pathlib import Path
+
+from .example import Example
+from .metrics import accuracy, binary_f1, matthews_corrcoef, pearson, spearman
+from .readers import available_splits, read_split
+from .registry import TASKS, TaskSpec, evaluate, get_task
+from .spans import span_scores
+from .text_file import read_text_file
+
+DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo"
+
+__all__ = [
+    "DEMO_DATA_DIR",
+    "TASKS",
+    "Example",
+    "TaskSpec",
+    "accuracy",
+    "available_splits",
+    "binary_f1",
+    "evaluate",
+    "get_task",
+    "matthews_corrcoef",
+    "pearson",
+    "read_split",
+    "read_text_file",
+    "span_scores",
+    "spearman",
+]

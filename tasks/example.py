@@ -1,0 +1,24 @@
+"""One example of a task split: the words of one text (or a pair) and its gold answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Example:
+    """One example, as every reader returns it.
+
+    index:   position in its split (0-based, counting only the examples returned)
+    words_a: words of the first text (`str.split()` of the sentence; CoNLL's token column)
+    words_b: words of the second text of a pair task, else None
+    label:   class name (str) for classification, score (float) for regression, None for
+             tagging tasks and for unlabelled files (e.g. a test split without gold labels)
+    tags:    one tag per word of `words_a` for tagging tasks, else None
+    """
+
+    index: int
+    words_a: tuple[str, ...]
+    words_b: tuple[str, ...] | None = None
+    label: str | float | None = None
+    tags: tuple[str, ...] | None = None
