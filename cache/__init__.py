@@ -11,6 +11,7 @@ from .errors import (
 )
 from .export import export_hdf5
 from .keys import STORE_FORMAT_VERSION, canonical_json, digest, encoder_id, example_key, file_sha256
+from .remote import RemoteStore
 from .store import Store
 from .types import ExampleBatch, FeatureSetInfo
 
@@ -18,8 +19,6 @@ from .types import ExampleBatch, FeatureSetInfo
 def open_reader(location: str):
     """A local `Store` for a path, a `RemoteStore` for an http(s) URL: the same read methods."""
     if str(location).startswith(("http://", "https://")):
-        from .remote import RemoteStore
-
         return RemoteStore(str(location))
     return Store(location)
 
@@ -32,6 +31,7 @@ __all__ = [
     "FeatureSetNotFoundError",
     "IncompatibleStoreError",
     "InvalidSelectionError",
+    "RemoteStore",
     "RequestTooLargeError",
     "Store",
     "StoreCorruptError",

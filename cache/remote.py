@@ -132,7 +132,7 @@ class RemoteStore:
             start += len(chunk)
             per_example = max(1, _nbytes(part) // len(chunk))
             step = max(1, target // per_example)
-        return parts[0] if len(parts) == 1 else _concat(parts)
+        return parts[0] if len(parts) == 1 else ExampleBatch.concat(parts)
 
     # ---------------------------------------------------------------- internals
     def _read_one(self, fs_id: str, field: str, chunk: list, layers: list | None) -> ExampleBatch:
@@ -208,22 +208,6 @@ def _decode(body: bytes) -> ExampleBatch:
         keys=json.loads(meta["keys"]),
     )
 
-
-def _concat(parts: list[ExampleBatch]) -> ExampleBatch:
-    """One batch of the examples of `parts`, in order (offsets shifted)."""
-    shifts = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
-    offsets = [parts[0].offsets[:1]] + [
-        p.offsets[1:] + s for p, s in zip(parts, shifts, strict=True)
-    ]
-    return ExampleBatch(
-        features=np.concatenate([p.features for p in parts], axis=0),  # (N, Lsel, D)
-        offsets=np.concatenate(offsets).astype(np.int64),  # (n + 1,)
-        word_ids=np.concatenate([p.word_ids for p in parts]),  # (N,)
-        type_ids=np.concatenate([p.type_ids for p in parts]),  # (N,)
-        pair_starts=np.concatenate([p.pair_starts for p in parts]),  # (n,)
-        layers=list(parts[0].layers),
-        keys=[k for p in parts for k in p.keys],
-    )
 
 
 def _nbytes(batch: ExampleBatch) -> int:

@@ -69,6 +69,21 @@ class ExampleBatch:
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
+    @classmethod
+    def concat(cls, parts: list[ExampleBatch]) -> ExampleBatch:
+        """One batch of the examples of `parts`, in order (offsets shifted, nothing padded)."""
+        shifts = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
+        offsets = [parts[0].offsets[:1]] + [p.offsets[1:] + s for p, s in zip(parts, shifts)]
+        return cls(
+            features=np.concatenate([p.features for p in parts], axis=0),  # (N, Lsel, D)
+            offsets=np.concatenate(offsets).astype(np.int64),  # (n + 1,)
+            word_ids=np.concatenate([p.word_ids for p in parts]),  # (N,)
+            type_ids=np.concatenate([p.type_ids for p in parts]),  # (N,)
+            pair_starts=np.concatenate([p.pair_starts for p in parts]),  # (n,)
+            layers=list(parts[0].layers),
+            keys=[k for p in parts for k in p.keys],
+        )
+
     def example(self, i: int) -> np.ndarray:
         """(S_i, Lsel, D) features of example i."""
         return self.features[self.offsets[i] : self.offsets[i + 1]]

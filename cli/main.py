@@ -128,9 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_extract)
 
     s = sub.add_parser("serve", help="serve a store over REST")
-    s.add_argument("--store", required=True)
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--store", default=None, help="store directory (env SNOWFIRE_STORE)")
+    s.add_argument("--host", default=None, help="default 127.0.0.1 (env SNOWFIRE_HOST)")
+    s.add_argument("--port", type=int, default=None, help="default 8000 (env SNOWFIRE_PORT)")
     s.set_defaults(func=_serve)
 
     t = sub.add_parser("train", help="train a head on cached features (never runs the encoder)")
@@ -173,12 +173,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from cache import StoreError
+
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
-    except (ValueError, KeyError, FileNotFoundError, RuntimeError) as err:
+    except (ValueError, KeyError, OSError, RuntimeError, StoreError) as err:
         if args.verbose:
             raise
         print(f"snowfire {args.command}: error: {err}", file=sys.stderr)

@@ -1,0 +1,15 @@
+"""The REST service over a snowfire store.
+
+GET  /healthz                            status, store, number of feature sets, limits
+GET  /v1/featuresets                     one summary per set (?manifest=true: with manifests)
+GET  /v1/featuresets/find?encoder=&task=&split=[&pair_encoding=]
+GET  /v1/featuresets/{id}                summary + manifest
+GET  /v1/featuresets/{id}/keys           example keys in order
+POST /v1/featuresets/{id}/features       {"indices"|"keys": [...], "layers": [...]}
+     Accept: application/x-safetensors (default) | application/json (small requests)
+"""
+
+from .app import create_app, serve
+from .settings import Settings
+
+__all__ = ["Settings", "create_app", "serve"]

@@ -1,0 +1,67 @@
+"""The app factory: settings at build time, the store opened in `lifespan`."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+
+from cache import Store
+
+from .errors import install_error_handlers
+from .routes import router, snowfire_version
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    settings: Settings = app.state.settings
+    if not settings.store.is_dir():
+        log.warning(
+            "store %s does not exist yet: serving no feature sets until one is written",
+            settings.store,
+        )
+    app.state.store = Store(settings.store)
+    yield
+    app.state.store = None
+
+
+def create_app(
+    store_dir: str | os.PathLike | None = None, *, settings: Settings | None = None
+) -> FastAPI:
+    """The snowfire service for a store directory (default: SNOWFIRE_STORE)."""
+    settings = settings or Settings()
+    if store_dir is not None:
+        settings = settings.model_copy(update={"store": Path(store_dir)})
+    app = FastAPI(
+        title="snowfire",
+        version=snowfire_version(),
+        description="All-layer encoder activations from a snowfire store. Features come as "
+        "application/x-safetensors (default) or, for small requests, application/json; "
+        f"caps: {settings.max_json_values:,} feature values per JSON response, "
+        f"{settings.max_body_bytes:,} bytes per safetensors response (413 above).",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.include_router(router)
+    return app
+
+
+def serve(
+    store_dir: str | os.PathLike | None = None,
+    host: str | None = None,
+    port: int | None = None,
+) -> None:
+    """Run the service with uvicorn until interrupted; None takes the SNOWFIRE_* setting."""
+    import uvicorn
+
+    given = {"store": store_dir, "host": host, "port": port}
+    settings = Settings(**{k: v for k, v in given.items() if v is not None})
+    uvicorn.run(create_app(settings=settings), host=settings.host, port=settings.port)

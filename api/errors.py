@@ -1,0 +1,64 @@
+"""The store's exceptions become HTTP status codes here, in one place; routes never catch.
+
+Every error body is `{"detail": "<what was wrong>"}` (plus `"error": "<class>"` for store
+errors, which lets `cache.RemoteStore` raise the very class the local store would).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from cache import (
+    ExampleNotFoundError,
+    FeatureSetNotFoundError,
+    InvalidSelectionError,
+    RequestTooLargeError,
+    StoreError,
+)
+
+log = logging.getLogger(__name__)
+
+#: Store error -> HTTP status; any other StoreError (corrupt, incompatible store) is a 500.
+STATUS: dict[type[StoreError], int] = {
+    FeatureSetNotFoundError: 404,
+    ExampleNotFoundError: 404,
+    InvalidSelectionError: 422,
+    RequestTooLargeError: 413,
+}
+
+
+async def store_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    status = next((code for cls, code in STATUS.items() if isinstance(exc, cls)), 500)
+    if status == 500:
+        log.error("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+    return JSONResponse({"detail": str(exc), "error": type(exc).__name__}, status_code=status)
+
+
+async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's list of validation errors as one sentence, e.g.
+    `indices.1: Input should be a valid integer (got 'x')`."""
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse({"detail": describe_validation(exc.errors())}, status_code=422)
+
+
+def describe_validation(errors) -> str:
+    parts = []
+    for err in errors:
+        loc = [str(p) for p in err.get("loc", ()) if p != "body"]
+        if err.get("type") == "value_error" and "error" in err.get("ctx", {}):
+            message = str(err["ctx"]["error"])  # our own validator's text, without "Value error, "
+        else:
+            message = err.get("msg", "invalid")
+            if err.get("type") not in ("missing", "json_invalid") and "input" in err:
+                message += f" (got {err['input']!r})"
+        parts.append(f"{'.'.join(loc)}: {message}" if loc else message)
+    return "; ".join(parts) or "invalid request"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(StoreError, store_error_handler)
+    app.add_exception_handler(RequestValidationError, validation_error_handler)

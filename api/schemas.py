@@ -1,0 +1,97 @@
+"""Pydantic models at the HTTP boundary: what the service accepts and what it answers."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+
+SAFETENSORS = "application/x-safetensors"
+JSON = "application/json"
+#: Bumped when the tensors or metadata of a features response change meaning.
+WIRE_FORMAT = "snowfire-features/1"
+
+
+class Limits(BaseModel):
+    max_json_values: int = Field(description="feature values one JSON response may hold")
+    max_body_bytes: int = Field(description="bytes one safetensors response may hold")
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+    store: str = Field(description="the store directory served")
+    featuresets: int = Field(description="number of feature sets in the store")
+    version: str = Field(description="snowfire version")
+    store_format: int = Field(description="store format version this service reads")
+    limits: Limits
+
+
+class FeatureSetSummary(BaseModel):
+    """`FeatureSetInfo.summary()`."""
+
+    id: str
+    encoder: dict[str, Any]
+    encoder_id: str
+    task: str | None
+    split: str | None
+    num_examples: int
+    num_layers: int
+    dim: int
+    dtype: str
+
+
+class FeatureSetDetail(FeatureSetSummary):
+    manifest: dict[str, Any] = Field(description="everything that made the set")
+
+
+class FeatureSetKeys(BaseModel):
+    id: str
+    keys: list[str] = Field(description="example keys, in feature-set order")
+
+
+class FeatureSetTexts(BaseModel):
+    id: str
+    texts: list[dict[str, Any]] = Field(description='words of each example: {"a": [...], "b"}')
+
+
+class FeaturesRequest(BaseModel):
+    """Select examples by position (`indices`) or by key (`keys`), exactly one; all layers
+    unless `layers` names some."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"indices": [0, 1, 2], "layers": [0, 6, 12]}]},
+    )
+
+    indices: list[StrictInt] | None = Field(None, description="positions in the feature set")
+    keys: list[StrictStr] | None = Field(None, description="example keys")
+    layers: list[StrictInt] | None = Field(None, description="layer indices; default all")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> FeaturesRequest:
+        if self.indices is None and self.keys is None:
+            raise ValueError("give exactly one of 'indices' or 'keys' (got neither)")
+        if self.indices is not None and self.keys is not None:
+            raise ValueError("give exactly one of 'indices' or 'keys' (got both)")
+        return self
+
+
+class FeaturesJSON(BaseModel):
+    """The JSON form of an `ExampleBatch` (small requests only)."""
+
+    format: Literal["snowfire-features/1"] = WIRE_FORMAT
+    featureset: str
+    dtype: str
+    layers: list[int]
+    keys: list[str]
+    shape: list[int] = Field(description="(N tokens, layers, dim) of `features`")
+    features: list[list[list[float]]] = Field(description="(N, layers, dim)")
+    offsets: list[int] = Field(description="(n + 1,) example i owns rows offsets[i]:offsets[i+1]")
+    word_ids: list[int] = Field(description="(N,) word within its segment, -1 for specials")
+    type_ids: list[int] = Field(description="(N,) 0 first text, 1 second text")
+    pair_starts: list[int] = Field(description="(n,) token where text b starts, -1 if none")
+
+
+class ErrorBody(BaseModel):
+    detail: str = Field(description="what was wrong")
+    error: str | None = Field(None, description="the store's exception class, when it raised")

@@ -1,0 +1,40 @@
+"""Service settings, read from the environment (prefix SNOWFIRE_) and nowhere else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: Default cap on the feature values of one JSON response (N tokens x layers x dim).
+MAX_JSON_VALUES = 100_000
+#: Default cap on the bytes of one safetensors response body.
+MAX_BODY_BYTES = 256 * 2**20
+
+
+class Settings(BaseSettings):
+    """What `snowfire serve` needs; every field can be set as SNOWFIRE_<NAME>."""
+
+    model_config = SettingsConfigDict(env_prefix="SNOWFIRE_", frozen=True)
+
+    store: Path = Field(Path("store"), description="the store directory to serve")
+    host: str = Field("127.0.0.1", description="interface uvicorn binds")
+    port: int = Field(8000, ge=0, le=65535, description="TCP port (0: any free port)")
+    max_json_values: int = Field(
+        MAX_JSON_VALUES,
+        gt=0,
+        description="413 when an application/json response would hold more feature values "
+        "(tokens x layers x dim) than this; JSON is for small requests only",
+    )
+    max_body_bytes: int = Field(
+        MAX_BODY_BYTES,
+        gt=0,
+        description="413 when an application/x-safetensors body would be larger than this",
+    )
+    read_chunk_examples: int = Field(
+        256,
+        gt=0,
+        description="examples read from the store at a time while a response is checked "
+        "against its cap (bounds memory to the cap plus one chunk)",
+    )

@@ -1,0 +1,208 @@
+"""`RemoteStore` against a live uvicorn server on 127.0.0.1: the same answers and the same
+exceptions as the local `Store`, and big reads split under the service's body cap."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import httpx
+import numpy as np
+import pytest
+
+from api import Settings, create_app
+from cache import (
+    ExampleNotFoundError,
+    FeatureSetNotFoundError,
+    InvalidSelectionError,
+    RequestTooLargeError,
+    Store,
+    open_reader,
+)
+from cache.remote import RemoteStore
+from tests.test_api_service import build_featureset
+
+LONG = [40, 3, 25, 1, 100, 7, 33, 12, 5, 30, 2, 18]  # tokens per example; #4 is big
+
+
+class Server:
+    """uvicorn in a thread on a socket bound here, so the port is ours before it starts."""
+
+    def __init__(self, settings: Settings):
+        import uvicorn
+
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        config = uvicorn.Config(create_app(settings=settings), log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start within 20 s")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=20)
+        self.sock.close()
+
+
+class CountingTransport(httpx.HTTPTransport):
+    def __init__(self):
+        super().__init__()
+        self.features_requests = self.refused = 0
+
+    def handle_request(self, request):
+        self.features_requests += request.url.path.endswith("/features")
+        response = super().handle_request(request)
+        self.refused += response.status_code == 413
+        return response
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("remote") / "store"
+    store = Store(path)
+    build_featureset(store, "fs16", "float16", seed=0)
+    build_featureset(store, "fs32", "float32", lengths=LONG, seed=1, split="train")
+    return path
+
+
+@pytest.fixture(scope="module")
+def local(store_dir) -> Store:
+    return Store(store_dir)
+
+
+@pytest.fixture(scope="module")
+def server(store_dir):
+    with Server(Settings(store=store_dir)) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def small_server(store_dir):
+    """Bodies of at most 8,000 bytes: a float32 token is 3 x 8 x 4 = 96 of them, so the
+    100-token example fits only a layer at a time."""
+    with Server(Settings(store=store_dir, max_body_bytes=8000, read_chunk_examples=3)) as s:
+        yield s
+
+
+@pytest.fixture
+def remote(server):
+    with RemoteStore(server.url) as r:
+        yield r
+
+
+def assert_same_batch(got, want) -> None:
+    for name in ("features", "offsets", "word_ids", "type_ids", "pair_starts"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    assert (got.layers, got.keys) == (want.layers, want.keys)
+
+
+def test_open_reader_gives_a_remote_store(server, local):
+    reader = open_reader(server.url)
+    assert isinstance(reader, RemoteStore)
+    assert reader.list_featuresets() == local.list_featuresets()
+    reader.close()
+
+
+def test_look_ups_match_local(remote, local):
+    got, want = remote.list_featuresets(), local.list_featuresets()
+    assert got == want
+    assert [fs.manifest for fs in got] == [fs.manifest for fs in want]
+    assert remote.get_featureset("fs32").manifest == local.get_featureset("fs32").manifest
+    found = remote.find_featureset(encoder="fake", task="sst2", split="train")
+    assert found == local.find_featureset(encoder="fake", task="sst2", split="train")
+    assert found.manifest == local.get_featureset("fs32").manifest
+    assert remote.featureset_keys("fs16") == local.featureset_keys("fs16")
+    assert remote.featureset_texts("fs32") == local.featureset_texts("fs32")
+
+
+@pytest.mark.parametrize("fs_id", ["fs16", "fs32"])
+@pytest.mark.parametrize("layers", [None, [2], [2, 0]])
+def test_read_matches_local(remote, local, fs_id, layers):
+    idx = [3, 0, 4, 0, 1]
+    assert_same_batch(remote.read(fs_id, indices=idx, layers=layers),
+                      local.read(fs_id, indices=idx, layers=layers))  # fmt: skip
+    keys = [local.featureset_keys(fs_id)[i] for i in idx]
+    assert_same_batch(remote.read(fs_id, keys=keys, layers=layers),
+                      local.read(fs_id, indices=idx, layers=layers))  # fmt: skip
+    assert_same_batch(remote.read(fs_id, indices=np.array([], dtype=np.int64)),
+                      local.read(fs_id, indices=[]))  # fmt: skip
+
+
+def test_big_read_is_split_under_the_cap(small_server, local):
+    transport = CountingTransport()
+    with RemoteStore(small_server.url, transport=transport) as remote:
+        idx = [i for i in range(len(LONG)) if i != 4][::-1] + [9, 0]
+        got = remote.read("fs32", indices=np.array(idx))
+        assert transport.features_requests >= 5  # ~4,000-byte targets for ~18 kB of features
+        assert_same_batch(got, local.read("fs32", indices=idx))
+        idx.append(4)
+        assert_same_batch(remote.read("fs32", indices=idx, layers=[1]),
+                          local.read("fs32", indices=idx, layers=[1]))  # fmt: skip
+        with pytest.raises(RequestTooLargeError, match="at most 8,000 bytes.*after 1 of 1"):
+            remote.read("fs32", indices=[4])  # 100 tokens: 9,600 bytes alone
+
+
+def test_refused_request_is_halved_and_retried(small_server, local, monkeypatch):
+    transport = CountingTransport()
+    with RemoteStore(small_server.url, transport=transport) as remote:
+        monkeypatch.setattr(remote, "_first_step", lambda fs_id, layers: 1000)  # all at once
+        idx = [i for i in range(len(LONG)) if i != 4]
+        assert_same_batch(remote.read("fs32", indices=idx), local.read("fs32", indices=idx))
+        assert transport.refused > 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"fs_id": "nope", "indices": [0]}, FeatureSetNotFoundError),
+        ({"fs_id": "fs16", "keys": ["deadbeef"]}, ExampleNotFoundError),
+        ({"fs_id": "fs16", "indices": [5]}, InvalidSelectionError),
+        ({"fs_id": "fs16", "indices": [0], "layers": [-1]}, InvalidSelectionError),
+        ({"fs_id": "fs16", "indices": [0], "layers": []}, InvalidSelectionError),
+        ({"fs_id": "fs16", "indices": [0], "keys": ["k"]}, InvalidSelectionError),
+        ({"fs_id": "fs16"}, InvalidSelectionError),
+    ],
+)
+def test_errors_match_local(remote, local, kwargs, error):
+    with pytest.raises(error) as want:
+        local.read(**kwargs)
+    with pytest.raises(error) as got:
+        remote.read(**kwargs)
+    assert type(got.value) is type(want.value)
+    assert str(got.value) == str(want.value)
+
+
+def test_look_up_errors_match_local(remote, local):
+    for call in (
+        lambda s: s.get_featureset("nope"),
+        lambda s: s.featureset_keys("nope"),
+        lambda s: s.find_featureset(encoder="fake", task="sst2", split="test"),
+    ):
+        with pytest.raises(FeatureSetNotFoundError) as want:
+            call(local)
+        with pytest.raises(FeatureSetNotFoundError) as got:
+            call(remote)
+        assert str(got.value) == str(want.value)
+
+
+def test_unreachable_service_says_where():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"  # bound, not listening: refused
+    with RemoteStore(url) as remote, pytest.raises(ConnectionError, match=url):
+        remote.list_featuresets()
+    sock.close()
