@@ -92,7 +92,6 @@ def read_capped(
     return parts[0] if len(parts) == 1 else ExampleBatch.concat(parts)
 
 
-
 def to_safetensors(batch: ExampleBatch, fs_id: str) -> bytes:
     from safetensors.numpy import save
 

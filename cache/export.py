@@ -32,8 +32,9 @@ def _pool_words(feats: np.ndarray, word_ids: np.ndarray, type_ids: np.ndarray, h
     return np.stack(rows)
 
 
-def export_hdf5(store: Store, fs_id: str, out: str | Path, words: str = "first",
-                batch: int = 256) -> int:
+def export_hdf5(
+    store: Store, fs_id: str, out: str | Path, words: str = "first", batch: int = 256
+) -> int:
     """Write feature set `fs_id` to `out`; return the number of sentences written."""
     import h5py
 
@@ -50,13 +51,16 @@ def export_hdf5(store: Store, fs_id: str, out: str | Path, words: str = "first",
             eb = store.read(fs_id, indices=idx)
             for j, i in enumerate(idx):
                 s, e = eb.offsets[j], eb.offsets[j + 1]
-                x = _pool_words(eb.features[s:e].astype(np.float32), eb.word_ids[s:e],
-                                eb.type_ids[s:e], words)  # (T, L, D)
+                x = _pool_words(
+                    eb.features[s:e].astype(np.float32), eb.word_ids[s:e], eb.type_ids[s:e], words
+                )  # (T, L, D)
                 f.create_dataset(str(i), data=np.ascontiguousarray(x.transpose(1, 0, 2)))
                 words_i = texts[i]["a"] + (texts[i]["b"] or [])
                 sentence_to_index.setdefault(" ".join(words_i), str(i))
-        f.create_dataset("sentence_to_index", data=np.array([json.dumps(sentence_to_index)],
-                                                             dtype=h5py.string_dtype()))
+        f.create_dataset(
+            "sentence_to_index",
+            data=np.array([json.dumps(sentence_to_index)], dtype=h5py.string_dtype()),
+        )
         f.attrs["snowfire_featureset"] = json.dumps(info.summary())
     tmp.replace(out)
     return info.num_examples

@@ -18,7 +18,9 @@ def canonical_json(obj: Any) -> str:
     must raise, never fall back to a random key.
     """
     _check_finite(obj)
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def _check_finite(obj: Any) -> None:

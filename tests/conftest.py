@@ -42,8 +42,12 @@ def tiny_bert_dir(tmp_path_factory) -> Path:
     tok.save_pretrained(root)
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=64,
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
     )
     BertModel(config).eval().save_pretrained(root)
     return root

@@ -28,9 +28,24 @@ def test_stateful_cli_extraction_matches_reference(fixture_dir, tmp_path):
     inp = tmp_path / "F.jsonl"
     inp.write_text("".join(json.dumps({"tokens": s}) + "\n" for s in sentences))
     spec = f"elmo:{fixture_dir / 'options.json'},{fixture_dir / 'lm_weights.hdf5'}"
-    code = snowfire(["extract", "--encoder", spec, "--elmo-state", "stateful", "--batch-size",
-                     "3", "--dtype", "float32", "--input", str(inp), "--store",
-                     str(tmp_path / "s"), "--quiet"])
+    code = snowfire(
+        [
+            "extract",
+            "--encoder",
+            spec,
+            "--elmo-state",
+            "stateful",
+            "--batch-size",
+            "3",
+            "--dtype",
+            "float32",
+            "--input",
+            str(inp),
+            "--store",
+            str(tmp_path / "s"),
+            "--quiet",
+        ]
+    )
     assert code == 0
     store = Store(tmp_path / "s")
     (info,) = store.list_featuresets()
@@ -51,18 +66,36 @@ def test_fixed_policy_export_hdf5_layout(fixture_dir, tmp_path):
     inp = tmp_path / "in.txt"
     inp.write_text("\n".join(" ".join(s) for s in sentences[:5]) + "\n")
     store_dir = tmp_path / "s"
-    assert snowfire(["extract", "--encoder", f"elmo:{fixture_dir}", "--input", str(inp),
-                     "--store", str(store_dir), "--quiet"]) == 0
+    assert (
+        snowfire(
+            [
+                "extract",
+                "--encoder",
+                f"elmo:{fixture_dir}",
+                "--input",
+                str(inp),
+                "--store",
+                str(store_dir),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     (info,) = Store(store_dir).list_featuresets()
     assert info.encoder["state_policy"] == "fixed"
     out = tmp_path / "elmo.hdf5"
-    assert snowfire(["export-hdf5", "--store", str(store_dir), "--featureset", info.id,
-                     "--out", str(out)]) == 0
+    assert (
+        snowfire(
+            ["export-hdf5", "--store", str(store_dir), "--featureset", info.id, "--out", str(out)]
+        )
+        == 0
+    )
     stored = Store(store_dir).read(info.id, indices=list(range(5)))
     with h5py.File(out) as f:
         index = json.loads(f["sentence_to_index"][0])
         assert index[" ".join(sentences[3])] == "3"
         for i in range(5):
             assert f[str(i)].shape == (3, len(sentences[i]), 32)
-            np.testing.assert_allclose(f[str(i)][()], stored.example(i).transpose(1, 0, 2)
-                                       .astype(np.float32))
+            np.testing.assert_allclose(
+                f[str(i)][()], stored.example(i).transpose(1, 0, 2).astype(np.float32)
+            )

@@ -53,8 +53,9 @@ def test_store_matches_plain_forward(tiny_bert_dir, tmp_path):
 def test_long_input_is_windowed_not_truncated(tiny_bert_dir, tmp_path):
     enc = _encoder(tiny_bert_dir, max_length=16)
     words = tuple(("the man plays guitar in the park and " * 6).split())  # 48 words
-    info = extract(enc, [TextInput(words)], Store(tmp_path / "s"), task=None, split=None,
-                   config=QUIET)
+    info = extract(
+        enc, [TextInput(words)], Store(tmp_path / "s"), task=None, split=None, config=QUIET
+    )
     batch = Store(tmp_path / "s").read(info.id, indices=[0])
     assert batch.offsets[-1] == len(words) + 2
     assert batch.word_ids[1:-1].tolist() == list(range(len(words)))
@@ -66,8 +67,9 @@ def test_long_input_is_windowed_not_truncated(tiny_bert_dir, tmp_path):
 def test_separate_pairs_concatenate_two_sequences(tiny_bert_dir, tmp_path):
     enc = _encoder(tiny_bert_dir, pair_encoding="separate")
     a, b = tuple("a man plays guitar".split()), tuple("someone runs".split())
-    info = extract(enc, [TextInput(a, b)], Store(tmp_path / "s"), task=None, split=None,
-                   config=QUIET)
+    info = extract(
+        enc, [TextInput(a, b)], Store(tmp_path / "s"), task=None, split=None, config=QUIET
+    )
     batch = Store(tmp_path / "s").read(info.id, indices=[0])
     assert batch.pair_starts.tolist() == [6]
     np.testing.assert_allclose(batch.example(0)[:6], _reference(tiny_bert_dir, list(a)), atol=1e-5)
@@ -89,5 +91,11 @@ def test_same_text_is_computed_once(tiny_bert_dir, tmp_path):
 
 def test_empty_text_is_refused(tiny_bert_dir, tmp_path):
     with pytest.raises(ValueError, match="example 1: empty text"):
-        extract(_encoder(tiny_bert_dir), [TextInput(("a",)), TextInput(())],
-                Store(tmp_path / "s"), task=None, split=None, config=QUIET)
+        extract(
+            _encoder(tiny_bert_dir),
+            [TextInput(("a",)), TextInput(())],
+            Store(tmp_path / "s"),
+            task=None,
+            split=None,
+            config=QUIET,
+        )

@@ -30,8 +30,14 @@ def test_identity_and_shape(minilm):
 
 def test_golden_norms_through_the_store(minilm, tmp_path):
     store = Store(tmp_path / "s")
-    info = extract(minilm, [TextInput(tuple(SENTENCE.split()))], store, task=None, split=None,
-                   config=ExtractConfig(progress=False))
+    info = extract(
+        minilm,
+        [TextInput(tuple(SENTENCE.split()))],
+        store,
+        task=None,
+        split=None,
+        config=ExtractConfig(progress=False),
+    )
     feats = store.read(info.id, indices=[0]).example(0).astype(np.float32)  # (12, 7, 384)
     assert feats.shape == (12, 7, 384)
     norms = np.linalg.norm(feats, axis=(0, 2))

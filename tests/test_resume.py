@@ -14,21 +14,42 @@ import pytest
 from cache import Store
 
 SENTENCES = [
-    " ".join(("the man plays guitar in the park and a dog runs over the street " * 3)
-             .split()[: 3 + i % 30] + [str(i)])
+    " ".join(
+        ("the man plays guitar in the park and a dog runs over the street " * 3).split()[
+            : 3 + i % 30
+        ]
+        + [str(i)]
+    )
     for i in range(240)
 ]
 
 
 def _command(model: Path, inp: Path, store: Path) -> list[str]:
-    return [sys.executable, "-m", "cli.main", "extract", "--encoder", f"hf:{model}",
-            "--input", str(inp), "--store", str(store), "--segment-tokens", "96",
-            "--token-budget", "256", "--quiet"]
+    return [
+        sys.executable,
+        "-m",
+        "cli.main",
+        "extract",
+        "--encoder",
+        f"hf:{model}",
+        "--input",
+        str(inp),
+        "--store",
+        str(store),
+        "--segment-tokens",
+        "96",
+        "--token-budget",
+        "256",
+        "--quiet",
+    ]
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != ".lock"}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
 
 
 def _segments(store: Path) -> int:
@@ -60,8 +81,11 @@ def test_kill_and_resume_gives_the_identical_store(tiny_bert_dir, tmp_path, kill
     info = Store(killed).list_featuresets()[0]
     keys = Store(killed).featureset_keys(info.id)
     assert len(keys) == len(SENTENCES)
-    stored = [k for seg in Store(killed).path.glob("pools/*/segments/*")
-              for k in __import__("zarr").open_group(str(seg), mode="r").attrs["keys"]]
+    stored = [
+        k
+        for seg in Store(killed).path.glob("pools/*/segments/*")
+        for k in __import__("zarr").open_group(str(seg), mode="r").attrs["keys"]
+    ]
     assert sorted(stored) == sorted(set(keys)), "every example stored exactly once"
 
 

@@ -31,13 +31,22 @@ def _write(store: Store, lengths, layers=3, dim=8, dtype="float32", pair=False, 
         keys.append(example_key(pool, {"a": [str(seed), str(i)], "b": None}))
     with store.writer(pool):
         store.write_segment(pool, digest(keys, 24), keys, parts, dtype)
-    manifest = {"id": f"fs{seed}", "encoder": {"name": "fake", "spec": "fake"},
-                "encoder_id": pool, "task": "t", "split": "dev", "num_layers": layers,
-                "dim": dim, "dtype": dtype}
+    manifest = {
+        "id": f"fs{seed}",
+        "encoder": {"name": "fake", "spec": "fake"},
+        "encoder_id": pool,
+        "task": "t",
+        "split": "dev",
+        "num_layers": layers,
+        "dim": dim,
+        "dtype": dtype,
+    }
     return store.write_featureset(manifest, keys), parts
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     lengths=st.lists(st.integers(1, 70), min_size=1, max_size=12),
     dtype=st.sampled_from(["float16", "float32"]),
@@ -85,7 +94,9 @@ def test_errors_name_what_was_wrong(tmp_path):
         store.read(info.id)
     with pytest.raises(ExampleNotFoundError, match="'abc' is not in pool"):
         store.read(info.id, keys=["abc"])
-    with pytest.raises(FeatureSetNotFoundError, match="no feature set for encoder 'other'.*fake:t/dev"):
+    with pytest.raises(
+        FeatureSetNotFoundError, match="no feature set for encoder 'other'.*fake:t/dev"
+    ):
         store.find_featureset(encoder="other", task="t", split="dev")
 
 
@@ -103,8 +114,13 @@ def test_float16_overflow_refused_and_nothing_written(tmp_path):
     feats = np.full((2, 1, 2), 1e6, dtype=np.float32)
     with pytest.raises(OverflowError, match="beyond float16 range.*--dtype float32"):
         with store.writer(pool):
-            store.write_segment(pool, "seg", ["k"], [(feats, np.zeros(2, np.int32),
-                                                        np.zeros(2, np.int8), -1)], "float16")
+            store.write_segment(
+                pool,
+                "seg",
+                ["k"],
+                [(feats, np.zeros(2, np.int32), np.zeros(2, np.int8), -1)],
+                "float16",
+            )
     assert store.missing_keys(pool, ["k"]) == ["k"]
 
 

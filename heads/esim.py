@@ -1,0 +1,88 @@
+"""ESIM, the Enhanced Sequential Inference Model (Chen et al. 2017, "Enhanced LSTM for Natural
+Language Inference", sec. 3.1-3.3), over the two texts of a pair, as in Peters, Ruder & Smith
+(2019) for NLI, paraphrase detection and STS.
+
+    a_i = BiLSTM(ScalarMix(h^a))_i,  b_j = BiLSTM(ScalarMix(h^b))_j      input encoding (eq. 1-2)
+    e_ij = a_i . b_j                                                     (eq. 11)
+    ã_i = sum_j softmax_j(e_ij) b_j,   b̃_j = sum_i softmax_i(e_ij) a_i     local inference (12-13)
+    m_a = [a; ã; a - ã; a * ã],        m_b = [b; b̃; b - b̃; b * b̃]           enhancement (14-15)
+    v_a = BiLSTM(ReLU(F m_a)),         v_b = BiLSTM(ReLU(F m_b))         composition (eq. 17)
+    v = [mean v_a; max v_a; mean v_b; max v_b]                            pooling (eq. 18-20)
+    z = W_2 dropout(ReLU(W_1 dropout(v)))                                 MLP classifier
+
+F is the projection to H before the composition BiLSTM (sec. 3.3); the same BiLSTMs read both
+texts. Classification: K logits, cross-entropy; regression (STS): one score, squared error.
+Where ESIM used tanh in the MLP we use ReLU, as AllenNLP's ESIM does. Defaults follow AllenNLP.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .base import Head
+from .batch import HeadBatch
+from .scalar_mix import ScalarMix
+from .sequence import BiLSTM, masked_max, masked_mean, masked_softmax
+
+
+class ESIM(Head):
+    """ESIM over the scalar-mixed features of text a and text b."""
+
+    name = "esim"
+    kinds = ("classification", "regression")
+    texts = "pair"
+
+    def __init__(
+        self,
+        num_layers: int,
+        dim: int,
+        num_labels: int,
+        *,
+        kind: str,
+        hidden: int = 300,
+        dropout: float = 0.5,
+    ):
+        """hidden: each LSTM direction's width, the projection and the MLP's hidden layer;
+        dropout: on the mixed features, before the composition and in the MLP."""
+        super().__init__(num_layers, dim, num_labels, kind=kind)
+        self.mix = ScalarMix(num_layers)
+        self.dropout = nn.Dropout(dropout)
+        self.encoder = BiLSTM(dim, hidden)
+        self.projection = nn.Sequential(nn.Linear(4 * 2 * hidden, hidden), nn.ReLU())
+        self.composition = BiLSTM(hidden, hidden)
+        self.classifier = nn.Sequential(
+            nn.Dropout(dropout),
+            nn.Linear(4 * 2 * hidden, hidden),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(hidden, num_labels),
+        )
+
+    def forward(self, batch: HeadBatch) -> tuple[torch.Tensor, torch.Tensor | None]:
+        self.check_batch(batch)
+        mask_a, mask_b = batch.mask_a, batch.mask_b  # (B, Sa), (B, Sb)
+        a = self.encoder(self.dropout(self.mix(batch.features_a)), mask_a)  # (B, Sa, 2H)
+        b = self.encoder(self.dropout(self.mix(batch.features_b)), mask_b)  # (B, Sb, 2H)
+
+        e = torch.bmm(a, b.transpose(1, 2))  # (B, Sa, Sb)
+        a_tilde = torch.bmm(masked_softmax(e, mask_b[:, None, :]), b)  # (B, Sa, 2H)
+        b_tilde = torch.bmm(masked_softmax(e.transpose(1, 2), mask_a[:, None, :]), a)  # (B, Sb, 2H)
+        m_a = torch.cat([a, a_tilde, a - a_tilde, a * a_tilde], dim=-1)  # (B, Sa, 8H)
+        m_b = torch.cat([b, b_tilde, b - b_tilde, b * b_tilde], dim=-1)  # (B, Sb, 8H)
+
+        v_a = self.composition(self.dropout(self.projection(m_a)), mask_a)  # (B, Sa, 2H)
+        v_b = self.composition(self.dropout(self.projection(m_b)), mask_b)  # (B, Sb, 2H)
+        v = torch.cat(
+            [
+                masked_mean(v_a, mask_a),
+                masked_max(v_a, mask_a),
+                masked_mean(v_b, mask_b),
+                masked_max(v_b, mask_b),
+            ],
+            dim=-1,
+        )  # (B, 8H)
+        z = self.classifier(v)  # (B, K)
+        if self.kind == "regression":
+            z = z.squeeze(-1)  # (B,)
+        return z, self.example_loss(z, batch.labels)

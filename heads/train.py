@@ -1,0 +1,273 @@
+"""The ❄️ trainer: one readable loop that fits a head on cached features only.
+
+build data (feature sets of every split + labels) -> build head -> for each epoch: for each
+batch `out, loss = head(batch)`, backward, step; evaluate dev; keep the best; stop early ->
+evaluate every split -> write config, metrics, per-epoch log, scalar-mix weights, predictions
+and weights (safetensors). The encoder is never run here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a head run (recorded in RUN/config.json)."""
+
+    store: str  # store directory or http://HOST:PORT of the service
+    encoder: str  # encoder spec the features were extracted with (e.g. "minilm")
+    task: str  # task name (tasks.TASKS)
+    head: str  # head name (heads.HEADS)
+    data: str  # task data directory: labels, and which splits exist
+    out: str  # run directory
+    seed: int = 0
+    epochs: int = 20
+    batch_size: int = 32
+    lr: float = 1e-3  # AdamW
+    weight_decay: float = 0.01  # AdamW, decoupled
+    patience: int = 3  # epochs without dev improvement before stopping
+    pair_encoding: str | None = None  # pick joint/separate feature sets when both exist
+    featureset_prefix: str | None = None  # disambiguate feature sets by id prefix
+    layer: int | None = None  # the layer a probe reads
+    hparams: dict[str, Any] = field(default_factory=dict)  # head options
+    max_memory_gb: float = 4.0  # preload a split's features up to this size, else stream
+    progress: bool = True
+    device: str | None = None
+
+
+def _targets(spec, examples) -> np.ndarray | list:
+    if spec.kind == "regression":
+        return np.array([float(e.label) for e in examples], dtype=np.float32)
+    if spec.kind == "classification":
+        lookup = {label: i for i, label in enumerate(spec.labels)}
+        return np.array([lookup[str(e.label)] for e in examples], dtype=np.int64)
+    lookup = {tag: i for i, tag in enumerate(spec.labels)}
+    return [np.array([lookup[t] for t in e.tags], dtype=np.int64) for e in examples]
+
+
+def _featureset(reader, cfg: TrainConfig, split: str, n_examples: int):
+    from cache import FeatureSetNotFoundError
+
+    try:
+        info = reader.find_featureset(
+            encoder=cfg.encoder, task=cfg.task, split=split, pair_encoding=cfg.pair_encoding
+        )
+    except FeatureSetNotFoundError:
+        if cfg.featureset_prefix is None:
+            raise
+        hits = [
+            fs
+            for fs in reader.list_featuresets()
+            if fs.id.startswith(cfg.featureset_prefix) and fs.split == split
+        ]
+        if len(hits) != 1:
+            raise
+        info = hits[0]
+    if info.num_examples != n_examples:
+        raise ValueError(
+            f"feature set {info.id} holds {info.num_examples} examples but {cfg.task}/{split} "
+            f"in {cfg.data} has {n_examples}: re-extract this split"
+        )
+    return info
+
+
+def _predict(head, source, targets, kind: str, batch_size: int, word_level: bool, device):
+    import torch
+
+    from .batch import collate
+
+    head.eval()
+    preds = []
+    with torch.inference_mode():
+        for idx, eb in source.batches(list(range(source.info.num_examples)), batch_size):
+            batch = collate(eb, _subset(targets, idx), kind=kind, word_level=word_level)
+            out, _ = head(batch.to(device) if hasattr(batch, "to") else batch)
+            preds.extend(head.predict(out))
+    return preds
+
+
+def _subset(targets, idx):
+    return [targets[i] for i in idx] if isinstance(targets, list) else targets[idx]
+
+
+def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
+    """Fit a head; write the run directory; return metrics per split."""
+    import torch
+    from tqdm import tqdm
+
+    from cache import open_reader
+    from tasks import available_splits, evaluate, get_task, read_split
+
+    from .batch import collate
+    from .registry import build_head
+
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    spec = get_task(cfg.task)
+    splits = available_splits(cfg.task, cfg.data)
+    for needed in ("train", "dev"):
+        if needed not in splits:
+            raise ValueError(f"{cfg.task}: no {needed} split in {cfg.data} (found {splits})")
+
+    # -- data: feature sets + targets of every split
+    reader = open_reader(cfg.store)
+    examples = {s: read_split(cfg.task, cfg.data, s) for s in splits}
+    infos = {s: _featureset(reader, cfg, s, len(examples[s])) for s in splits}
+    pools = {info.encoder_id for info in infos.values()}
+    if len(pools) != 1:
+        raise ValueError(
+            f"splits were extracted by different encoders: "
+            f"{ {s: i.encoder_id for s, i in infos.items()} }"
+        )
+    info = infos["train"]
+    layers = [cfg.layer] if cfg.head == "probe" and cfg.layer is not None else None
+    budget = int(cfg.max_memory_gb * 1e9)
+    from .data import FeatureSource
+
+    sources = {s: FeatureSource(reader, infos[s], layers, budget) for s in splits}
+    targets = {s: _targets(spec, examples[s]) for s in splits}
+    word_level = spec.kind == "tagging"  # word-piece taggers: hparams {"over_pieces": true}
+
+    # -- model
+    num_labels = 1 if spec.kind == "regression" else len(spec.labels)
+    hparams = dict(cfg.hparams)
+    if cfg.head == "probe" and cfg.layer is not None:
+        hparams.setdefault("layer", 0)  # the store returns just that layer
+    head = build_head(
+        cfg.head,
+        kind=spec.kind,
+        pair=spec.pair,
+        num_layers=len(layers) if layers else info.num_layers,
+        dim=info.dim,
+        num_labels=num_labels,
+        **hparams,
+    ).to(device)
+    opt = torch.optim.AdamW(head.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    out_dir = Path(cfg.out)
+    (out_dir / "predictions").mkdir(parents=True, exist_ok=True)
+    log_file = open(out_dir / "log.jsonl", "w")
+
+    # -- loop
+    best, best_state, bad, started = -float("inf"), None, 0, time.perf_counter()
+    n_train = infos["train"].num_examples
+    for epoch in range(1, cfg.epochs + 1):
+        head.train()
+        order = rng.permutation(n_train)
+        total, seen = 0.0, 0
+        bar = tqdm(
+            total=n_train, desc=f"epoch {epoch}", unit="ex", disable=not cfg.progress, leave=False
+        )
+        for idx, eb in sources["train"].batches(order, cfg.batch_size):
+            batch = collate(
+                eb, _subset(targets["train"], idx), kind=spec.kind, word_level=word_level
+            )
+            _, loss = head(batch.to(device) if hasattr(batch, "to") else batch)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total, seen = total + float(loss) * len(idx), seen + len(idx)
+            bar.update(len(idx))
+            bar.set_postfix(loss=f"{total / seen:.4f}")
+        bar.close()
+        preds = _predict(
+            head, sources["dev"], targets["dev"], spec.kind, cfg.batch_size, word_level, device
+        )
+        dev = evaluate(cfg.task, _gold(spec, examples["dev"]), _decode(spec, preds))
+        score = dev[spec.metric]
+        record = {
+            "epoch": epoch,
+            "train_loss": total / max(seen, 1),
+            "dev": dev,
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+        log_file.write(json.dumps(record) + "\n")
+        log_file.flush()
+        if cfg.progress:
+            print(f"epoch {epoch}: loss {record['train_loss']:.4f} dev {spec.metric} {score:.4f}")
+        if score > best:
+            best, bad = score, 0
+            best_state = {k: v.detach().clone() for k, v in head.state_dict().items()}
+        else:
+            bad += 1
+            if bad >= cfg.patience:
+                break
+    log_file.close()
+    head.load_state_dict(best_state)
+
+    # -- evaluate every split, write the run
+    metrics = {}
+    for split in splits:
+        preds = _decode(
+            spec,
+            _predict(
+                head, sources[split], targets[split], spec.kind, cfg.batch_size, word_level, device
+            ),
+        )
+        metrics[split] = evaluate(cfg.task, _gold(spec, examples[split]), preds)
+        _write_predictions(out_dir / "predictions" / f"{split}.tsv", spec, examples[split], preds)
+    _write_run(out_dir, cfg, head, info, metrics, time.perf_counter() - started)
+    return metrics
+
+
+def _gold(spec, examples) -> list:
+    if spec.kind == "tagging":
+        return [list(e.tags) for e in examples]
+    if spec.kind == "regression":
+        return [float(e.label) for e in examples]
+    return [str(e.label) for e in examples]
+
+
+def _decode(spec, preds) -> list:
+    if spec.kind == "tagging":
+        return [[spec.labels[t] for t in seq] for seq in preds]
+    if spec.kind == "regression":
+        return [float(p) for p in preds]
+    return [spec.labels[int(p)] for p in preds]
+
+
+def _write_predictions(path: Path, spec, examples, preds) -> None:
+    with open(path, "w") as f:
+        if spec.kind == "tagging":  # CoNLL: token gold predicted, blank line between sentences
+            for ex, seq in zip(examples, preds, strict=True):
+                for word, gold, pred in zip(ex.words_a, ex.tags, seq, strict=True):
+                    f.write(f"{word} {gold} {pred}\n")
+                f.write("\n")
+            return
+        f.write("index\tgold\tpredicted\n")
+        for ex, pred in zip(examples, preds, strict=True):
+            f.write(f"{ex.index}\t{ex.label}\t{pred}\n")
+
+
+def _write_run(out_dir: Path, cfg: TrainConfig, head, info, metrics, seconds: float) -> None:
+    from safetensors.torch import save_file
+
+    from .scalar_mix import ScalarMix
+
+    mixes = {
+        name: m.weights().tolist() for name, m in head.named_modules() if isinstance(m, ScalarMix)
+    }
+    (out_dir / "scalar_mix.json").write_text(json.dumps(mixes, indent=2))
+    save_file(
+        {k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()},
+        str(out_dir / "weights.safetensors"),
+        metadata={"head": cfg.head, "task": cfg.task, "featureset": info.id},
+    )
+    config = {
+        "train": asdict(cfg),
+        "featureset": info.summary(),
+        "features_manifest": info.manifest | {"keys": None},
+        "seconds": round(seconds, 2),
+    }
+    (out_dir / "config.json").write_text(json.dumps(config, indent=2, default=str))
+    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))

@@ -1,0 +1,503 @@
+"""The contract every head fulfils, run over every head × the task kinds and texts it models.
+
+A new head adds one entry to `heads.HEADS` (and, if it has big defaults, one to `TINY`).
+Numeric parts are checked by hand (ScalarMix) or by brute force (the CRF: every tag path).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from cache import ExampleBatch
+from heads import (
+    BCN,
+    ESIM,
+    HEADS,
+    IGNORE_INDEX,
+    HeadBatch,
+    ScalarMix,
+    Tagger,
+    TagScores,
+    build_head,
+    collate,
+)
+
+L, D = 3, 8  # tiny store: 3 layers of 8
+NUM_LABELS = {"classification": 3, "regression": 1, "tagging": 4}
+TINY = {  # small hyper-parameters so the suite runs in seconds
+    "mlp": {"hidden": 6},
+    "bcn": {"ff_dim": 6, "hidden": 5, "maxout_dims": (8,), "pool_size": 2},
+    "esim": {"hidden": 5},
+    "bilstm-crf": {"hidden": 5},
+    "bilstm-softmax": {"hidden": 5},
+}
+PIECES = {"bilstm-crf-pieces": "bilstm-crf", "bilstm-softmax-pieces": "bilstm-softmax"}
+
+
+def _cases() -> list[tuple[str, str, bool]]:
+    cases = []
+    for name, spec in [*HEADS.items(), *((p, HEADS[n]) for p, n in PIECES.items())]:
+        pairs = {"any": (False, True), "single": (False,), "pair": (True,)}[spec.texts]
+        cases += [(name, kind, pair) for kind in spec.kinds for pair in pairs]
+    return cases
+
+
+CASES = _cases()
+IDS = [f"{n}-{k}-{'pair' if p else 'single'}" for n, k, p in CASES]
+
+
+def make_head(name: str, kind: str, pair: bool, dim: int = D) -> torch.nn.Module:
+    hparams = dict(TINY.get(PIECES.get(name, name), {}))
+    if name in PIECES:
+        name, hparams["over_pieces"] = PIECES[name], True
+    return build_head(
+        name, kind=kind, pair=pair, num_layers=L, dim=dim, num_labels=NUM_LABELS[kind], **hparams
+    )
+
+
+# ------------------------------------------------------------------ hand-built store batches
+def make_example(
+    rng, words_a: list[int], words_b: list[int] | None = None, *, joint: bool = True, dim: int = D
+):
+    """Pieces per word -> (features (S, L, D), word_ids, type_ids, pair_start), BERT-style
+    specials: [CLS] a [SEP] (b [SEP] | [CLS] b [SEP])."""
+
+    def text(pieces):
+        return [w for w, n in enumerate(pieces) for _ in range(n)]
+
+    word_ids = [-1, *text(words_a), -1]
+    pair_start = -1
+    if words_b is not None:
+        pair_start = len(word_ids) + (0 if joint else 1)
+        word_ids += ([] if joint else [-1]) + text(words_b) + [-1]
+    s = len(word_ids)
+    type_ids = [0] * s if pair_start < 0 else [int(i >= pair_start) for i in range(s)]
+    if words_b is not None and joint:
+        type_ids[pair_start - 1] = 0  # the [SEP] closing a is segment 0
+    feats = rng.standard_normal((s, L, dim)).astype(np.float32)
+    return feats, np.array(word_ids, np.int32), np.array(type_ids, np.int8), pair_start
+
+
+def example_batch(examples) -> ExampleBatch:
+    lengths = [len(e[0]) for e in examples]
+    return ExampleBatch(
+        features=np.concatenate([e[0] for e in examples]),
+        offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        word_ids=np.concatenate([e[1] for e in examples]),
+        type_ids=np.concatenate([e[2] for e in examples]),
+        pair_starts=np.array([e[3] for e in examples], np.int64),
+        layers=list(range(L)),
+        keys=[f"k{i}" for i in range(len(examples))],
+    )
+
+
+def examples_for(pair: bool, seed: int = 0, sizes=((2, 1, 1), (1, 3, 1, 2, 1), (1, 1))):
+    """Three examples of different lengths (pieces per word), pairs built from them."""
+    rng = np.random.default_rng(seed)
+    return [make_example(rng, list(a), list(reversed(a)) + [1] if pair else None) for a in sizes]
+
+
+def targets_for(kind: str, examples, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    if kind == "classification":
+        return rng.integers(0, NUM_LABELS[kind], len(examples)).tolist()
+    if kind == "regression":
+        return rng.uniform(1, 5, len(examples)).tolist()
+    return [rng.integers(0, NUM_LABELS[kind], int(e[1].max()) + 1).tolist() for e in examples]
+
+
+def batch_for(kind: str, examples, targets=None) -> HeadBatch:
+    return collate(example_batch(examples), targets, kind=kind)
+
+
+def rows(output, i: int) -> torch.Tensor:
+    """Example i's part of a head's output (a tagger's real words only)."""
+    if isinstance(output, TagScores):
+        return output.emissions[i, : int(output.mask[i].sum())]
+    return output[i]
+
+
+# ------------------------------------------------------------------ the contract
+@pytest.mark.parametrize(("name", "kind", "pair"), CASES, ids=IDS)
+def test_shapes_loss_and_predictions(name, kind, pair):
+    torch.manual_seed(0)
+    head = make_head(name, kind, pair)
+    examples = examples_for(pair)
+    out, loss = head(batch_for(kind, examples, targets_for(kind, examples)))
+    b, k = len(examples), NUM_LABELS[kind]
+    if kind == "tagging":
+        assert out.emissions.shape == (b, 5, k) and out.mask.shape == (b, 5)
+    else:
+        assert out.shape == ((b, k) if kind == "classification" else (b,))
+    assert loss.shape == () and torch.isfinite(loss)
+    preds = head.predict(out)
+    assert len(preds) == b
+    if kind == "classification":
+        assert all(isinstance(p, int) and 0 <= p < k for p in preds)
+    elif kind == "regression":
+        assert all(isinstance(p, float) for p in preds)
+    else:
+        assert [len(p) for p in preds] == [3, 5, 2]
+        assert all(0 <= t < k for p in preds for t in p)
+    _, no_loss = head(batch_for(kind, examples))
+    assert no_loss is None
+
+
+@pytest.mark.parametrize(("name", "kind", "pair"), CASES, ids=IDS)
+def test_gradients_reach_every_parameter(name, kind, pair):
+    torch.manual_seed(0)
+    head = make_head(name, kind, pair).eval()  # no dropout: a zero gradient is a real bug
+    examples = examples_for(pair)
+    _, loss = head(batch_for(kind, examples, targets_for(kind, examples)))
+    loss.backward()
+    # below 1e-7 is float noise: e.g. a bias under a softmax gets ~1e-9, real gradients >= 1e-5
+    dead = [n for n, p in head.named_parameters() if p.grad is None or p.grad.abs().max() < 1e-7]
+    assert dead == []
+
+
+@pytest.mark.parametrize(("name", "kind", "pair"), CASES, ids=IDS)
+def test_padding_does_not_change_outputs(name, kind, pair):
+    torch.manual_seed(0)
+    head = make_head(name, kind, pair).eval()
+    short, long_, _ = examples_for(pair, sizes=((1, 2), (2, 1, 1, 3, 1, 1), (1,)))
+    with torch.no_grad():
+        alone, _ = head(batch_for(kind, [short]))
+        first, _ = head(batch_for(kind, [short, long_]))
+        second, _ = head(batch_for(kind, [long_, short]))
+    torch.testing.assert_close(rows(first, 0), rows(alone, 0), atol=1e-5, rtol=0)
+    torch.testing.assert_close(rows(second, 1), rows(alone, 0), atol=1e-5, rtol=0)
+    if kind == "tagging":
+        assert head.predict(first)[0] == head.predict(alone)[0]
+
+
+@pytest.mark.parametrize(("name", "kind", "pair"), CASES, ids=IDS)
+def test_state_dict_round_trip(name, kind, pair):
+    torch.manual_seed(0)
+    head = make_head(name, kind, pair).eval()
+    torch.manual_seed(1)
+    again = build_head(**head.config).eval()  # the config travels with the weights
+    again.load_state_dict(head.state_dict())
+    batch = batch_for(kind, examples_for(pair))
+    with torch.no_grad():
+        torch.testing.assert_close(
+            rows(again(batch)[0], 1), rows(head(batch)[0], 1), atol=0, rtol=0
+        )
+
+
+@pytest.mark.parametrize(("name", "kind", "pair"), CASES, ids=IDS)
+def test_deterministic_under_manual_seed(name, kind, pair):
+    examples = examples_for(pair)
+    batch = batch_for(kind, examples, targets_for(kind, examples))
+    results = []
+    for _ in range(2):
+        torch.manual_seed(7)
+        head = make_head(name, kind, pair).train()  # dropout on: the seed fixes its masks too
+        out, loss = head(batch)
+        results.append((rows(out, 1), loss))
+    torch.testing.assert_close(results[0], results[1], atol=0, rtol=0)
+
+
+@pytest.mark.parametrize(("name", "kind", "pair"), CASES, ids=IDS)
+def test_wrong_feature_size_fails_with_expected_and_got(name, kind, pair):
+    head = make_head(name, kind, pair)
+    expected = f"built for features of L={L} layers, D={D}; got L={L}, D={D + 1}"
+    with pytest.raises(ValueError, match=expected):
+        head.check_input(L, D + 1)
+    rng = np.random.default_rng(0)
+    wider = [make_example(rng, [1, 2], [2] if pair else None, dim=D + 1)]
+    with pytest.raises(ValueError, match=expected):
+        head(batch_for(kind, wider))
+    other = "regression" if kind == "classification" else "classification"
+    if kind != "tagging":
+        with pytest.raises(ValueError, match=f"built for a {kind} task, got a {other} batch"):
+            head(batch_for(other, examples_for(pair)))
+
+
+# ------------------------------------------------------------------ refusals
+@pytest.mark.parametrize(
+    ("name", "kind", "pair", "message"),
+    [
+        (
+            "bilstm-crf",
+            "classification",
+            False,
+            "head 'bilstm-crf' cannot model a classification task: it predicts one tag per word; "
+            "heads for classification on single texts: linear, mlp, probe, bcn",
+        ),
+        ("crf", "regression", True, "head 'crf' cannot model a regression task"),
+        (
+            "linear",
+            "tagging",
+            False,
+            "head 'linear' cannot model a tagging task: it predicts one label or score per "
+            "example; "
+            "heads for tagging on single texts: bilstm-crf, bilstm-softmax, crf, softmax",
+        ),
+        (
+            "esim",
+            "classification",
+            False,
+            "head 'esim' reads pair texts but the task has single texts; "
+            "heads for classification on single texts: linear, mlp, probe, bcn",
+        ),
+        (
+            "bcn",
+            "regression",
+            True,
+            "head 'bcn' reads single texts but the task has pair texts; "
+            "heads for regression on pair texts: linear, mlp, probe, esim",
+        ),
+        ("lstm", "classification", False, "unknown head 'lstm'; known heads: linear, mlp, probe"),
+        ("linear", "ranking", False, "kind must be one of"),
+    ],
+)
+def test_build_head_refuses_with_the_reason(name, kind, pair, message):
+    with pytest.raises(ValueError, match=_literal(message)):
+        build_head(name, kind=kind, pair=pair, num_layers=L, dim=D, num_labels=3)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "num_labels", "hparams", "error", "message"),
+    [
+        (
+            "linear",
+            "regression",
+            3,
+            {},
+            ValueError,
+            "a regression head predicts one score: num_labels must be 1, got 3",
+        ),
+        (
+            "bcn",
+            "classification",
+            1,
+            {},
+            ValueError,
+            "classification needs at least 2 labels, got 1",
+        ),
+        (
+            "esim",
+            "classification",
+            3,
+            {"hiden": 4},
+            TypeError,
+            "unknown hyper-parameter(s) ['hiden'] for head 'esim'; it takes: hidden, dropout",
+        ),
+        (
+            "crf",
+            "tagging",
+            3,
+            {"output": "softmax"},
+            TypeError,
+            "unknown hyper-parameter(s) ['output'] for head 'crf'",
+        ),
+        (
+            "crf",
+            "tagging",
+            3,
+            {"over_pieces": True},
+            ValueError,
+            "over_pieces needs a BiLSTM (lstm_layers > 0)",
+        ),
+        ("mlp", "classification", 3, {"hidden": 0}, ValueError, "the mlp head needs hidden >= 1"),
+        (
+            "probe",
+            "classification",
+            3,
+            {"layer": 3},
+            ValueError,
+            "probe layer must be in [-3, 3), got 3",
+        ),
+    ],
+)
+def test_bad_sizes_and_hyper_parameters_are_refused(
+    name, kind, num_labels, hparams, error, message
+):
+    pair = name == "esim"
+    with pytest.raises(error, match=_literal(message)):
+        build_head(
+            name, kind=kind, pair=pair, num_layers=L, dim=D, num_labels=num_labels, **hparams
+        )
+
+
+def test_heads_refuse_unfit_kinds_and_batches_when_built_directly():
+    with pytest.raises(
+        ValueError,
+        match="the bilstm-crf head cannot model a classification "
+        "task: it predicts one tag per word",
+    ):
+        Tagger(L, D, 3, kind="classification")
+    with pytest.raises(ValueError, match="the esim head cannot model a tagging task"):
+        ESIM(L, D, 3, kind="tagging")
+    single = batch_for("classification", examples_for(False))
+    with pytest.raises(ValueError, match="the esim head reads a pair of texts, got single texts"):
+        ESIM(L, D, 3, kind="classification", hidden=4)(single)
+    pairs = batch_for("classification", examples_for(True))
+    with pytest.raises(ValueError, match="the bcn head reads single texts, got pairs"):
+        BCN(L, D, 3, kind="classification", ff_dim=4, hidden=4, maxout_dims=(4,))(pairs)
+
+
+def _literal(text: str) -> str:
+    return re.escape(text)
+
+
+# ------------------------------------------------------------------ ScalarMix by hand
+def test_scalar_mix_matches_a_hand_computation():
+    mix = ScalarMix(2)
+    h = torch.tensor([[[1.0, 2.0], [3.0, 4.0]]])  # (B=1, L=2, D=2)
+    torch.testing.assert_close(mix(h), torch.tensor([[2.0, 3.0]]))  # w = 0: the plain mean
+    torch.testing.assert_close(mix.weights(), torch.tensor([0.5, 0.5]))
+    with torch.no_grad():
+        mix.w.copy_(torch.tensor([0.0, math.log(3.0)]))  # softmax -> (1/4, 3/4)
+        mix.gamma.fill_(2.0)
+    # 2 * (1/4 * [1, 2] + 3/4 * [3, 4]) = 2 * [2.5, 3.5]
+    torch.testing.assert_close(mix(h), torch.tensor([[5.0, 7.0]]), atol=1e-6, rtol=0)
+    torch.testing.assert_close(mix.weights(), torch.tensor([0.25, 0.75]), atol=1e-6, rtol=0)
+    message = "expected features (..., L=2, D), got (1, 3, 2)"
+    with pytest.raises(ValueError, match=_literal(message)):
+        mix(torch.zeros(1, 3, 2))
+    with pytest.raises(ValueError, match="ScalarMix needs at least 1 layer, got 0"):
+        ScalarMix(0)
+
+
+# ------------------------------------------------------------------ CRF against brute force
+def _path_score(crf, emissions: torch.Tensor, path: tuple[int, ...]) -> torch.Tensor:
+    """s(y) = start_{y1} + sum_t e_{t,yt} + sum_{t>1} A_{y(t-1),yt} + end_{yT}, by hand."""
+    score = crf.start_transitions[path[0]] + crf.end_transitions[path[-1]]
+    score = score + sum(emissions[t, y] for t, y in enumerate(path))
+    return score + sum(crf.transitions[a, b] for a, b in itertools.pairwise(path))
+
+
+@pytest.mark.parametrize("name", ["crf", "bilstm-crf", "bilstm-crf-pieces"])
+def test_crf_matches_brute_force_over_every_tag_path(name):
+    torch.manual_seed(0)
+    head = make_head(name, "tagging", False).eval()
+    with torch.no_grad():  # make the transitions matter
+        head.crf.transitions.normal_(0.0, 1.0)
+    k = NUM_LABELS["tagging"]
+    examples = examples_for(False, sizes=((1, 2, 1), (2, 1), (1,)))  # 3, 2 and 1 words
+    tags = targets_for("tagging", examples, seed=3)
+    out, loss = head(batch_for("tagging", examples, tags))
+    expected_loss = 0.0
+    for i, gold in enumerate(tags):
+        emissions = out.emissions[i, : len(gold)]  # (T_i, K)
+        paths = list(itertools.product(range(k), repeat=len(gold)))  # all K^T_i paths
+        scores = torch.stack([_path_score(head.crf, emissions, p) for p in paths])
+        log_z = torch.logsumexp(scores, dim=0)
+        expected_loss -= (_path_score(head.crf, emissions, tuple(gold)) - log_z) / len(tags)
+        assert head.predict(out)[i] == list(paths[int(scores.argmax())])
+    torch.testing.assert_close(loss, expected_loss, atol=1e-5, rtol=1e-5)
+
+
+def test_softmax_tagger_loss_is_token_cross_entropy_by_hand():
+    torch.manual_seed(0)
+    head = make_head("softmax", "tagging", False).eval()
+    examples = examples_for(False)
+    tags = targets_for("tagging", examples)
+    out, loss = head(batch_for("tagging", examples, tags))
+    nll = [
+        -torch.log_softmax(out.emissions[i, t], -1)[y]
+        for i, gold in enumerate(tags)
+        for t, y in enumerate(gold)
+    ]
+    torch.testing.assert_close(loss, torch.stack(nll).mean(), atol=1e-6, rtol=1e-6)
+    assert head.predict(out) == [
+        out.emissions[i, : len(g)].argmax(-1).tolist() for i, g in enumerate(tags)
+    ]
+
+
+# ------------------------------------------------------------------ collate
+def test_collate_pads_a_single_text_batch():
+    examples = examples_for(False)
+    eb = example_batch(examples)
+    eb.features = eb.features.astype(np.float16)  # the store may hold float16
+    batch = collate(eb, [2, 0, 1], kind="classification")
+    assert batch.features.dtype == torch.float32 and batch.features.shape == (3, 10, L, D)
+    assert batch.mask.dtype == torch.bool
+    assert batch.mask.sum(1).tolist() == [6, 10, 4]
+    assert batch.labels.tolist() == [2, 0, 1] and batch.labels.dtype == torch.long
+    torch.testing.assert_close(
+        batch.features[1, :10].numpy(), examples[1][0].astype(np.float16).astype(np.float32)
+    )
+    assert not batch.features[0, 6:].any()  # padding is zeros
+    assert batch.word_ids[0].tolist() == [-1, 0, 0, 1, 2, -1] + [-1] * 4
+    assert batch.type_ids[0].tolist() == [0] * 10
+    assert not batch.is_pair and not batch.is_word_level and batch.keys == ["k0", "k1", "k2"]
+    assert batch.to("cpu").features is not None and len(batch) == 3
+
+
+@pytest.mark.parametrize("joint", [True, False], ids=["joint", "separate"])
+def test_collate_splits_pairs_into_their_two_texts(joint):
+    rng = np.random.default_rng(0)
+    examples = [
+        make_example(rng, [2, 1], [1, 1, 1], joint=joint),
+        make_example(rng, [1], [3], joint=joint),
+    ]
+    batch = collate(example_batch(examples), [1.5, 4.0], kind="regression")
+    assert batch.labels.dtype == torch.float32 and batch.labels.tolist() == [1.5, 4.0]
+    feats, word_ids, type_ids, start = examples[0]
+    a = [i for i in range(len(word_ids)) if word_ids[i] >= 0 and i < start]
+    b = [i for i in range(len(word_ids)) if word_ids[i] >= 0 and i >= start]
+    assert (a, b) == ([1, 2, 3], [5, 6, 7] if joint else [6, 7, 8])  # specials dropped
+    torch.testing.assert_close(batch.features_a[0].numpy(), feats[a])
+    torch.testing.assert_close(batch.features_b[0].numpy(), feats[b])
+    assert batch.mask_a.tolist() == [[True] * 3, [True, False, False]]
+    assert batch.mask_b.tolist() == [[True] * 3, [True] * 3]
+    torch.testing.assert_close(batch.features_a[1, 0].numpy(), examples[1][0][1])
+    assert not batch.features_a[1, 1:].any()
+    assert batch.type_ids[0, : len(type_ids)].tolist() == type_ids.tolist()
+
+
+def test_collate_takes_the_first_piece_of_every_word():
+    examples = examples_for(False)  # pieces per word (2, 1, 1), (1, 3, 1, 2, 1), (1, 1)
+    batch = collate(example_batch(examples), targets_for("tagging", examples), kind="tagging")
+    assert batch.first_piece_index.tolist() == [[1, 3, 4, 0, 0], [1, 2, 5, 6, 8], [1, 2, 0, 0, 0]]
+    assert batch.word_mask.sum(1).tolist() == [3, 5, 2]
+    for i, (feats, *_) in enumerate(examples):
+        n = int(batch.word_mask[i].sum())
+        torch.testing.assert_close(
+            batch.word_features[i, :n].numpy(), feats[batch.first_piece_index[i, :n].numpy()]
+        )
+        assert not batch.word_features[i, n:].any()
+    assert batch.labels.shape == (3, 5) and (batch.labels[0, 3:] == IGNORE_INDEX).all()
+    also = collate(example_batch(examples), [0, 1, 2], kind="classification", word_level=True)
+    assert torch.equal(also.first_piece_index, batch.first_piece_index)
+
+
+def test_collate_errors_name_the_problem():
+    rng = np.random.default_rng(0)
+    single, pair = make_example(rng, [1, 1]), make_example(rng, [1], [1])
+    with pytest.raises(ValueError, match="the batch mixes pairs and single texts"):
+        collate(example_batch([single, pair]), None, kind="classification")
+    with pytest.raises(ValueError, match="2 examples but 3 targets"):
+        collate(example_batch([single, single]), [0, 1, 1], kind="classification")
+    with pytest.raises(ValueError, match="example 'k0' has 2 words but 3 tags"):
+        collate(example_batch([single]), [[0, 1, 2]], kind="tagging")
+    with pytest.raises(ValueError, match=_literal("kind must be one of")):
+        collate(example_batch([single]), None, kind="ranking")
+    with pytest.raises(ValueError, match="word-level fields are built for single texts"):
+        collate(example_batch([pair]), None, kind="classification", word_level=True)
+    holes = (single[0][:3], np.array([-1, 1, -1], np.int32), single[2][:3], -1)  # word 0 lost
+    with pytest.raises(ValueError, match=_literal("example 'k0': words [0] have no pieces")):
+        collate(example_batch([holes]), None, kind="tagging")
+    no_b = (pair[0][:4], np.array([-1, 0, -1, -1], np.int32), np.array([0, 0, 0, 1], np.int8), 3)
+    with pytest.raises(ValueError, match="example 'k0' has no tokens of text b"):
+        collate(example_batch([no_b]), None, kind="classification")
+    empty = example_batch([single])
+    empty.offsets = np.array([0], np.int64)
+    with pytest.raises(ValueError, match="the ExampleBatch holds no examples"):
+        collate(empty, None, kind="classification")
+
+
+def test_a_tagger_refuses_a_batch_without_words():
+    head = make_head("crf", "tagging", False)
+    batch = batch_for("tagging", examples_for(False))
+    batch.word_features = None
+    with pytest.raises(ValueError, match="the tagger reads word-level batches"):
+        head(batch)
