@@ -64,4 +64,9 @@ def serve(
 
     given = {"store": store_dir, "host": host, "port": port}
     settings = Settings(**{k: v for k, v in given.items() if v is not None})
-    uvicorn.run(create_app(settings=settings), host=settings.host, port=settings.port)
+    uvicorn.run(
+        create_app(settings=settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+    )

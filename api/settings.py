@@ -21,6 +21,7 @@ class Settings(BaseSettings):
     store: Path = Field(Path("store"), description="the store directory to serve")
     host: str = Field("127.0.0.1", description="interface uvicorn binds")
     port: int = Field(8000, ge=0, le=65535, description="TCP port (0: any free port)")
+    log_level: str = Field("info", description="uvicorn log level (warning hides access logs)")
     max_json_values: int = Field(
         MAX_JSON_VALUES,
         gt=0,

@@ -118,7 +118,10 @@ def _train(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     metrics = train(config)
-    print(json.dumps(metrics, indent=2))
+    for split, values in metrics.items():
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in values.items())
+        print(f"{args.task} {args.head} {split}: {shown}")
+    print(f"run written to {args.out}")
     return 0
 
 

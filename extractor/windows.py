@@ -44,11 +44,14 @@ def assign_tokens(n_content: int, spans: list[tuple[int, int]]) -> np.ndarray:
 
 def stitch(window_states: list[np.ndarray], spans: list[tuple[int, int]]) -> np.ndarray:
     """Rebuild (n_content + 2, L, D) from per-window states (w_len + 2, L, D)."""
+    if len(spans) == 1:
+        return window_states[0]
     n_content = spans[-1][1]
-    owner = assign_tokens(n_content, spans)
+    owner = assign_tokens(n_content, spans)  # (n_content,)
     parts = [window_states[0][:1]]  # [first] from window 0
-    for i in range(n_content):
-        w = owner[i]
-        parts.append(window_states[w][1 + i - spans[w][0]][None])
+    for w, (start, _) in enumerate(spans):
+        mine = np.flatnonzero(owner == w)  # contiguous: owners only increase
+        if len(mine):
+            parts.append(window_states[w][1 + mine[0] - start : 2 + mine[-1] - start])
     parts.append(window_states[-1][-1:])  # [last] from the last window
     return np.concatenate(parts, axis=0)

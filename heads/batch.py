@@ -190,10 +190,12 @@ def _labels(targets: Sequence, kind: str, keys: list[str], num_words: list[int])
 
 def _pad(parts: list[np.ndarray]) -> torch.Tensor:
     """(B, S, L, D) float32 from B arrays of shape (S_i, L, D), zeros after each row."""
-    width = max(len(p) for p in parts)
-    out = torch.zeros((len(parts), width, *parts[0].shape[1:]), dtype=torch.float32)
-    for i, p in enumerate(parts):
-        out[i, : len(p)] = torch.from_numpy(np.asarray(p, dtype=np.float32))
+    lengths = torch.tensor([len(p) for p in parts])  # (B,)
+    out = torch.zeros((len(parts), int(lengths.max()), *parts[0].shape[1:]))  # (B, S, L, D)
+    flat = torch.from_numpy(np.concatenate(parts).astype(np.float32, copy=False))  # (N, L, D)
+    rows = torch.repeat_interleave(torch.arange(len(parts)), lengths)  # (N,)
+    cols = torch.arange(len(flat)) - torch.repeat_interleave(lengths.cumsum(0) - lengths, lengths)
+    out[rows, cols] = flat  # one scatter instead of B copies
     return out
 
 

@@ -176,7 +176,7 @@ def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            total, seen = total + float(loss) * len(idx), seen + len(idx)
+            total, seen = total + loss.item() * len(idx), seen + len(idx)
             bar.update(len(idx))
             bar.set_postfix(loss=f"{total / seen:.4f}")
         bar.close()
