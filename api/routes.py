@@ -18,6 +18,7 @@ from .schemas import (
     ErrorBody,
     FeatureSetDetail,
     FeatureSetKeys,
+    FeatureSetOrder,
     FeatureSetSummary,
     FeatureSetTexts,
     FeaturesJSON,
@@ -91,6 +92,11 @@ def get_featureset(fs_id: str, store: StoreDep) -> FeatureSetDetail:
 @router.get("/v1/featuresets/{fs_id}/keys", response_model=FeatureSetKeys, responses=_ERRORS)
 def featureset_keys(fs_id: str, store: StoreDep) -> FeatureSetKeys:
     return FeatureSetKeys(id=fs_id, keys=store.featureset_keys(fs_id))
+
+
+@router.get("/v1/featuresets/{fs_id}/order", response_model=FeatureSetOrder, responses=_ERRORS)
+def featureset_order(fs_id: str, store: StoreDep) -> FeatureSetOrder:
+    return FeatureSetOrder(id=fs_id, order=store.storage_order(fs_id))
 
 
 @router.get("/v1/featuresets/{fs_id}/texts", response_model=FeatureSetTexts, responses=_ERRORS)

@@ -49,6 +49,14 @@ class FeatureSetKeys(BaseModel):
     keys: list[str] = Field(description="example keys, in feature-set order")
 
 
+class FeatureSetOrder(BaseModel):
+    id: str
+    order: list[int] = Field(
+        description="feature-set indices in on-disk order: reading consecutive runs of it is "
+        "fast (a streaming trainer shuffles blocks of it)"
+    )
+
+
 class FeatureSetTexts(BaseModel):
     id: str
     texts: list[dict[str, Any]] = Field(description='words of each example: {"a": [...], "b"}')

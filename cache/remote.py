@@ -95,6 +95,9 @@ class RemoteStore:
             self._keys[fs_id] = self._get(f"/v1/featuresets/{_quote(fs_id)}/keys")["keys"]
         return self._keys[fs_id]
 
+    def storage_order(self, fs_id: str) -> list[int]:
+        return self._get(f"/v1/featuresets/{_quote(fs_id)}/order")["order"]
+
     def featureset_texts(self, fs_id: str) -> list[dict[str, Any]]:
         return self._get(f"/v1/featuresets/{_quote(fs_id)}/texts")["texts"]
 

@@ -204,6 +204,13 @@ class Store:
             self._keys_cache[fs_id] = text.split()
         return self._keys_cache[fs_id]
 
+    def storage_order(self, fs_id: str) -> list[int]:
+        """Feature-set indices sorted by where their examples sit on disk (segment, row)."""
+        info = self.get_featureset(fs_id)
+        index = self._pool_index(info.encoder_id)
+        keys = self.featureset_keys(fs_id)
+        return sorted(range(len(keys)), key=lambda i: index[keys[i]])
+
     def featureset_texts(self, fs_id: str) -> list[dict[str, Any]]:
         """The words of each example ({"a": [...], "b": [...] | None}), in order."""
         self.get_featureset(fs_id)

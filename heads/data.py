@@ -31,37 +31,63 @@ def take(eb: ExampleBatch, indices: Sequence[int]) -> ExampleBatch:
 
 
 class FeatureSource:
-    """Batches of one feature set for a trainer.
+    """Batches of one feature set for a trainer, never the whole set in memory unless it fits.
 
     A set whose features fit in `max_bytes` is read once (segment-wise, fast) and sliced in
-    memory; a bigger one is read batch by batch from the store or the service, the next batch
-    prefetched in a thread while the model trains on the current one.
+    memory. A bigger one streams: its indices in on-disk order are cut into blocks of
+    `block_examples`, each block is one fast read (prefetched in a thread while the model trains
+    on the previous one), and training shuffles the block order and the examples within each
+    block (a shuffle buffer).
     """
 
-    def __init__(self, reader, info: FeatureSetInfo, layers: list[int] | None, max_bytes: int):
+    def __init__(
+        self,
+        reader,
+        info: FeatureSetInfo,
+        layers: list[int] | None,
+        max_bytes: int,
+        block_examples: int = 2048,
+    ):
         self.reader, self.info, self.layers = reader, info, layers
+        self.block_examples = block_examples
         n_layers = len(layers) if layers else info.num_layers
         itemsize = 2 if info.dtype == "float16" else 4
-        tokens = info.manifest.get("num_tokens")
-        est = (tokens or info.num_examples * 64) * n_layers * info.dim * itemsize
+        tokens = info.manifest.get("num_tokens") or info.num_examples * 64
+        self.nbytes = tokens * n_layers * info.dim * itemsize
         self.all: ExampleBatch | None = None
-        if est <= max_bytes:
-            self.all = reader.read(info.id, indices=list(range(info.num_examples)), layers=layers)
+        self.order: list[int] = []
+        if self.nbytes <= max_bytes:
+            self.all = self._read(list(range(info.num_examples)))
         else:
-            log.info("%s: %.1f GB of features, streaming from the store", info.id, est / 1e9)
+            log.info("%s: %.1f GB of features, streaming", info.id, self.nbytes / 1e9)
+            self.order = list(reader.storage_order(info.id))
         self._pool = ThreadPoolExecutor(max_workers=1)
 
-    def get(self, indices: Sequence[int]) -> ExampleBatch:
-        if self.all is not None:
-            return take(self.all, list(indices))
-        return self.reader.read(self.info.id, indices=[int(i) for i in indices], layers=self.layers)
+    @property
+    def streaming(self) -> bool:
+        return self.all is None
 
-    def batches(self, order: Sequence[int], batch_size: int):
-        """Yield (indices, ExampleBatch) in `order`, prefetching one batch ahead."""
-        chunks = [list(order[i : i + batch_size]) for i in range(0, len(order), batch_size)]
-        pending = self._pool.submit(self.get, chunks[0]) if chunks else None
-        for k, chunk in enumerate(chunks):
-            eb = pending.result()
-            if k + 1 < len(chunks):
-                pending = self._pool.submit(self.get, chunks[k + 1])
-            yield chunk, eb
+    def _read(self, indices: list[int]) -> ExampleBatch:
+        return self.reader.read(self.info.id, indices=indices, layers=self.layers)
+
+    def iterate(self, batch_size: int, rng: np.random.Generator | None = None):
+        """Yield (indices, ExampleBatch); shuffled when `rng` is given, else a fixed order."""
+        n = self.info.num_examples
+        if self.all is not None:
+            order = rng.permutation(n) if rng is not None else np.arange(n)
+            for i in range(0, n, batch_size):
+                idx = order[i : i + batch_size].tolist()
+                yield idx, take(self.all, idx)
+            return
+        blocks = [self.order[i : i + self.block_examples] for i in range(0, n, self.block_examples)]
+        if rng is not None:
+            blocks = [blocks[b] for b in rng.permutation(len(blocks))]
+        pending = self._pool.submit(self._read, blocks[0]) if blocks else None
+        for b, block in enumerate(blocks):
+            data = pending.result()
+            if b + 1 < len(blocks):
+                pending = self._pool.submit(self._read, blocks[b + 1])
+            pos = rng.permutation(len(block)) if rng is not None else np.arange(len(block))
+            for i in range(0, len(block), batch_size):
+                chosen = pos[i : i + batch_size].tolist()
+                yield [block[j] for j in chosen], take(data, chosen)

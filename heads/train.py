@@ -87,12 +87,13 @@ def _predict(head, source, targets, kind: str, batch_size: int, word_level: bool
     from .batch import collate
 
     head.eval()
-    preds = []
+    preds: list = [None] * source.info.num_examples
     with torch.inference_mode():
-        for idx, eb in source.batches(list(range(source.info.num_examples)), batch_size):
+        for idx, eb in source.iterate(batch_size):
             batch = collate(eb, _subset(targets, idx), kind=kind, word_level=word_level)
-            out, _ = head(batch.to(device) if hasattr(batch, "to") else batch)
-            preds.extend(head.predict(out))
+            out, _ = head(batch.to(device))
+            for i, p in zip(idx, head.predict(out), strict=True):
+                preds[i] = p
     return preds
 
 
@@ -163,16 +164,15 @@ def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
     n_train = infos["train"].num_examples
     for epoch in range(1, cfg.epochs + 1):
         head.train()
-        order = rng.permutation(n_train)
         total, seen = 0.0, 0
         bar = tqdm(
             total=n_train, desc=f"epoch {epoch}", unit="ex", disable=not cfg.progress, leave=False
         )
-        for idx, eb in sources["train"].batches(order, cfg.batch_size):
+        for idx, eb in sources["train"].iterate(cfg.batch_size, rng):
             batch = collate(
                 eb, _subset(targets["train"], idx), kind=spec.kind, word_level=word_level
             )
-            _, loss = head(batch.to(device) if hasattr(batch, "to") else batch)
+            _, loss = head(batch.to(device))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

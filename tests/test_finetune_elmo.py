@@ -125,8 +125,12 @@ def test_elmo_run_end_to_end(elmo_files, tmp_path, task, writer, kw):
 
     # the saved encoder, loaded by the extractor with the fixed policy, gives our states
     model, _ = build_model(cfg, get_task(task))
-    model.load_state_dict(torch.load(run / "best.pt", weights_only=True))
+    best = torch.load(run / "best.pt", weights_only=True)
+    model.load_state_dict(best)
     model.eval().refresh_state()
+    # the run evaluated (and saved) the best weights with their own warm-up state
+    torch.testing.assert_close(best["warm_h"], model.warm_h, rtol=0, atol=0)
+    torch.testing.assert_close(best["warm_c"], model.warm_c, rtol=0, atol=0)
     encoder = load_encoder(f"elmo:{run / 'encoder'}", device="cpu")
     for example in read_split(task, data, "dev")[:3]:
         got = encoder.encode([encoder.prepare(0, TextInput(example.words_a, example.words_b))])

@@ -1,0 +1,103 @@
+"""A run killed after K steps and started again with the same config ends exactly like an
+uninterrupted run: same metrics, predictions, log, best weights and saved encoder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.conftest import FIXTURES, need_shared
+from tests.test_finetune_e2e import _config, write_sst2, write_stsb
+
+
+class Killed(RuntimeError):
+    pass
+
+
+def _kill_after(k: int):
+    def on_step(step, model):
+        if step == k:
+            raise Killed(f"killed after step {k}")
+
+    return on_step
+
+
+def _outputs(run: Path) -> dict:
+    log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    for record in log:
+        record.pop("seconds")
+    files = {
+        str(p.relative_to(run)): p.read_bytes()
+        for p in sorted((run / "predictions").iterdir()) + sorted((run / "encoder").iterdir())
+        if p.is_file()
+    }
+    return {
+        "metrics": json.loads((run / "metrics.json").read_text()),
+        "log": log,
+        "files": files,
+        "best": torch.load(run / "best.pt", weights_only=True),
+    }
+
+
+def _same(a: dict, b: dict) -> None:
+    assert a["metrics"] == b["metrics"]
+    assert a["log"] == b["log"]
+    assert a["files"].keys() == b["files"].keys()
+    for name in a["files"]:
+        assert a["files"][name] == b["files"][name], name
+    assert a["best"].keys() == b["best"].keys()
+    for key in a["best"]:
+        assert torch.equal(a["best"][key], b["best"][key]), key
+
+
+# 24 examples, batch 8: 3 steps per epoch, 3 epochs; checkpoints every 2 steps and each epoch.
+# Kill after step 1 (nothing saved yet), 3 (last step of epoch 1, before its evaluation),
+# 5 (mid epoch 2, just after a step checkpoint at 4 -> resumes mid-epoch), 7.
+@pytest.mark.parametrize("kill_after", [1, 3, 5, 7])
+def test_bert_resume_after_kill_equals_uninterrupted(tiny_bert_dir, tmp_path, kill_after):
+    from finetune import train
+
+    data = write_sst2(tmp_path / "data", sizes=(("train", 24), ("dev", 8), ("test", 8)))
+    kw = dict(epochs=3, checkpoint_every=2, dropout=0.3, patience=10)
+    reference = train(_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "a", **kw))
+
+    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "b", **kw)
+    with pytest.raises(Killed):
+        train(cfg, on_step=_kill_after(kill_after))
+    assert not (tmp_path / "b" / "metrics.json").exists()
+    resumed = train(cfg)
+    assert resumed == reference
+    _same(_outputs(tmp_path / "a"), _outputs(tmp_path / "b"))
+
+
+def test_elmo_resume_mid_epoch_equals_uninterrupted(tmp_path):
+    """ELMo: the warm-up state buffers come back from the checkpoint mid-epoch."""
+    from finetune import train
+
+    elmo = need_shared(FIXTURES / "allennlp_elmo")
+    data = write_stsb(tmp_path / "data", sizes=(("train", 16), ("dev", 6)))
+    kw = dict(epochs=2, batch_size=4, checkpoint_every=1, lr=3e-3, patience=10)
+    reference = train(_config(f"elmo:{elmo}", "stsb", data, tmp_path / "a", **kw))
+    cfg = _config(f"elmo:{elmo}", "stsb", data, tmp_path / "b", **kw)
+    with pytest.raises(Killed):
+        train(cfg, on_step=_kill_after(6))
+    assert train(cfg) == reference
+    _same(_outputs(tmp_path / "a"), _outputs(tmp_path / "b"))
+
+
+def test_resume_with_another_config_is_refused(tiny_bert_dir, tmp_path):
+    from finetune import train
+
+    data = write_sst2(tmp_path / "data", sizes=(("train", 16), ("dev", 8)))
+    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1)
+    with pytest.raises(Killed):
+        train(cfg, on_step=_kill_after(1))
+    with pytest.raises(Killed):  # no checkpoint yet (every epoch only): starts afresh
+        train(cfg, on_step=_kill_after(2))
+    train(cfg)
+    other = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1, lr=0.5)
+    with pytest.raises(ValueError, match=r"was written by another config \(lr: 0.001 -> 0.5\)"):
+        train(other)

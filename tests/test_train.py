@@ -1,0 +1,153 @@
+"""❄️ training from the store: run outputs, metrics recomputed independently, streaming, errors."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from cache import Store
+from cli.main import main as snowfire
+from heads.data import FeatureSource
+from tests.conftest import WORDS
+
+GOOD, BAD = ["good", "great", "funny"], ["bad", "terrible", "boring"]
+
+
+def _sentence(rng, label):
+    words = rng.choices(WORDS[:40], k=rng.randint(3, 9))
+    words.insert(rng.randrange(len(words)), rng.choice(GOOD if label else BAD))
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """Tiny sst2, stsb and conll2003 folders in the real file formats."""
+    root = tmp_path_factory.mktemp("data")
+    rng = random.Random(0)
+    (root / "sst2").mkdir()
+    for split, n in (("train", 120), ("dev", 40)):
+        rows = [(lambda y: f"{_sentence(rng, y)} \t{y}")(rng.randint(0, 1)) for _ in range(n)]
+        (root / "sst2" / f"{split}.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
+    (root / "stsb").mkdir()
+    for split, n in (("train", 80), ("dev", 30)):
+        lines = []
+        for i in range(n):
+            a, b = _sentence(rng, 1), _sentence(rng, rng.randint(0, 1))
+            score = round(5 * sum(w in b.split() for w in a.split()) / len(a.split()), 2)
+            lines.append(f"main-captions\tMSRvid\t2012test\t{i:04d}\t{score}\t{a}\t{b}")
+        (root / "stsb" / f"sts-{split}.csv").write_text("\n".join(lines) + "\n")
+    (root / "conll2003").mkdir()
+    for split, n in (("train", 60), ("testa", 20)):
+        out = ["-DOCSTART- -X- O O", ""]
+        for _ in range(n):
+            words = rng.choices(["the", "man", "plays", "in", "park", "dog"], k=rng.randint(2, 6))
+            tags = ["O"] * len(words)
+            if rng.random() < 0.7:
+                j = rng.randrange(len(words))
+                words[j], tags[j] = rng.choice(["someone", "people"]), "I-PER"
+            out += [f"{w} NN O {t}" for w, t in zip(words, tags, strict=True)] + [""]
+        (root / "conll2003" / f"eng.{split}").write_text("\n".join(out))
+    return root
+
+
+@pytest.fixture(scope="module")
+def store_dir(tiny_bert_dir, data_dir, tmp_path_factory):
+    store = tmp_path_factory.mktemp("store") / "s"
+    for task in ("sst2", "stsb", "conll2003"):
+        assert snowfire(["extract", "--encoder", f"hf:{tiny_bert_dir}", "--task", task,
+                         "--data", str(data_dir), "--store", str(store), "--quiet"]) == 0
+    return store
+
+
+def _train(tiny_bert_dir, data_dir, store_dir, out, task, head, *extra):
+    args = ["train", "--store", str(store_dir), "--encoder", f"hf:{tiny_bert_dir}", "--task",
+            task, "--head", head, "--data", str(data_dir), "--out", str(out), "--quiet",
+            "--epochs", "3"]
+    assert snowfire(args + list(extra)) == 0  # later --epochs/--lr override the defaults
+    return json.loads((out / "metrics.json").read_text())
+
+
+def _tsv(path):
+    rows = [line.split("\t") for line in path.read_text().splitlines()[1:]]
+    return [r[1] for r in rows], [r[2] for r in rows]
+
+
+def test_classification_run_and_independent_metrics(tiny_bert_dir, data_dir, store_dir, tmp_path):
+    from sklearn.metrics import accuracy_score
+
+    metrics = _train(tiny_bert_dir, data_dir, store_dir, tmp_path / "run", "sst2", "linear",
+                     "--epochs", "40", "--patience", "40", "--lr", "0.03")
+    run = tmp_path / "run"
+    for name in ("config.json", "log.jsonl", "scalar_mix.json", "weights.safetensors"):
+        assert (run / name).is_file(), name
+    mix = json.loads((run / "scalar_mix.json").read_text())
+    assert len(next(iter(mix.values()))) == 3 and abs(sum(next(iter(mix.values()))) - 1) < 1e-5
+    for split in ("train", "dev"):
+        gold, pred = _tsv(run / "predictions" / f"{split}.tsv")
+        assert metrics[split]["accuracy"] == pytest.approx(accuracy_score(gold, pred), abs=1e-12)
+    assert metrics["train"]["accuracy"] > 0.6  # the label word is in every sentence
+
+
+def test_regression_pairs_esim(tiny_bert_dir, data_dir, store_dir, tmp_path):
+    from scipy.stats import pearsonr, spearmanr
+
+    metrics = _train(tiny_bert_dir, data_dir, store_dir, tmp_path / "run", "stsb", "esim")
+    gold, pred = _tsv(tmp_path / "run" / "predictions" / "dev.tsv")
+    gold, pred = np.array(gold, float), np.array(pred, float)
+    assert metrics["dev"]["pearson"] == pytest.approx(pearsonr(gold, pred)[0], abs=1e-6)
+    assert metrics["dev"]["spearman"] == pytest.approx(spearmanr(gold, pred)[0], abs=1e-6)
+
+
+@pytest.mark.parametrize("head,extra", [("bilstm-crf", []),
+                                        ("bilstm-softmax", ["--hparams", '{"over_pieces": true}'])])
+def test_tagging_conll_output_and_seqeval(tiny_bert_dir, data_dir, store_dir, tmp_path, head,
+                                          extra):
+    from seqeval.metrics import f1_score
+
+    from tasks.spans import iob1_to_iob2
+
+    metrics = _train(tiny_bert_dir, data_dir, store_dir, tmp_path / "run", "conll2003", head,
+                     *extra)
+    sents, cur = [], []
+    for line in (tmp_path / "run" / "predictions" / "dev.tsv").read_text().splitlines():
+        if line:
+            cur.append(line.split(" "))
+        else:
+            sents.append(cur)
+            cur = []
+    gold = [iob1_to_iob2([t[1] for t in s]) for s in sents]
+    pred = [iob1_to_iob2([t[2] for t in s]) for s in sents]
+    assert len(sents) == 20
+    assert metrics["dev"]["span_f1"] == pytest.approx(f1_score(gold, pred), abs=1e-9)
+
+
+def test_streaming_source_reads_every_example_once(store_dir):
+    store = Store(store_dir)
+    info = store.find_featureset(encoder=store.list_featuresets()[0].encoder["spec"],
+                                 task="sst2", split="train")
+    src = FeatureSource(store, info, None, max_bytes=0, block_examples=16)
+    assert src.streaming
+    direct = store.read(info.id, indices=list(range(info.num_examples)))
+    for rng in (None, np.random.default_rng(1)):
+        seen = []
+        for idx, eb in src.iterate(7, rng):
+            for j, i in enumerate(idx):
+                np.testing.assert_array_equal(eb.example(j), direct.example(i))
+            seen += idx
+        assert sorted(seen) == list(range(info.num_examples))
+
+
+def test_wrong_encoder_and_wrong_head_are_refused(tiny_bert_dir, data_dir, store_dir, tmp_path,
+                                                  capsys):
+    args = ["train", "--store", str(store_dir), "--encoder", "minilm", "--task", "sst2",
+            "--head", "linear", "--data", str(data_dir), "--out", str(tmp_path / "r")]
+    assert snowfire(args) == 2
+    err = capsys.readouterr().err
+    assert "no feature set for encoder 'minilm', task 'sst2'" in err and "hf:" in err
+    args = ["train", "--store", str(store_dir), "--encoder", f"hf:{tiny_bert_dir}", "--task",
+            "sst2", "--head", "esim", "--data", str(data_dir), "--out", str(tmp_path / "r")]
+    assert snowfire(args) == 2
+    assert "esim" in capsys.readouterr().err
