@@ -125,6 +125,23 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _baseline(args: argparse.Namespace) -> int:
+    from cache import open_reader
+    from heads.baseline import cosine_scores
+    from tasks import evaluate, read_split
+
+    reader = open_reader(args.store)
+    info = reader.find_featureset(
+        encoder=args.encoder, task=args.task, split=args.split, pair_encoding=args.pair_encoding
+    )
+    gold = [float(e.label) for e in read_split(args.task, args.data, args.split)]
+    scores = cosine_scores(reader, info, layer=args.layer)
+    metrics = evaluate(args.task, gold, scores.tolist())
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+    print(f"{args.task} {args.split} cosine of mean-pooled layer {args.layer} ({info.id}): {shown}")
+    return 0
+
+
 def _ls(args: argparse.Namespace) -> int:
     from cache import open_reader
 
@@ -199,6 +216,16 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--hparams", default=None, help='head options as JSON, e.g. {"hidden": 300}')
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=_train)
+
+    b = sub.add_parser("baseline", help="zero-training STS baseline: cosine of mean-pooled texts")
+    b.add_argument("--store", required=True)
+    b.add_argument("--encoder", required=True)
+    b.add_argument("--task", required=True, help="a pair regression task (stsb, sick-r)")
+    b.add_argument("--data", required=True)
+    b.add_argument("--split", default="dev")
+    b.add_argument("--layer", type=int, default=-1, help="layer to pool (default: the last)")
+    b.add_argument("--pair-encoding", choices=["joint", "separate"], default="separate")
+    b.set_defaults(func=_baseline)
 
     ls = sub.add_parser("ls", help="list the feature sets of a store")
     ls.add_argument("--store", required=True, help="store directory or http://HOST:PORT")

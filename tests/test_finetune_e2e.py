@@ -161,8 +161,11 @@ def test_max_train_examples_caps_the_training_set(tiny_bert_dir, tmp_path):
     from finetune import train
 
     data = write_sst2(tmp_path / "data")
-    train(_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1,
-                  max_train_examples=10))
+    train(
+        _config(
+            f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1, max_train_examples=10
+        )
+    )
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["num_examples"] == {"train": 10, "dev": 12, "test": 12}
     assert config["total_steps"] == 2

@@ -63,7 +63,11 @@ def test_only_the_output_layer_and_mix_are_added(elmo_files, task, bi_attention,
     k = 1 if spec.kind == "regression" else len(spec.labels)
     bilm = _bilm(elmo_files)
     model = ElmoFinetuner(
-        bilm, kind=spec.kind, pair=spec.pair, num_labels=k, labels=spec.labels,
+        bilm,
+        kind=spec.kind,
+        pair=spec.pair,
+        num_labels=k,
+        labels=spec.labels,
         bi_attention=bi_attention,
     )
     d, n_layers = bilm.output_dim, bilm.num_layers
@@ -82,13 +86,24 @@ def test_a_batch_gives_what_each_example_gives_alone(elmo_files, task):
     spec = get_task(task)
     torch.manual_seed(0)
     model = ElmoFinetuner(
-        _bilm(elmo_files), kind=spec.kind, pair=spec.pair,
-        num_labels=1 if spec.kind == "regression" else len(spec.labels), labels=spec.labels,
+        _bilm(elmo_files),
+        kind=spec.kind,
+        pair=spec.pair,
+        num_labels=1 if spec.kind == "regression" else len(spec.labels),
+        labels=spec.labels,
     ).eval()
-    words = ["the man plays guitar".split(), "a dog".split(), "some people eat food in the park".split()]
+    words = [
+        "the man plays guitar".split(),
+        "a dog".split(),
+        "some people eat food in the park".split(),
+    ]
     examples = [
-        Example(i, tuple(w), tuple(words[(i + 1) % 3]) if spec.pair else None,
-                tags=tuple("O" for _ in w) if spec.kind == "tagging" else None)
+        Example(
+            i,
+            tuple(w),
+            tuple(words[(i + 1) % 3]) if spec.pair else None,
+            tags=tuple("O" for _ in w) if spec.kind == "tagging" else None,
+        )
         for i, w in enumerate(words)
     ]
     with torch.no_grad():
@@ -97,8 +112,9 @@ def test_a_batch_gives_what_each_example_gives_alone(elmo_files, task):
     if spec.kind == "tagging":
         for b, (out, e) in enumerate(zip(alone, examples, strict=True)):
             n = len(e.words_a)
-            torch.testing.assert_close(together.emissions[b, :n], out.emissions[0, :n],
-                                       atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(
+                together.emissions[b, :n], out.emissions[0, :n], atol=1e-5, rtol=1e-5
+            )
     else:
         torch.testing.assert_close(together, torch.cat(alone), atol=1e-5, rtol=1e-5)
 
@@ -108,7 +124,11 @@ def test_a_batch_gives_what_each_example_gives_alone(elmo_files, task):
     [
         ("sst2", write_sst2, {}),
         ("stsb", write_stsb, {"bi_attention": True}),
-        ("conll2003", write_conll, {"crf": True, "gradual_unfreezing": True, "epochs": 3, "lr": 0.03}),
+        (
+            "conll2003",
+            write_conll,
+            {"crf": True, "gradual_unfreezing": True, "epochs": 3, "lr": 0.03},
+        ),
     ],
 )
 def test_elmo_run_end_to_end(elmo_files, tmp_path, task, writer, kw):
@@ -156,5 +176,7 @@ def test_elmo_run_end_to_end(elmo_files, tmp_path, task, writer, kw):
     if kw.get("gradual_unfreezing"):
         log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
         assert [r["trainable"] for r in log] == [
-            ["output"], ["output", "lstm1"], ["output", "lstm1", "lstm0"]
+            ["output"],
+            ["output", "lstm1"],
+            ["output", "lstm1", "lstm0"],
         ][: len(log)]

@@ -56,8 +56,14 @@ def test_param_groups_rates_and_weight_decay(bert):
     opt_groups = param_groups(groups, 1e-3, 0.4, 0.01)
     by_name = {g["name"]: g for g in opt_groups}
     assert list(by_name) == [
-        "output", "output/no_decay", "layer1", "layer1/no_decay", "layer0", "layer0/no_decay",
-        "embeddings", "embeddings/no_decay",
+        "output",
+        "output/no_decay",
+        "layer1",
+        "layer1/no_decay",
+        "layer0",
+        "layer0/no_decay",
+        "embeddings",
+        "embeddings/no_decay",
     ]
     for g in opt_groups:
         assert g["lr"] == pytest.approx(1e-3 * 0.4 ** g["depth"], rel=1e-12)
@@ -139,8 +145,15 @@ def test_gradual_unfreezing_moves_exactly_the_unfrozen_groups(tiny_bert_dir, tmp
             }
 
     cfg = _config(
-        f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=5, lr=1e-2,
-        gradual_unfreezing=True, discriminative=0.5, patience=10,
+        f"hf:{tiny_bert_dir}",
+        "sst2",
+        data,
+        tmp_path / "run",
+        epochs=5,
+        lr=1e-2,
+        gradual_unfreezing=True,
+        discriminative=0.5,
+        patience=10,
     )
     train(cfg, on_step=on_step)
     order = ["output", "layer1", "layer0", "embeddings"]

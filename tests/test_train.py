@@ -57,15 +57,45 @@ def data_dir(tmp_path_factory):
 def store_dir(tiny_bert_dir, data_dir, tmp_path_factory):
     store = tmp_path_factory.mktemp("store") / "s"
     for task in ("sst2", "stsb", "conll2003"):
-        assert snowfire(["extract", "--encoder", f"hf:{tiny_bert_dir}", "--task", task,
-                         "--data", str(data_dir), "--store", str(store), "--quiet"]) == 0
+        assert (
+            snowfire(
+                [
+                    "extract",
+                    "--encoder",
+                    f"hf:{tiny_bert_dir}",
+                    "--task",
+                    task,
+                    "--data",
+                    str(data_dir),
+                    "--store",
+                    str(store),
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
     return store
 
 
 def _train(tiny_bert_dir, data_dir, store_dir, out, task, head, *extra):
-    args = ["train", "--store", str(store_dir), "--encoder", f"hf:{tiny_bert_dir}", "--task",
-            task, "--head", head, "--data", str(data_dir), "--out", str(out), "--quiet",
-            "--epochs", "3"]
+    args = [
+        "train",
+        "--store",
+        str(store_dir),
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--task",
+        task,
+        "--head",
+        head,
+        "--data",
+        str(data_dir),
+        "--out",
+        str(out),
+        "--quiet",
+        "--epochs",
+        "3",
+    ]
     assert snowfire(args + list(extra)) == 0  # later --epochs/--lr override the defaults
     return json.loads((out / "metrics.json").read_text())
 
@@ -78,8 +108,20 @@ def _tsv(path):
 def test_classification_run_and_independent_metrics(tiny_bert_dir, data_dir, store_dir, tmp_path):
     from sklearn.metrics import accuracy_score
 
-    metrics = _train(tiny_bert_dir, data_dir, store_dir, tmp_path / "run", "sst2", "linear",
-                     "--epochs", "40", "--patience", "40", "--lr", "0.03")
+    metrics = _train(
+        tiny_bert_dir,
+        data_dir,
+        store_dir,
+        tmp_path / "run",
+        "sst2",
+        "linear",
+        "--epochs",
+        "40",
+        "--patience",
+        "40",
+        "--lr",
+        "0.03",
+    )
     run = tmp_path / "run"
     for name in ("config.json", "log.jsonl", "scalar_mix.json", "weights.safetensors"):
         assert (run / name).is_file(), name
@@ -101,16 +143,19 @@ def test_regression_pairs_esim(tiny_bert_dir, data_dir, store_dir, tmp_path):
     assert metrics["dev"]["spearman"] == pytest.approx(spearmanr(gold, pred)[0], abs=1e-6)
 
 
-@pytest.mark.parametrize("head,extra", [("bilstm-crf", []),
-                                        ("bilstm-softmax", ["--hparams", '{"over_pieces": true}'])])
-def test_tagging_conll_output_and_seqeval(tiny_bert_dir, data_dir, store_dir, tmp_path, head,
-                                          extra):
+@pytest.mark.parametrize(
+    "head,extra", [("bilstm-crf", []), ("bilstm-softmax", ["--hparams", '{"over_pieces": true}'])]
+)
+def test_tagging_conll_output_and_seqeval(
+    tiny_bert_dir, data_dir, store_dir, tmp_path, head, extra
+):
     from seqeval.metrics import f1_score
 
     from tasks.spans import iob1_to_iob2
 
-    metrics = _train(tiny_bert_dir, data_dir, store_dir, tmp_path / "run", "conll2003", head,
-                     *extra)
+    metrics = _train(
+        tiny_bert_dir, data_dir, store_dir, tmp_path / "run", "conll2003", head, *extra
+    )
     sents, cur = [], []
     for line in (tmp_path / "run" / "predictions" / "dev.tsv").read_text().splitlines():
         if line:
@@ -126,8 +171,9 @@ def test_tagging_conll_output_and_seqeval(tiny_bert_dir, data_dir, store_dir, tm
 
 def test_streaming_source_reads_every_example_once(store_dir):
     store = Store(store_dir)
-    info = store.find_featureset(encoder=store.list_featuresets()[0].encoder["spec"],
-                                 task="sst2", split="train")
+    info = store.find_featureset(
+        encoder=store.list_featuresets()[0].encoder["spec"], task="sst2", split="train"
+    )
     src = FeatureSource(store, info, None, max_bytes=0, block_examples=16)
     assert src.streaming
     direct = store.read(info.id, indices=list(range(info.num_examples)))
@@ -140,14 +186,41 @@ def test_streaming_source_reads_every_example_once(store_dir):
         assert sorted(seen) == list(range(info.num_examples))
 
 
-def test_wrong_encoder_and_wrong_head_are_refused(tiny_bert_dir, data_dir, store_dir, tmp_path,
-                                                  capsys):
-    args = ["train", "--store", str(store_dir), "--encoder", "minilm", "--task", "sst2",
-            "--head", "linear", "--data", str(data_dir), "--out", str(tmp_path / "r")]
+def test_wrong_encoder_and_wrong_head_are_refused(
+    tiny_bert_dir, data_dir, store_dir, tmp_path, capsys
+):
+    args = [
+        "train",
+        "--store",
+        str(store_dir),
+        "--encoder",
+        "minilm",
+        "--task",
+        "sst2",
+        "--head",
+        "linear",
+        "--data",
+        str(data_dir),
+        "--out",
+        str(tmp_path / "r"),
+    ]
     assert snowfire(args) == 2
     err = capsys.readouterr().err
     assert "no feature set for encoder 'minilm', task 'sst2'" in err and "hf:" in err
-    args = ["train", "--store", str(store_dir), "--encoder", f"hf:{tiny_bert_dir}", "--task",
-            "sst2", "--head", "esim", "--data", str(data_dir), "--out", str(tmp_path / "r")]
+    args = [
+        "train",
+        "--store",
+        str(store_dir),
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--task",
+        "sst2",
+        "--head",
+        "esim",
+        "--data",
+        str(data_dir),
+        "--out",
+        str(tmp_path / "r"),
+    ]
     assert snowfire(args) == 2
     assert "esim" in capsys.readouterr().err

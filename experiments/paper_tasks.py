@@ -1,0 +1,191 @@
+"""❄️ on the paper's tasks with the bundled encoder: train every head, write docs/results.md.
+
+    python experiments/paper_tasks.py --store STORE --data ../shared/data --runs RUNS [--only T]
+
+Needs the store to hold all splits of every task (see docs/results.md for the extraction
+commands) plus STS-B/SICK-R dev extracted with `--pair-encoding separate` for the cosine
+baseline. Each run is skipped when RUNS/<task>-<head>/metrics.json exists, so the script can be
+stopped and resumed; the report is rebuilt from whatever runs exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: (task, head, hparams, epochs, lr, batch size) — paper heads, sized for a 2-core CPU.
+PLAN = [
+    ("conll2003", "bilstm-crf", {}, 8, 1e-3, 32),
+    ("sst2", "bcn", {}, 3, 1e-3, 64),
+    ("mnli", "esim", {}, 8, 5e-4, 32),
+    ("sick-e", "esim", {}, 12, 5e-4, 32),
+    ("sick-r", "esim", {}, 12, 5e-4, 32),
+    ("mrpc", "esim", {}, 12, 5e-4, 32),
+    ("stsb", "esim", {}, 12, 5e-4, 32),
+    ("cola", "bcn", {}, 8, 1e-3, 32),
+]
+#: the smallest head on every task, for the added-parameters comparison
+LINEAR = [
+    (t, "mlp" if t in ("stsb", "sick-r") else "linear", {}, 12, 1e-3, 32)
+    for t, *_ in PLAN
+    if t != "conll2003"
+] + [("conll2003", "crf", {}, 8, 1e-3, 32)]
+
+
+def run_all(store: str, data: str, runs: Path, only: set[str] | None) -> None:
+    from heads import TrainConfig, train
+
+    for task, head, hp, epochs, lr, bs in PLAN + LINEAR:
+        if only and task not in only:
+            continue
+        out = runs / f"{task}-{head}"
+        if (out / "metrics.json").exists():
+            continue
+        print(f"== {task} {head}", flush=True)
+        cfg = TrainConfig(
+            store=store,
+            encoder="minilm",
+            task=task,
+            head=head,
+            data=data,
+            out=str(out),
+            epochs=epochs,
+            lr=lr,
+            batch_size=bs,
+            patience=3,
+            pair_encoding="joint",
+            hparams=hp,
+            progress=True,
+        )
+        train(cfg)
+
+
+def baselines(store: str, data: str) -> dict[str, dict[str, float]]:
+    from cache import FeatureSetNotFoundError, open_reader
+    from heads.baseline import cosine_scores
+    from tasks import evaluate, read_split
+
+    reader, out = open_reader(store), {}
+    for task in ("stsb", "sick-r"):
+        try:
+            info = reader.find_featureset(
+                encoder="minilm", task=task, split="dev", pair_encoding="separate"
+            )
+        except FeatureSetNotFoundError:
+            continue
+        gold = [float(e.label) for e in read_split(task, data, "dev")]
+        out[task] = evaluate(task, gold, cosine_scores(reader, info).tolist())
+    return out
+
+
+def report(runs: Path, base: dict, out_md: Path, out_png: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tasks import get_task
+
+    rows, mixes = [], {}
+    for task, head, *_ in PLAN + LINEAR:
+        run = runs / f"{task}-{head}"
+        if not (run / "metrics.json").exists():
+            continue
+        metrics = json.loads((run / "metrics.json").read_text())
+        config = json.loads((run / "config.json").read_text())
+        log = [json.loads(x) for x in (run / "log.jsonl").read_text().splitlines()]
+        metric = get_task(task).metric
+        dev = metrics["dev"]
+        rows.append(
+            (task, head, metric, dev[metric], dev, len(log), config["seconds"], config["train"])
+        )
+        mix = json.loads((run / "scalar_mix.json").read_text())
+        if mix and head in {h for _, h, *_ in PLAN}:
+            mixes[f"{task} ({head})"] = next(iter(mix.values()))
+    lines = [
+        "| task | head | dev metric | dev | all dev metrics | epochs | train time (s) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for task, head, metric, score, dev, epochs, secs, _ in rows:
+        others = ", ".join(f"{k} {100 * v:.1f}" for k, v in dev.items())
+        lines.append(
+            f"| {task} | {head} | {metric} | **{100 * score:.1f}** | {others} | "
+            f"{epochs} | {secs:.0f} |"
+        )
+    base_lines = [
+        f"| {t} | cosine of mean-pooled last layer (no training) | "
+        f"{100 * m['pearson']:.1f} | {100 * m['spearman']:.1f} |"
+        for t, m in base.items()
+    ]
+    if mixes:
+        fig, ax = plt.subplots(figsize=(7, 0.45 * len(mixes) + 1.2))
+        names = list(mixes)
+        im = ax.imshow([mixes[n] for n in names], cmap="viridis", aspect="auto")
+        ax.set_yticks(range(len(names)), names)
+        ax.set_xticks(
+            range(len(mixes[names[0]])), ["emb"] + [str(i) for i in range(1, len(mixes[names[0]]))]
+        )
+        ax.set_xlabel("layer of all-MiniLM-L6-v2")
+        ax.set_title("learned scalar-mix weights softmax(w)")
+        fig.colorbar(im, ax=ax)
+        fig.tight_layout()
+        fig.savefig(out_png, dpi=120)
+    settings = rows[0][7] if rows else {}
+    text = TEMPLATE.format(
+        table="\n".join(lines),
+        baseline="\n".join(base_lines) or "| (not run) | | | |",
+        png=out_png.name,
+        machine=f"{platform.machine()}, {__import__('os').cpu_count()} CPU cores, no GPU",
+        settings=json.dumps({k: settings.get(k) for k in ("weight_decay", "patience", "seed")}),
+    )
+    out_md.write_text(text)
+
+
+TEMPLATE = """# Results: ❄️ heads on the bundled encoder (all-MiniLM-L6-v2), dev sets
+
+Made by `python experiments/paper_tasks.py` (see its docstring) on {machine}. One extraction per
+dataset (SICK-E and SICK-R share one), pairs encoded jointly; every head learns a scalar mix over
+the 7 hidden states. Scores are percentages on the dev splits in `../shared/data` (MNLI: the
+999-pair dev split of the 10k sample; the official test sets are held back). Settings per run
+(epochs cap, learning rate, batch size, head sizes) are in `experiments/paper_tasks.py` and in
+each run's `config.json`; common: AdamW, early stopping on the dev metric, {settings}.
+
+{table}
+
+## Zero-training baseline for STS (what a sentence-embedding user would pick)
+
+| task | method | Pearson | Spearman |
+| --- | --- | --- | --- |
+{baseline}
+
+## Learned layer weights
+
+![learned scalar-mix weights per task]({png})
+"""
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--store", required=True)
+    p.add_argument("--data", required=True)
+    p.add_argument("--runs", required=True)
+    p.add_argument("--only", nargs="*", help="tasks to (re)run; default all")
+    p.add_argument("--report-only", action="store_true")
+    args = p.parse_args()
+    runs = Path(args.runs)
+    if not args.report_only:
+        run_all(args.store, args.data, runs, set(args.only) if args.only else None)
+    report(
+        runs,
+        baselines(args.store, args.data),
+        ROOT / "docs" / "results.md",
+        ROOT / "docs" / "layer_weights.png",
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""FinetuneConfig: checked fields with expected-vs-got errors, and the CLI flags built from it."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from finetune import DEFAULT_LR, FinetuneConfig, add_arguments, from_args
+
+BASE = dict(encoder="minilm", task="sst2", data="data", out="run")
+
+
+def test_defaults_and_family_learning_rates():
+    cfg = FinetuneConfig(**BASE)
+    assert cfg.family == "hf" and cfg.peak_lr == DEFAULT_LR["hf"]
+    assert cfg.discriminative == 0.4 and cfg.bi_attention and cfg.crf
+    elmo = FinetuneConfig(**(BASE | {"encoder": "elmo:/x"}))
+    assert elmo.family == "elmo" and elmo.peak_lr == DEFAULT_LR["elmo"]
+    assert FinetuneConfig(**(BASE | {"lr": 0.5})).peak_lr == 0.5
+    assert FinetuneConfig.from_json(cfg.to_json()) == cfg
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"encoder": "bert"}, "expected 'minilm', 'hf:NAME_OR_DIR' or 'elmo:...', got 'bert'"),
+        ({"epochs": 0}, r"FinetuneConfig.epochs: expected an int >= 1, got 0"),
+        ({"lr": -1.0}, r"FinetuneConfig.lr: expected > 0 or None, got -1.0"),
+        ({"warmup": 1.0}, r"FinetuneConfig.warmup: expected in \[0, 1\), got 1.0"),
+        ({"schedule": "cosine"}, r"expected one of \('linear', 'slanted'\), got 'cosine'"),
+        ({"discriminative": 0.0}, r"FinetuneConfig.discriminative: expected in \(0, 1\], got 0.0"),
+        ({"patience": 0}, "FinetuneConfig.patience: expected >= 1, got 0"),
+        ({"max_train_examples": 0}, "expected >= 1 or None, got 0"),
+    ],
+)
+def test_bad_fields_are_refused(change, message):
+    with pytest.raises(ValueError, match=message):
+        FinetuneConfig(**(BASE | change))
+
+
+def test_from_json_names_unknown_fields():
+    with pytest.raises(ValueError, match=r"unknown fields \['colour'\]"):
+        FinetuneConfig.from_json(FinetuneConfig(**BASE).to_json() | {"colour": "red"})
+
+
+def test_cli_flags_round_trip():
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(
+        "--encoder elmo:/w --task stsb --data d --out r --seed 3 --lr 0.001 --epochs 5 "
+        "--discriminative 1.0 --gradual-unfreezing --no-bi-attention --max-train-examples 100 "
+        "--schedule slanted".split()
+    )
+    cfg = from_args(args)
+    assert cfg == FinetuneConfig(
+        encoder="elmo:/w",
+        task="stsb",
+        data="d",
+        out="r",
+        seed=3,
+        lr=0.001,
+        epochs=5,
+        discriminative=1.0,
+        gradual_unfreezing=True,
+        bi_attention=False,
+        max_train_examples=100,
+        schedule="slanted",
+    )
+    assert from_args(
+        parser.parse_args("--encoder minilm --task sst2 --data d --out r".split())
+    ) == FinetuneConfig(encoder="minilm", task="sst2", data="d", out="r")
+    text = parser.format_help()
+    assert "--gradual-unfreezing" in text and "factor times the rate" in text
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--task", "sst2"])  # --encoder, --data, --out are required
