@@ -74,3 +74,15 @@ def test_cli_flags_round_trip():
     assert "--gradual-unfreezing" in text and "factor times the rate" in text
     with pytest.raises(SystemExit):
         parser.parse_args(["--task", "sst2"])  # --encoder, --data, --out are required
+
+
+def test_from_args_keeps_defaults_for_suppressed_flags():
+    """The CLI may declare flags with argument_default=SUPPRESS: defaults stay in the config."""
+    parser = argparse.ArgumentParser(argument_default=argparse.SUPPRESS)
+    for flag in ("--encoder", "--task", "--data", "--out"):
+        parser.add_argument(flag, required=True)
+    parser.add_argument("--epochs", type=int)
+    parser.add_argument("--quiet", dest="progress", action="store_false")
+    args = parser.parse_args("--encoder minilm --task sst2 --data data --out run --quiet".split())
+    args.func, args.verbose = print, False  # what cli/main.py adds
+    assert from_args(args) == FinetuneConfig(**BASE, progress=False)

@@ -1,0 +1,87 @@
+"""Which 🔥 model an encoder spec builds (`BertFinetuner` for "minilm" / "hf:...",
+`ElmoFinetuner` for "elmo:..."), and running a model over examples for predictions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .config import FinetuneConfig
+
+
+def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
+    """The model for `cfg.encoder` and the task, and the identity of the starting encoder."""
+    num_labels = 1 if spec.kind == "regression" else len(spec.labels)
+    if cfg.family == "hf":
+        from extractor import minilm_dir
+
+        from .bert import BertFinetuner, hf_identity
+
+        model_dir = minilm_dir() if cfg.encoder == "minilm" else cfg.encoder.split(":", 1)[1]
+        model = BertFinetuner(
+            model_dir,
+            kind=spec.kind,
+            num_labels=num_labels,
+            labels=spec.labels,
+            dropout=cfg.dropout,
+            max_length=cfg.max_length,
+        )
+        return model, hf_identity(cfg.encoder, Path(model_dir), model)
+    from cache import file_sha256
+    from extractor.elmo import ElmoBiLM, resolve_spec
+
+    from .elmo import ElmoFinetuner
+
+    options, weights = resolve_spec(cfg.encoder.split(":", 1)[1])
+    model = ElmoFinetuner(
+        ElmoBiLM.from_files(options, weights),
+        kind=spec.kind,
+        pair=spec.pair,
+        num_labels=num_labels,
+        labels=spec.labels,
+        dropout=cfg.dropout,
+        bi_attention=cfg.bi_attention,
+        crf=cfg.crf,
+    )
+    identity = {
+        "kind": "elmo",
+        "spec": cfg.encoder,
+        "options_sha256": file_sha256(options),
+        "weights_sha256": file_sha256(weights),
+        "state_policy": "fixed",
+        "num_layers": model.bilm.num_layers,
+        "dim": model.bilm.output_dim,
+    }
+    return model, identity
+
+
+def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def predict(model: nn.Module, examples: list, batch_size: int, device: torch.device) -> list:
+    """The model's predictions (indices, floats or tag-index lists) for `examples`, in order.
+
+    Batches hold examples of similar length (less padding); padding does not change an
+    example's output, so this only saves time.
+    """
+    model.eval()
+    if hasattr(model, "refresh_state"):
+        model.refresh_state()  # ELMo: the warm-up state of the current weights
+    order = sorted(
+        range(len(examples)),
+        key=lambda i: len(examples[i].words_a) + len(examples[i].words_b or ()),
+    )
+    preds: list = [None] * len(examples)
+    with (
+        torch.inference_mode(),
+        torch.autocast(device.type, dtype=torch.float16, enabled=device.type == "cuda"),
+    ):
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            out, _ = model(to_device(model.collate([examples[i] for i in chunk]), device))
+            for i, p in zip(chunk, model.predict(out), strict=True):
+                preds[i] = p
+    return preds

@@ -1,0 +1,264 @@
+"""The 🔥 trainer: one readable loop that fine-tunes a whole encoder with a minimal output layer.
+
+build data (examples of every split) -> build model (encoder + output layer) -> AdamW with
+discriminative rates, LambdaLR schedule -> for each epoch: unfreeze, for each batch
+`out, loss = model(batch)`, backward, clip, step, (checkpoint every N steps); evaluate dev; keep
+the best; checkpoint; stop early -> evaluate every split with the best weights -> write the run
+directory (see `finetune.rundir`) and the fine-tuned encoder, ready for `snowfire extract`.
+
+A killed run resumes from RUN/checkpoint.pt when started again with the same config: model,
+optimiser, scheduler, grad scaler, RNG state, position in the epoch (the data order is a
+function of seed and epoch) and the early-stopping state, so it ends with the same metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from .config import FinetuneConfig
+from .model import build_model, predict, to_device
+from .optim import lr_multiplier, param_groups, unfreeze
+from .rundir import (
+    BEST,
+    CHECKPOINT,
+    atomic_save,
+    decode,
+    gold_of,
+    versions,
+    write_json,
+    write_log,
+    write_predictions,
+)
+
+log = logging.getLogger(__name__)
+
+#: Config fields that may change between a killed run and its resumption.
+RESUMABLE_CHANGES = ("out", "device", "progress", "checkpoint_every")
+
+
+def train(
+    cfg: FinetuneConfig, *, on_step: Callable[[int, nn.Module], None] | None = None
+) -> dict[str, dict[str, float]]:
+    """Fine-tune, write the run directory, return metrics per split (splits with labels).
+
+    on_step: for tests; called as on_step(0, model) before the first step of a fresh run and
+        on_step(step, model) after every optimiser step (raise from it to simulate a kill).
+    """
+    from tqdm import tqdm
+
+    from tasks import available_splits, evaluate, get_task, read_split
+
+    if not isinstance(cfg, FinetuneConfig):
+        raise TypeError(f"train: expected a FinetuneConfig, got {type(cfg).__name__}")
+    started = time.perf_counter()
+    torch.manual_seed(cfg.seed)
+    device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    amp = device.type == "cuda"  # fp16 autocast + loss scaling on GPU only
+    out_dir = Path(cfg.out)
+    (out_dir / "predictions").mkdir(parents=True, exist_ok=True)
+
+    # -- data: every split present; train must have labels
+    spec = get_task(cfg.task)
+    splits = available_splits(cfg.task, cfg.data)
+    for needed in ("train", "dev"):
+        if needed not in splits:
+            raise ValueError(f"{cfg.task}: no {needed} split in {cfg.data} (found {splits})")
+    examples = {s: read_split(cfg.task, cfg.data, s) for s in splits}
+    if cfg.max_train_examples is not None and cfg.max_train_examples < len(examples["train"]):
+        keep = np.random.default_rng(cfg.seed).choice(
+            len(examples["train"]), cfg.max_train_examples, replace=False
+        )
+        examples["train"] = [examples["train"][i] for i in sorted(keep)]  # files can be sorted
+    if gold_of(spec, examples["train"]) is None or gold_of(spec, examples["dev"]) is None:
+        raise ValueError(f"{cfg.task}: the train and dev splits in {cfg.data} need gold labels")
+    train_set = examples["train"]
+    steps_per_epoch = math.ceil(len(train_set) / cfg.batch_size)
+    total_steps = steps_per_epoch * cfg.epochs
+
+    # -- model, optimiser, schedule
+    model, identity = build_model(cfg, spec)
+    model.to(device)
+    if hasattr(model, "refresh_state"):
+        model.refresh_state()  # on the device
+    groups = model.layer_groups()  # top-down: output layer first
+    optimizer = torch.optim.AdamW(
+        param_groups(groups, cfg.peak_lr, cfg.discriminative, cfg.weight_decay)
+    )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lr_multiplier(cfg.schedule, total_steps, cfg.warmup)
+    )
+    scaler = torch.amp.GradScaler(device.type, enabled=amp)
+    run_info = {
+        "finetune": cfg.to_json(),
+        "peak_lr": cfg.peak_lr,
+        "layer_groups": [
+            {
+                "name": g["name"],
+                "depth": g["depth"],
+                "lr": g["lr"],
+                "parameters": sum(p.numel() for p in g["params"]),
+            }
+            for g in optimizer.param_groups
+        ],
+        "encoder": identity,
+        "task": {"name": spec.name, "kind": spec.kind, "pair": spec.pair, "metric": spec.metric},
+        "num_examples": {s: len(e) for s, e in examples.items()},
+        "total_steps": total_steps,
+        "seed": cfg.seed,
+        "versions": versions(),
+    }
+    write_json(out_dir / "config.json", run_info)
+
+    # -- resume, or start fresh
+    state = {
+        "epoch": 1,
+        "batch": 0,
+        "step": 0,
+        "best": -math.inf,
+        "best_epoch": None,
+        "bad": 0,
+        "stopped": False,
+        "history": [],
+        "loss_sum": 0.0,
+        "loss_n": 0,
+        "seconds": 0.0,
+    }
+    ckpt_path = out_dir / CHECKPOINT
+    if ckpt_path.is_file():
+        ckpt = torch.load(ckpt_path, map_location=device, weights_only=True)
+        _check_same_config(ckpt["config"], cfg, ckpt_path)
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        scheduler.load_state_dict(ckpt["scheduler"])
+        scaler.load_state_dict(ckpt["scaler"])
+        torch.set_rng_state(ckpt["rng"]["torch"].cpu())
+        if amp and ckpt["rng"].get("cuda") is not None:
+            torch.cuda.set_rng_state_all([t.cpu() for t in ckpt["rng"]["cuda"]])
+        state = ckpt["state"]
+        log.info("resuming %s at epoch %d, batch %d", out_dir, state["epoch"], state["batch"])
+    elif on_step is not None:
+        on_step(0, model)
+    clock = time.perf_counter() - state["seconds"]
+
+    def checkpoint() -> None:
+        state["seconds"] = time.perf_counter() - clock
+        rng = {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if amp else None,
+        }
+        atomic_save(
+            {
+                "config": cfg.to_json(),
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "scaler": scaler.state_dict(),
+                "rng": rng,
+                "state": state,
+            },
+            ckpt_path,
+        )
+
+    # -- loop
+    for epoch in range(state["epoch"], cfg.epochs + 1):
+        if state["stopped"]:
+            break
+        trainable = unfreeze(groups, epoch, cfg.gradual_unfreezing)
+        if state["batch"] == 0 and hasattr(model, "refresh_state"):
+            model.refresh_state()  # ELMo: mid-epoch resumption keeps the restored state
+        model.train()
+        order = np.random.default_rng([cfg.seed, epoch]).permutation(len(train_set))
+        bar = tqdm(
+            total=len(train_set),
+            initial=min(state["batch"] * cfg.batch_size, len(train_set)),
+            desc=f"epoch {epoch}",
+            unit="ex",
+            disable=not cfg.progress,
+            leave=False,
+        )
+        for i in range(state["batch"], steps_per_epoch):
+            idx = order[i * cfg.batch_size : (i + 1) * cfg.batch_size]
+            batch = to_device(model.collate([train_set[j] for j in idx]), device)
+            with torch.autocast(device.type, dtype=torch.float16, enabled=amp):
+                _, loss = model(batch)
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            if cfg.max_grad_norm > 0:
+                scaler.unscale_(optimizer)
+                nn.utils.clip_grad_norm_(
+                    [p for p in model.parameters() if p.grad is not None], cfg.max_grad_norm
+                )
+            scaler.step(optimizer)
+            scaler.update()
+            scheduler.step()
+            state["step"] += 1
+            state["batch"] = i + 1
+            state["loss_sum"] += loss.item() * len(idx)
+            state["loss_n"] += len(idx)
+            bar.update(len(idx))
+            bar.set_postfix(loss=f"{state['loss_sum'] / state['loss_n']:.4f}")
+            if cfg.checkpoint_every and state["step"] % cfg.checkpoint_every == 0:
+                checkpoint()
+            if on_step is not None:
+                on_step(state["step"], model)
+        bar.close()
+
+        preds = decode(spec, predict(model, examples["dev"], cfg.batch_size, device))
+        dev = evaluate(cfg.task, gold_of(spec, examples["dev"]), preds)
+        score = dev[spec.metric]
+        key = -math.inf if math.isnan(score) else score  # a constant prediction has no pearson
+        if key > state["best"] or state["best_epoch"] is None:
+            state["best"], state["best_epoch"], state["bad"] = key, epoch, 0
+            atomic_save(model.state_dict(), out_dir / BEST)
+        else:
+            state["bad"] += 1
+            state["stopped"] = state["bad"] >= cfg.patience
+        record = {
+            "epoch": epoch,
+            "step": state["step"],
+            "train_loss": state["loss_sum"] / max(state["loss_n"], 1),
+            "lr": scheduler.get_last_lr()[0],
+            "trainable": trainable,
+            "dev": dev,
+            "seconds": round(time.perf_counter() - clock, 2),
+        }
+        state["history"].append(record)
+        write_log(out_dir / "log.jsonl", state["history"])
+        if cfg.progress:
+            print(f"epoch {epoch}: loss {record['train_loss']:.4f} dev {spec.metric} {score:.4f}")
+        state.update(epoch=epoch + 1, batch=0, loss_sum=0.0, loss_n=0)
+        checkpoint()
+
+    # -- evaluate every split with the best weights, write the run
+    model.load_state_dict(torch.load(out_dir / BEST, map_location=device, weights_only=True))
+    metrics = {}
+    for split in splits:
+        preds = decode(spec, predict(model, examples[split], cfg.batch_size, device))
+        write_predictions(out_dir / "predictions" / f"{split}.tsv", spec, examples[split], preds)
+        gold = gold_of(spec, examples[split])
+        if gold is not None:
+            metrics[split] = evaluate(cfg.task, gold, preds)
+    model.save_encoder(out_dir / "encoder")
+    write_json(out_dir / "metrics.json", metrics)
+    run_info.update(best_epoch=state["best_epoch"], seconds=round(time.perf_counter() - started, 2))
+    write_json(out_dir / "config.json", run_info)
+    return metrics
+
+
+def _check_same_config(saved: dict, cfg: FinetuneConfig, path: Path) -> None:
+    now = cfg.to_json()
+    diff = sorted(k for k in now if k not in RESUMABLE_CHANGES and saved.get(k) != now[k])
+    if diff:
+        detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now[k]!r}" for k in diff)
+        raise ValueError(
+            f"{path} was written by another config ({detail}); resume with the same settings, "
+            "or use a new --out directory"
+        )
