@@ -1,6 +1,6 @@
-# snowfire: one image for `snowfire serve` and `snowfire extract`.
-#   docker build -t snowfire:cpu .                              # CPU torch wheel (serving, CPU jobs)
-#   docker build -t snowfire:cuda --build-arg TORCH_VARIANT=cuda .   # CUDA torch wheel (extraction)
+# snowfire: one image for `snowfire serve` and the job workers (`snowfire worker --kind ...`).
+#   docker build -t snowfire:cpu .                              # CPU torch wheel (api, trainer, CPU jobs)
+#   docker build -t snowfire:cuda --build-arg TORCH_VARIANT=cuda .   # CUDA torch wheel (extractor, finetuner)
 FROM python:3.11-slim
 
 # cpu: the CPU-only torch wheel (small); cuda: the default torch wheel, which bundles CUDA.
@@ -12,6 +12,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HF_HOME=/data/hf \
+    SNOWFIRE_HOME=/data \
     TOKENIZERS_PARALLELISM=false
 
 WORKDIR /opt/snowfire
@@ -33,4 +34,4 @@ USER snowfire
 VOLUME ["/data"]
 EXPOSE 8000
 
-CMD ["snowfire", "serve", "--store", "/data/store", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["snowfire", "serve", "--home", "/data", "--host", "0.0.0.0", "--port", "8000"]

@@ -7,6 +7,12 @@ GET  /v1/featuresets/{id}                summary + manifest
 GET  /v1/featuresets/{id}/keys           example keys in order
 POST /v1/featuresets/{id}/features       {"indices"|"keys": [...], "layers": [...]}
      Accept: application/x-safetensors (default) | application/json (small requests)
+
+With a data directory (`snowfire serve --home DIR`, SNOWFIRE_HOME), jobs too (job_routes.py):
+POST /v1/jobs                            {"kind": "extract"|"train"|"finetune", "params": {...}}
+GET  /v1/jobs, /v1/jobs/{id}             status, progress, log tail, metrics when done
+POST /v1/jobs/{id}/cancel
+run by `snowfire worker --kind K --home DIR` (worker.py) from the SQLite queue (queue.py).
 """
 
 from .app import create_app, serve

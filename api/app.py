@@ -13,6 +13,9 @@ from fastapi import FastAPI
 from cache import Store
 
 from .errors import install_error_handlers
+from .home import Home
+from .job_routes import router as job_router
+from .queue import JobQueue
 from .routes import router, snowfire_version
 from .settings import Settings
 
@@ -28,14 +31,17 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             settings.store,
         )
     app.state.store = Store(settings.store)
+    app.state.home = Home(settings.home.resolve()) if settings.home else None
+    app.state.queue = JobQueue(app.state.home.queue) if app.state.home else None
     yield
-    app.state.store = None
+    app.state.store = app.state.queue = None
 
 
 def create_app(
     store_dir: str | os.PathLike | None = None, *, settings: Settings | None = None
 ) -> FastAPI:
-    """The snowfire service for a store directory (default: SNOWFIRE_STORE)."""
+    """The snowfire service for a store directory (default: SNOWFIRE_STORE), with the job
+    endpoints when `settings.home` names a data directory (SNOWFIRE_HOME)."""
     settings = settings or Settings()
     if store_dir is not None:
         settings = settings.model_copy(update={"store": Path(store_dir)})
@@ -51,6 +57,7 @@ def create_app(
     app.state.settings = settings
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(job_router)
     return app
 
 
@@ -58,11 +65,12 @@ def serve(
     store_dir: str | os.PathLike | None = None,
     host: str | None = None,
     port: int | None = None,
+    home: str | os.PathLike | None = None,
 ) -> None:
     """Run the service with uvicorn until interrupted; None takes the SNOWFIRE_* setting."""
     import uvicorn
 
-    given = {"store": store_dir, "host": host, "port": port}
+    given = {"store": store_dir, "host": host, "port": port, "home": home}
     settings = Settings(**{k: v for k, v in given.items() if v is not None})
     uvicorn.run(
         create_app(settings=settings),

@@ -1,7 +1,8 @@
-"""The store's exceptions become HTTP status codes here, in one place; routes never catch.
+"""The store's and the job queue's exceptions become HTTP status codes here, in one place;
+routes never catch.
 
-Every error body is `{"detail": "<what was wrong>"}` (plus `"error": "<class>"` for store
-errors, which lets `cache.RemoteStore` raise the very class the local store would).
+Every error body is `{"detail": "<what was wrong>"}` (plus `"error": "<class>"` for store and
+job errors, which lets `cache.RemoteStore` raise the very class the local store would).
 """
 
 from __future__ import annotations
@@ -20,18 +21,30 @@ from cache import (
     StoreError,
 )
 
+from .queue import (
+    InvalidJobError,
+    JobError,
+    JobNotFoundError,
+    JobsDisabledError,
+    JobStateError,
+)
+
 log = logging.getLogger(__name__)
 
-#: Store error -> HTTP status; any other StoreError (corrupt, incompatible store) is a 500.
-STATUS: dict[type[StoreError], int] = {
+#: Store or job error -> HTTP status; any other (corrupt, incompatible store) is a 500.
+STATUS: dict[type[Exception], int] = {
     FeatureSetNotFoundError: 404,
     ExampleNotFoundError: 404,
     InvalidSelectionError: 422,
     RequestTooLargeError: 413,
+    JobNotFoundError: 404,
+    InvalidJobError: 422,
+    JobStateError: 409,
+    JobsDisabledError: 503,
 }
 
 
-async def store_error_handler(request: Request, exc: Exception) -> JSONResponse:
+async def error_handler(request: Request, exc: Exception) -> JSONResponse:
     status = next((code for cls, code in STATUS.items() if isinstance(exc, cls)), 500)
     if status == 500:
         log.error("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
@@ -60,5 +73,6 @@ def describe_validation(errors) -> str:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(StoreError, store_error_handler)
+    app.add_exception_handler(StoreError, error_handler)
+    app.add_exception_handler(JobError, error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)

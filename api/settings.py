@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: Default cap on the feature values of one JSON response (N tokens x layers x dim).
@@ -18,7 +19,12 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SNOWFIRE_", frozen=True)
 
-    store: Path = Field(Path("store"), description="the store directory to serve")
+    home: Path | None = Field(
+        None,
+        description="the data directory shared with the workers (store, runs, job queue); "
+        "without it the service serves a store and no jobs",
+    )
+    store: Path = Field(Path("store"), description="the store directory (default HOME/store)")
     host: str = Field("127.0.0.1", description="interface uvicorn binds")
     port: int = Field(8000, ge=0, le=65535, description="TCP port (0: any free port)")
     log_level: str = Field("info", description="uvicorn log level (warning hides access logs)")
@@ -39,3 +45,10 @@ class Settings(BaseSettings):
         description="examples read from the store at a time while a response is checked "
         "against its cap (bounds memory to the cap plus one chunk)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _store_in_home(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("home") and not data.get("store"):
+            data = {**data, "store": Path(data["home"]) / "store"}
+        return data

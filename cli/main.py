@@ -90,8 +90,20 @@ def _extract(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from api import serve
 
-    serve(args.store, host=args.host, port=args.port)
+    serve(args.store, host=args.host, port=args.port, home=args.home)
     return 0
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    """`snowfire worker` and `snowfire up`."""
+    from api.launcher import run_up
+    from api.worker import check_worker, run_worker
+
+    if args.command == "up":
+        return run_up(args.home, host=args.host, port=args.port)
+    if args.check:
+        return check_worker(args.home, args.kind, poll=args.poll, lease=args.lease)
+    return run_worker(args.home, args.kind, once=args.once, poll=args.poll, lease=args.lease)
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -195,7 +207,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--store", default=None, help="store directory (env SNOWFIRE_STORE)")
     s.add_argument("--host", default=None, help="default 127.0.0.1 (env SNOWFIRE_HOST)")
     s.add_argument("--port", type=int, default=None, help="default 8000 (env SNOWFIRE_PORT)")
+    s.add_argument("--home", default=None, help="data directory: store + jobs (SNOWFIRE_HOME)")
     s.set_defaults(func=_serve)
+
+    w = sub.add_parser("worker", help="run queued jobs of one kind (data directory: --home)")
+    w.add_argument("--kind", required=True, choices=["extract", "train", "finetune"])
+    w.add_argument("--home", default=None, help="data directory (env SNOWFIRE_HOME)")
+    w.add_argument("--once", action="store_true", help="run at most one job, then exit")
+    w.add_argument("--poll", type=float, default=2.0, help="seconds between claims when idle")
+    w.add_argument("--lease", type=float, default=60.0, help="seconds a claim lasts unrenewed")
+    w.add_argument("--check", action="store_true", help="healthcheck: exit 0 if one is alive")
+    w.set_defaults(func=_jobs)
+
+    u = sub.add_parser("up", help="the API and one worker of each kind, until Ctrl-C")
+    u.add_argument("--home", default=None, help="data directory (env SNOWFIRE_HOME)")
+    u.add_argument("--host", default="127.0.0.1")
+    u.add_argument("--port", type=int, default=8000)
+    u.set_defaults(func=_jobs)
 
     t = sub.add_parser("train", help="train a head on cached features (never runs the encoder)")
     t.add_argument("--store", required=True, help="store directory or http://HOST:PORT")

@@ -1,5 +1,6 @@
-"""docker-compose.yml: valid against the Compose Specification schema, one data volume shared
-by api and extractor, a GPU reserved for the extractor, and commands the CLI accepts."""
+"""docker-compose.yml (and its CPU override): valid against the Compose Specification schema,
+one data volume at /data (SNOWFIRE_HOME) shared by the api and the three workers, a GPU
+reserved for extractor and finetuner only, healthchecks, and commands the CLI accepts."""
 
 from __future__ import annotations
 
@@ -11,18 +12,56 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = Path(__file__).resolve().parents[1].parent / "shared" / "schemas" / "compose-spec.json"
+SERVICES = {"api": None, "extractor": "extract", "trainer": "train", "finetuner": "finetune"}
+GPU = {"extractor", "finetuner"}
+
+_RESET = object()
+
+
+class _Loader:
+    """yaml.SafeLoader that also reads Compose's `!reset` tag (an override removing a key)."""
+
+    @staticmethod
+    def load(text: str):
+        import yaml
+
+        class Loader(yaml.SafeLoader):
+            pass
+
+        Loader.add_constructor("!reset", lambda loader, node: _RESET)
+        return yaml.load(text, Loader=Loader)
+
+
+def merge(base: dict, override: dict) -> dict:
+    """Compose's merge of an override file for mappings (`!reset` removes the key)."""
+    out = dict(base)
+    for key, value in override.items():
+        if value is _RESET:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_compose() -> dict:
+    return _Loader.load((REPO / "docker-compose.yml").read_text())
 
 
 @pytest.fixture(scope="module")
 def compose() -> dict:
-    import yaml
-
-    return yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    return load_compose()
 
 
-def _command(service: dict) -> list[str]:
-    command = service["command"]
-    return shlex.split(command) if isinstance(command, str) else list(command)
+@pytest.fixture(scope="module")
+def cpu_compose(compose) -> dict:
+    return merge(compose, _Loader.load((REPO / "docker-compose.cpu.yml").read_text()))
+
+
+def command(service: dict) -> list[str]:
+    cmd = service["command"]
+    return shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
 
 
 def _volumes(service: dict) -> dict[str, str]:
@@ -37,55 +76,80 @@ def _volumes(service: dict) -> dict[str, str]:
     return out
 
 
-def test_valid_against_the_compose_spec(compose):
+@pytest.mark.parametrize("which", ["compose", "cpu_compose"])
+def test_valid_against_the_compose_spec(which, request):
     if not SCHEMA.is_file():
         pytest.skip(f"{SCHEMA} not found: ../shared/schemas sits beside the checkout")
     from jsonschema import Draft7Validator
 
     # the schema's "$schema" lacks draft-07's trailing '#', so name the draft explicitly
     validator = Draft7Validator(json.loads(SCHEMA.read_text()))
-    errors = sorted(validator.iter_errors(compose), key=lambda e: list(e.path))
+    data = request.getfixturevalue(which)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.path))
     assert not errors, "\n".join(f"{'/'.join(map(str, e.path))}: {e.message}" for e in errors)
 
 
-def test_api_and_extractor_share_one_named_volume(compose):
+def test_every_service_shares_one_named_volume_at_data(compose):
     services = compose["services"]
-    api, extractor = _volumes(services["api"]), _volumes(services["extractor"])
-    assert api["/data"] == extractor["/data"]
-    assert api["/data"] in compose["volumes"]  # named, not a bind mount
+    assert set(services) == set(SERVICES)
+    volumes = {_volumes(services[name])["/data"] for name in SERVICES}
+    assert len(volumes) == 1 and volumes <= set(compose["volumes"])  # named, not a bind mount
+    for name in SERVICES:
+        assert services[name]["environment"]["SNOWFIRE_HOME"] == "/data"
 
 
-def test_extractor_reserves_a_gpu(compose):
-    devices = compose["services"]["extractor"]["deploy"]["resources"]["reservations"]["devices"]
-    assert any(d.get("driver") == "nvidia" and "gpu" in d["capabilities"] for d in devices)
-    assert "deploy" not in compose["services"]["api"]  # serving needs no GPU
+def test_gpu_reserved_for_extractor_and_finetuner_only(compose, cpu_compose):
+    for name, service in compose["services"].items():
+        if name in GPU:
+            devices = service["deploy"]["resources"]["reservations"]["devices"]
+            assert any(d.get("driver") == "nvidia" and "gpu" in d["capabilities"] for d in devices)
+            assert service["build"]["args"]["TORCH_VARIANT"] == "cuda"
+        else:
+            assert "deploy" not in service, f"{name} needs no GPU"
+    for name in GPU:  # the CPU override: no reservation, the CPU wheel, same command
+        service = cpu_compose["services"][name]
+        assert "deploy" not in service
+        assert service["build"]["args"]["TORCH_VARIANT"] == "cpu"
+        assert service["image"] == "snowfire:cpu"
+        assert command(service) == command(compose["services"][name])
 
 
-def test_api_port_and_healthcheck(compose):
-    api = compose["services"]["api"]
-    assert "8000:8000" in api["ports"]
-    assert "http://127.0.0.1:8000/healthz" in " ".join(api["healthcheck"]["test"])
+def test_api_port_and_every_healthcheck(compose):
+    services = compose["services"]
+    assert "8000:8000" in services["api"]["ports"]
+    assert "http://127.0.0.1:8000/healthz" in " ".join(services["api"]["healthcheck"]["test"])
+    from cli.main import build_parser
+
+    for name, kind in SERVICES.items():
+        if kind is None:
+            continue
+        test = services[name]["healthcheck"]["test"]
+        assert test[0] == "CMD" and test[1] == "snowfire"
+        args = build_parser().parse_args(test[2:])
+        assert (args.command, args.kind, args.home, args.check) == ("worker", kind, "/data", True)
 
 
 def test_commands_parse_with_the_cli(compose):
     from cli.main import build_parser
 
     parser = build_parser()
-    api_cmd, ext_cmd = (_command(compose["services"][s]) for s in ("api", "extractor"))
-    assert api_cmd[0] == ext_cmd[0] == "snowfire"
-    serve = parser.parse_args(api_cmd[1:])
-    assert serve.command == "serve"
-    assert (serve.store, serve.host, serve.port) == ("/data/store", "0.0.0.0", 8000)
-    extract = parser.parse_args(ext_cmd[1:])
-    assert extract.command == "extract"
-    assert extract.store == "/data/store" and extract.data.startswith("/data/")
-    assert extract.device == "cuda"
+    cmds = {name: command(compose["services"][name]) for name in SERVICES}
+    assert {c[0] for c in cmds.values()} == {"snowfire"}
+    serve = parser.parse_args(cmds["api"][1:])
+    assert (serve.command, serve.home, serve.host) == ("serve", "/data", "0.0.0.0")
+    assert serve.port == 8000
+    for name, kind in SERVICES.items():
+        if kind is not None:
+            args = parser.parse_args(cmds[name][1:])
+            assert (args.command, args.kind, args.home) == ("worker", kind, "/data")
+            assert not args.once
 
 
 def test_dockerfile_builds_each_torch_wheel_compose_asks_for(compose):
     text = (REPO / "Dockerfile").read_text()
     assert "FROM python:3.11-slim" in text
     assert "ARG TORCH_VARIANT=cpu" in text
+    assert "SNOWFIRE_HOME=/data" in text
     variants = {s["build"]["args"]["TORCH_VARIANT"] for s in compose["services"].values()}
     assert variants == {"cpu", "cuda"}
     for variant in variants:

@@ -1,0 +1,61 @@
+"""The data directory the API and the workers share (`--home DIR` or SNOWFIRE_HOME).
+
+HOME/store/              the feature store (cache.Store)
+HOME/runs/<job id>/      run directories of train and fine-tune jobs (default `out`)
+HOME/tasks/              task data (default `data`), one folder per task
+HOME/queue.sqlite        the job queue (WAL: also -wal and -shm files)
+HOME/jobs/<id>.log       each job's log (stdout and stderr of its child process)
+HOME/jobs/<id>.result.json   what a finished job returned (read by its worker)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The environment variable naming the data directory when `--home` is not given.
+HOME_ENV = "SNOWFIRE_HOME"
+
+
+@dataclass(frozen=True)
+class Home:
+    root: Path
+
+    @classmethod
+    def resolve(cls, given: str | os.PathLike | None = None) -> Home:
+        """`given`, else $SNOWFIRE_HOME; ValueError when neither is set."""
+        value = given if given is not None else os.environ.get(HOME_ENV)
+        if not value:
+            raise ValueError(f"no data directory: pass --home DIR or set {HOME_ENV}")
+        return cls(Path(value).resolve())
+
+    @property
+    def store(self) -> Path:
+        return self.root / "store"
+
+    @property
+    def runs(self) -> Path:
+        return self.root / "runs"
+
+    @property
+    def tasks(self) -> Path:
+        return self.root / "tasks"
+
+    @property
+    def queue(self) -> Path:
+        return self.root / "queue.sqlite"
+
+    @property
+    def jobs(self) -> Path:
+        return self.root / "jobs"
+
+    def log(self, job_id: str) -> Path:
+        return self.jobs / f"{job_id}.log"
+
+    def result(self, job_id: str) -> Path:
+        return self.jobs / f"{job_id}.result.json"
+
+    def path(self, value: str) -> str:
+        """A path parameter made absolute: relative paths are relative to HOME."""
+        return str(Path(value) if Path(value).is_absolute() else self.root / value)

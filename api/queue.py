@@ -1,0 +1,298 @@
+"""The job queue: one SQLite database (WAL) on the shared data directory.
+
+A job moves queued -> running -> done | failed | cancelled. A worker claims the oldest queued
+job of its kind in one write transaction (BEGIN IMMEDIATE, then UPDATE ... RETURNING), which
+gives it a fresh lease token and `lease_until`; it heartbeats to extend the lease while the job
+runs. Every later write of the worker names its token, so a worker that lost its lease (it
+stopped heartbeating, the job was re-queued and claimed again) changes nothing: a job is never
+completed twice. An expired lease puts the job back in the queue (attempts are kept), or fails
+it after `max_attempts` claims, or cancels it when a cancel was asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+KINDS = ("extract", "train", "finetune")
+STATUSES = ("queued", "running", "done", "failed", "cancelled")
+FINAL = ("done", "failed", "cancelled")
+
+Beat = Literal["running", "cancel", "lost"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    params TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'queued',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    finished_at REAL,
+    worker TEXT,
+    lease TEXT,
+    lease_until REAL,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    metrics TEXT,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (status, kind, seq);
+CREATE TABLE IF NOT EXISTS workers (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, host TEXT NOT NULL, seen_at REAL NOT NULL
+);
+"""
+
+
+class JobError(Exception):
+    """Base class of the errors the job queue raises on purpose (api/errors.py maps them)."""
+
+
+class JobNotFoundError(JobError, KeyError):
+    """No job with that id (HTTP 404)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "job not found"
+
+
+class InvalidJobError(JobError, ValueError):
+    """A submission with bad parameters (HTTP 422)."""
+
+
+class JobStateError(JobError, ValueError):
+    """The job is in a state that does not allow the request, e.g. cancelling a done job (409)."""
+
+
+class JobsDisabledError(JobError, RuntimeError):
+    """The service runs without a data directory, so without a queue (HTTP 503)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    kind: str
+    params: dict[str, Any]
+    status: str
+    attempts: int
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    worker: str | None
+    lease: str | None  # the current claim's token; every write of its worker names it
+    lease_until: float | None
+    cancel_requested: bool
+    metrics: dict[str, Any] | None
+    error: str | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Job:
+        d = dict(row)
+        d.pop("seq")
+        d["params"] = json.loads(d["params"])
+        d["metrics"] = None if d["metrics"] is None else json.loads(d["metrics"])
+        d["cancel_requested"] = bool(d["cancel_requested"])
+        return cls(**d)
+
+
+def new_job_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+class JobQueue:
+    """The queue in the SQLite file `path` (created on first use)."""
+
+    def __init__(self, path: str | Path, *, max_attempts: int = 3) -> None:
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts: expected >= 1, got {max_attempts}")
+        self.path = Path(path)
+        self.max_attempts = max_attempts
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        # one short-lived connection per operation: safe across threads and processes
+        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA busy_timeout = 30000")
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that holds the database's write lock from its first statement."""
+        with self._connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    # -- the API's side
+    def submit(self, kind: str, params: dict[str, Any], job_id: str | None = None) -> Job:
+        if kind not in KINDS:
+            raise InvalidJobError(f"unknown job kind {kind!r}: expected one of {', '.join(KINDS)}")
+        job_id = job_id or new_job_id()
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO jobs (id, kind, params, created_at) VALUES (?, ?, ?, ?)",
+                (job_id, kind, json.dumps(params), time.time()),
+            )
+        return self.get(job_id)
+
+    def get(self, job_id: str) -> Job:
+        self.reap()
+        with self._connect() as conn:
+            row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        if row is None:
+            raise JobNotFoundError(f"no job {job_id!r}")
+        return Job.from_row(row)
+
+    def list(
+        self, kind: str | None = None, status: str | None = None, limit: int = 100
+    ) -> list[Job]:
+        """Newest first."""
+        self.reap()
+        sql, args = "SELECT * FROM jobs WHERE 1 = 1", []
+        for column, value in (("kind", kind), ("status", status)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                args.append(value)
+        with self._connect() as conn:
+            rows = conn.execute(sql + " ORDER BY seq DESC LIMIT ?", (*args, limit)).fetchall()
+        return [Job.from_row(r) for r in rows]
+
+    def cancel(self, job_id: str) -> Job:
+        """Cancel a queued job at once; flag a running one (its worker stops it)."""
+        with self._write() as conn:
+            row = conn.execute("SELECT status FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                raise JobNotFoundError(f"no job {job_id!r}")
+            if row["status"] in FINAL:
+                raise JobStateError(f"job {job_id} is already {row['status']}: nothing to cancel")
+            conn.execute(
+                "UPDATE jobs SET cancel_requested = 1, "
+                "status = CASE status WHEN 'queued' THEN 'cancelled' ELSE status END, "
+                "finished_at = CASE status WHEN 'queued' THEN ? ELSE finished_at END "
+                "WHERE id = ?",
+                (time.time(), job_id),
+            )
+        return self.get(job_id)
+
+    # -- the workers' side
+    def claim(self, kind: str, worker: str, lease: float) -> Job | None:
+        """The oldest queued job of `kind`, now running under a new lease of `lease` seconds
+        held by `worker`; None when nothing is queued."""
+        now = time.time()
+        with self._write() as conn:
+            self._reap(conn, now)
+            row = conn.execute(
+                "UPDATE jobs SET status = 'running', worker = ?, lease = ?, lease_until = ?, "
+                "attempts = attempts + 1, started_at = ? "
+                "WHERE seq = (SELECT seq FROM jobs WHERE status = 'queued' AND kind = ? "
+                "ORDER BY seq LIMIT 1) AND status = 'queued' RETURNING *",
+                (worker, uuid.uuid4().hex, now + lease, now, kind),
+            ).fetchone()
+        return None if row is None else Job.from_row(row)
+
+    def heartbeat(self, job_id: str, lease_token: str, lease: float) -> Beat:
+        """Extend the lease by `lease` seconds. "cancel": a cancel was asked for; "lost": the
+        lease is no longer this worker's (stop the job, write nothing)."""
+        with self._write() as conn:
+            row = conn.execute(
+                "UPDATE jobs SET lease_until = ? WHERE id = ? AND lease = ? "
+                "AND status = 'running' RETURNING cancel_requested",
+                (time.time() + lease, job_id, lease_token),
+            ).fetchone()
+        if row is None:
+            return "lost"
+        return "cancel" if row["cancel_requested"] else "running"
+
+    def finish(
+        self,
+        job_id: str,
+        lease_token: str,
+        status: str,
+        metrics: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """The completion write; False (and no change) unless the lease is still held."""
+        if status not in FINAL:
+            raise ValueError(f"finish: status must be one of {FINAL}, got {status!r}")
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE jobs SET status = ?, metrics = ?, error = ?, finished_at = ?, "
+                "lease_until = NULL WHERE id = ? AND lease = ? AND status = 'running'",
+                (status, None if metrics is None else json.dumps(metrics), error, time.time(),
+                 job_id, lease_token),
+            )  # fmt: skip
+            return cur.rowcount == 1
+
+    def release(self, job_id: str, lease_token: str) -> bool:
+        """Give a running job back to the queue (a worker shutting down); attempts are kept."""
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE jobs SET status = CASE cancel_requested WHEN 1 THEN 'cancelled' "
+                "ELSE 'queued' END, worker = NULL, lease = NULL, lease_until = NULL "
+                "WHERE id = ? AND lease = ? AND status = 'running'",
+                (job_id, lease_token),
+            )
+            return cur.rowcount == 1
+
+    def reap(self) -> None:
+        """Apply expired leases now (claims do it too)."""
+        with self._write() as conn:
+            self._reap(conn, time.time())
+
+    def _reap(self, conn: sqlite3.Connection, now: float) -> None:
+        expired = "status = 'running' AND lease_until < ?"
+        lost = "worker lost: its lease expired"
+        conn.execute(
+            f"UPDATE jobs SET status = 'cancelled', finished_at = ?, error = '{lost}' "
+            f"WHERE {expired} AND cancel_requested = 1",
+            (now, now),
+        )
+        conn.execute(
+            f"UPDATE jobs SET status = 'failed', finished_at = ?, "
+            f"error = '{lost} on each of ' || attempts || ' attempts' "
+            f"WHERE {expired} AND attempts >= ?",
+            (now, now, self.max_attempts),
+        )
+        conn.execute(
+            f"UPDATE jobs SET status = 'queued', worker = NULL, lease = NULL, lease_until = NULL "
+            f"WHERE {expired}",
+            (now,),
+        )
+
+    # -- liveness of workers (healthchecks)
+    def beat_worker(self, worker: str, kind: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO workers (id, kind, host, seen_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at",
+                (worker, kind, socket.gethostname(), time.time()),
+            )
+
+    def worker_alive(self, kind: str, within: float, host: str | None = None) -> bool:
+        """Whether a worker of `kind` (on `host`, default this one) was seen `within` s."""
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM workers WHERE kind = ? AND host = ? AND seen_at >= ?",
+                (kind, host or socket.gethostname(), time.time() - within),
+            ).fetchone()
+        return row is not None

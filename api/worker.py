@@ -1,0 +1,191 @@
+"""A worker: claims jobs of one kind from the queue and runs each in a child process.
+
+    loop: claim the oldest queued job (or sleep `poll` seconds) -> start the child
+    (`python -m api.runner`, its own process group, output to HOME/jobs/<id>.log) -> heartbeat
+    the lease: "cancel" kills the child and marks the job cancelled,
+    "lost" (the lease expired and the job went back to the queue) kills it and writes nothing
+    -> child exits: done with its result, or failed with its exit code and last log line.
+    Heartbeats come every min(poll, lease/3) seconds, so a cancel takes effect within that.
+
+Stopping the worker (Ctrl-C, SIGTERM) kills the child and gives the job back to the queue.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+from .home import Home
+from .joblog import read_tail, tail_lines
+from .queue import KINDS, Job, JobQueue
+
+log = logging.getLogger(__name__)
+
+
+def module_command(module: str) -> list[str]:
+    """`python -m module` without the working directory on sys.path (-P, Python 3.11+), so a
+    folder such as HOME/tasks never shadows a snowfire package."""
+    return [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []), "-m", module]
+
+
+class Worker:
+    """Runs jobs of `kind` from the queue in `home`.
+
+    lease: seconds a claim lasts without a heartbeat (a dead worker's job is re-queued after
+        it); poll: seconds between claims when the queue is empty; grace: seconds a stopped
+        child gets between SIGTERM and SIGKILL.
+    """
+
+    def __init__(
+        self,
+        home: Home,
+        kind: str,
+        *,
+        lease: float = 60.0,
+        poll: float = 2.0,
+        grace: float = 10.0,
+        worker_id: str | None = None,
+    ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"worker kind: expected one of {', '.join(KINDS)}, got {kind!r}")
+        if lease <= 0 or poll <= 0 or grace < 0:
+            raise ValueError(f"lease and poll must be > 0, grace >= 0 (got {lease}, {poll})")
+        self.home, self.kind = home, kind
+        self.lease, self.poll, self.grace = lease, poll, grace
+        self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.queue = JobQueue(home.queue)
+        home.jobs.mkdir(parents=True, exist_ok=True)
+
+    def command(self, job: Job) -> list[str]:
+        """The child process that runs `job`."""
+        return [*module_command("api.runner"), "--home", str(self.home.root), job.id]
+
+    def run(self, *, once: bool = False, stop: threading.Event | None = None) -> int:
+        """Claim and run jobs until `stop` is set (or, with `once`, after at most one job);
+        returns the number of jobs run."""
+        stop = stop or threading.Event()
+        ran = 0
+        while not stop.is_set():
+            self.queue.beat_worker(self.id, self.kind)
+            job = self.queue.claim(self.kind, self.id, self.lease)
+            if job is not None:
+                self.run_job(job)
+                ran += 1
+            if once:
+                break
+            if job is None:
+                stop.wait(self.poll)
+        return ran
+
+    def run_job(self, job: Job) -> str:
+        """Run a claimed job to its end; returns its final status, or "lost"."""
+        result = self.home.result(job.id)
+        result.unlink(missing_ok=True)
+        log.info("worker %s: job %s (%s, attempt %d)", self.id, job.id, job.kind, job.attempts)
+        with self.home.log(job.id).open("ab") as fh:
+            fh.write(f"--- attempt {job.attempts} by worker {self.id}\n".encode())
+            fh.flush()
+            child = subprocess.Popen(
+                self.command(job),
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.home.jobs,  # holds no packages (Python 3.10 has no -P)
+                start_new_session=True,  # its own process group: a cancel kills all of it
+            )
+        try:
+            status = self._watch(job, child)
+        except BaseException:  # stopped (Ctrl-C, SIGTERM): hand the job back to the queue
+            self._stop(child)
+            self.queue.release(job.id, job.lease)
+            raise
+        if status is not None:
+            return status
+        return self._complete(job, child.returncode, result)
+
+    def _watch(self, job: Job, child: subprocess.Popen) -> str | None:
+        """Heartbeat until the child exits (None) or must be stopped ("cancelled", "lost")."""
+        while True:
+            try:
+                child.wait(timeout=min(self.poll, self.lease / 3))
+                return None
+            except subprocess.TimeoutExpired:
+                pass
+            self.queue.beat_worker(self.id, self.kind)
+            beat = self.queue.heartbeat(job.id, job.lease, self.lease)
+            if beat == "cancel":
+                self._stop(child)
+                ok = self.queue.finish(job.id, job.lease, "cancelled", error="cancelled on request")
+                log.info("worker %s: job %s cancelled", self.id, job.id)
+                return "cancelled" if ok else "lost"
+            if beat == "lost":
+                self._stop(child)
+                log.warning("worker %s: lost the lease of job %s; stopped it", self.id, job.id)
+                return "lost"
+
+    def _complete(self, job: Job, code: int, result: Path) -> str:
+        if code == 0 and result.is_file():
+            status, metrics, error = "done", json.loads(result.read_text()), None
+        else:
+            last = tail_lines(read_tail(self.home.log(job.id)), 1)
+            status, metrics = "failed", None
+            error = f"exit code {code}" + (f": {last[0]}" if last else "")
+        if not self.queue.finish(job.id, job.lease, status, metrics=metrics, error=error):
+            log.warning("worker %s: job %s finished but its lease was lost", self.id, job.id)
+            return "lost"
+        log.info("worker %s: job %s %s", self.id, job.id, status)
+        return status
+
+    def _stop(self, child: subprocess.Popen) -> None:
+        """SIGTERM the child's process group, SIGKILL it after `grace` seconds."""
+        if child.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, self.grace), (signal.SIGKILL, None)):
+            try:
+                os.killpg(child.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                child.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+def _interrupt(signum, frame) -> None:
+    # the first SIGTERM/SIGINT stops the worker; later ones must not interrupt its clean-up
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def run_worker(
+    home: str | None, kind: str, *, once: bool = False, poll: float = 2.0, lease: float = 60.0
+) -> int:
+    """`snowfire worker`: run until Ctrl-C or SIGTERM (exit 0), or after one job with once;
+    `home` None reads SNOWFIRE_HOME."""
+    worker = Worker(Home.resolve(home), kind, lease=lease, poll=poll)
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    print(f"snowfire worker {worker.id}: {kind} jobs from {worker.queue.path}", file=sys.stderr)
+    try:
+        worker.run(once=once)
+    except KeyboardInterrupt:
+        print(f"snowfire worker {worker.id}: stopped", file=sys.stderr)
+    return 0
+
+
+def check_worker(home: str | None, kind: str, *, poll: float, lease: float) -> int:
+    """Healthcheck: 0 when a `kind` worker on this host was seen within two beats."""
+    within = 2 * max(poll, lease / 3) + 5
+    alive = JobQueue(Home.resolve(home).queue).worker_alive(kind, within)
+    print(f"{kind} worker on {socket.gethostname()}: {'alive' if alive else 'not seen'}")
+    return 0 if alive else 1

@@ -1,0 +1,161 @@
+"""The job endpoints: 202 on submission with resolved params, status with log tail and
+progress, listing, cancel, and every validation error (422 with its reason) at submission."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api import Settings, create_app
+from api.home import Home
+from api.queue import JobQueue
+from tests.test_train import data_dir  # noqa: F401  (tiny sst2/stsb/conll2003 folders)
+
+TASKS = "conll2003, sst2, mnli, mrpc, stsb, sick-e, sick-r, cola"
+ENCODERS = "'minilm', 'hf:NAME_OR_DIR', 'elmo:OPTIONS.json,WEIGHTS.hdf5' or 'elmo:DIR'"
+
+
+@pytest.fixture
+def home(tmp_path, data_dir):  # noqa: F811
+    (tmp_path / "tasks").symlink_to(data_dir)  # the default `data`: HOME/tasks
+    return Home(tmp_path)
+
+
+@pytest.fixture
+def client(home):
+    with TestClient(create_app(settings=Settings(home=home.root))) as c:
+        yield c
+
+
+def test_submit_answers_202_with_resolved_params(client, home):
+    r = client.post("/v1/jobs", json={"kind": "train", "params": {
+        "encoder": "minilm", "task": "stsb", "head": "esim", "epochs": 2, "lr": 1}})  # fmt: skip
+    assert r.status_code == 202, r.text
+    job = r.json()
+    assert (job["kind"], job["status"], job["attempts"], job["progress"]) == ("train", "queued",
+                                                                            0, 0.0)  # fmt: skip
+    params = job["params"]
+    assert params["out"] == str(home.root / "runs" / job["id"])
+    assert (params["store"], params["data"]) == (str(home.store), str(home.tasks))
+    assert (params["epochs"], params["lr"], params["batch_size"]) == (2, 1.0, 32)
+    assert client.get(f"/v1/jobs/{job['id']}").json()["params"] == params
+
+
+def test_status_shows_log_tail_progress_and_metrics(client, home):
+    job_id = client.post("/v1/jobs", json={"kind": "extract", "params": {
+        "encoder": "hf:/models/x", "task": "sst2", "split": ["dev"]}}).json()["id"]  # fmt: skip
+    queue = JobQueue(home.queue)
+    claim = queue.claim("extract", "w", 30.0)
+    home.jobs.mkdir(exist_ok=True)
+    bar = "extract:  10%|#  | 4/40\rextract:  42%|####  | 17/40"
+    home.log(job_id).write_text(f"--- attempt 1\nloading\n{bar}")
+    r = client.get(f"/v1/jobs/{job_id}", params={"tail": 2})
+    assert r.status_code == 200
+    body = r.json()
+    assert (body["status"], body["worker"], body["progress"]) == ("running", "w", 0.42)
+    assert body["log"] == ["loading", "extract:  42%|####  | 17/40"]
+    queue.finish(job_id, claim.lease, "done", metrics={"featuresets": [{"id": "fs"}]})
+    body = client.get(f"/v1/jobs/{job_id}").json()
+    assert (body["status"], body["progress"]) == ("done", 1.0)
+    assert body["metrics"] == {"featuresets": [{"id": "fs"}]}
+
+
+def test_list_filters_and_cancel(client):
+    ids = [client.post("/v1/jobs", json={"kind": "extract", "params": {
+        "encoder": "minilm", "task": "sst2"}}).json()["id"] for _ in range(3)]  # fmt: skip
+    r = client.post(f"/v1/jobs/{ids[0]}/cancel")
+    assert r.status_code == 200
+    assert (r.json()["status"], r.json()["cancel_requested"]) == ("cancelled", True)
+    listed = client.get("/v1/jobs").json()
+    assert [j["id"] for j in listed] == ids[::-1]  # newest first
+    queued = client.get("/v1/jobs", params={"status": "queued", "kind": "extract"}).json()
+    assert [j["id"] for j in queued] == ids[:0:-1]
+    assert client.get("/v1/jobs", params={"kind": "train"}).json() == []
+    again = client.post(f"/v1/jobs/{ids[0]}/cancel")
+    assert again.status_code == 409
+    assert again.json() == {"detail": f"job {ids[0]} is already cancelled: nothing to cancel",
+                            "error": "JobStateError"}  # fmt: skip
+    missing = client.get("/v1/jobs/nope")
+    assert (missing.status_code, missing.json()["detail"]) == (404, "no job 'nope'")
+    assert client.post("/v1/jobs/nope/cancel").status_code == 404
+    bad = client.get("/v1/jobs", params={"status": "lost"})
+    assert bad.status_code == 422
+    assert bad.json()["detail"].startswith("query.status: Input should be 'queued'")
+
+
+TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
+
+
+@pytest.mark.parametrize(
+    "body, detail",
+    [
+        ({"kind": "serve", "params": {}},
+         "kind: Input should be 'extract', 'train' or 'finetune' (got 'serve')"),
+        ({"kind": "train", "params": TRAIN, "priority": 1},
+         "priority: Extra inputs are not permitted (got 1)"),
+        ({"kind": "train", "params": {**TRAIN, "task": "imdb"}},
+         f"params.task: unknown task 'imdb': expected one of {TASKS}"),
+        ({"kind": "train", "params": {**TRAIN, "encoder": "bert-base"}},
+         f"params.encoder: unknown encoder spec 'bert-base': expected {ENCODERS}"),
+        ({"kind": "train", "params": {**TRAIN, "encoder": "hf:"}},
+         f"params.encoder: unknown encoder spec 'hf:': expected {ENCODERS}"),
+        ({"kind": "train", "params": {**TRAIN, "epoch": 3}},
+         "params.epoch: Extra inputs are not permitted (got 3)"),
+        ({"kind": "train", "params": {**TRAIN, "epochs": "3", "lr": "fast"}},
+         "params.epochs: Input should be a valid integer (got '3'); "
+         "params.lr: Input should be a valid number (got 'fast')"),
+        ({"kind": "train", "params": {"encoder": "minilm", "task": "sst2"}},
+         "params.head: Field required"),
+        ({"kind": "train", "params": {**TRAIN, "epochs": 0}},
+         "params.epochs: Input should be greater than 0 (got 0)"),
+        ({"kind": "train", "params": {**TRAIN, "head": "transformer"}},
+         "params: unknown head 'transformer': expected one of linear, mlp, probe, bcn, esim, "
+         "bilstm-crf, bilstm-softmax, crf, softmax"),
+        ({"kind": "train", "params": {**TRAIN, "head": "esim"}},
+         "params: head 'esim' cannot model sst2 (classification on single texts); heads that "
+         "can: linear, mlp, probe, bcn"),
+        ({"kind": "train", "params": {**TRAIN, "hparams": {"hiden": 3}}},
+         "params: unknown hparams ['hiden'] for head 'linear'; it takes: dropout"),
+        ({"kind": "train", "params": {**TRAIN, "task": "mnli"}},
+         "params: no train/dev split of mnli in HOME/tasks (expected "
+         "HOME/tasks/mnli/train.tsv, HOME/tasks/mnli/dev_matched.tsv)"),
+        ({"kind": "extract", "params": {"encoder": "minilm"}},
+         "params: give either 'task' (task data in 'data') or 'input' (a text file)"),
+        ({"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "split": ["test"]}},
+         "params: no test split of sst2 in HOME/tasks (expected HOME/tasks/sst2/test.tsv)"),
+        ({"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "split": ["val"]}},
+         "params.split.0: Input should be 'train', 'dev' or 'test' (got 'val')"),
+        ({"kind": "extract", "params": {"encoder": "minilm", "input": "missing.txt"}},
+         "params: input: no file HOME/missing.txt"),
+        ({"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "dtype": "int8"}},
+         "params.dtype: Input should be 'float16' or 'float32' (got 'int8')"),
+    ],
+)  # fmt: skip
+def test_submission_errors_are_422_with_the_reason(client, home, body, detail):
+    r = client.post("/v1/jobs", json=body)
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"] == detail.replace("HOME", str(home.root))
+    assert client.get("/v1/jobs").json() == []  # nothing was queued
+
+
+def test_finetune_params_are_the_finetune_config_fields(client, home):
+    pytest.importorskip("finetune", reason="finetune/ is not importable yet")
+    base = {"encoder": "minilm", "task": "sst2"}
+    r = client.post("/v1/jobs", json={"kind": "finetune", "params": {**base, "lr": -1.0}})
+    assert r.status_code == 422
+    assert r.json()["detail"] == "params: FinetuneConfig.lr: expected > 0 or None, got -1.0"
+    r = client.post("/v1/jobs", json={"kind": "finetune", "params": {**base, "head": "esim"}})
+    assert (r.status_code, r.json()["detail"]) == (
+        422, "params.head: Extra inputs are not permitted (got 'esim')")  # fmt: skip
+    r = client.post("/v1/jobs", json={"kind": "finetune", "params": {**base, "epochs": 1}})
+    assert r.status_code == 202, r.text
+    params = r.json()["params"]
+    assert params["out"] == str(home.runs / r.json()["id"]) and params["epochs"] == 1
+
+
+def test_a_service_without_home_serves_no_jobs(tmp_path):
+    with TestClient(create_app(tmp_path / "store")) as c:
+        r = c.get("/v1/jobs")
+        assert r.status_code == 503
+        assert r.json()["detail"].startswith("this service has no data directory, so no job")
+        assert c.get("/healthz").status_code == 200

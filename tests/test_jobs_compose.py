@@ -1,0 +1,178 @@
+"""The compose stack as local processes: each service's command from docker-compose.yml, with
+its environment, /data mapped to a temp dir, port 8000 to a free port and `snowfire` to this
+checkout's executable. Jobs go through the REST API only: an extract job (tiny random BERT,
+tiny sst2), a train job on the store it made, a fine-tune job; then everything stops."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.test_compose import REPO, SERVICES, command, load_compose
+from tests.test_train import data_dir  # noqa: F401  (tiny sst2/stsb/conll2003 folders)
+
+SNOWFIRE = REPO / ".venv" / "bin" / "snowfire"
+#: This checkout importable as the image's installed package is (an editable install made
+#: before a package existed does not map it), and one thread per process on a small machine.
+LOCAL_ENV = {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _local(args: list[str], home: Path, port: int) -> list[str]:
+    """A container command as a local one: /data -> home, 8000 -> port, our executables."""
+    exe = {"snowfire": str(SNOWFIRE if SNOWFIRE.exists() else Path(sys.executable).parent
+                           / "snowfire"), "python": sys.executable}  # fmt: skip
+    out = []
+    for i, arg in enumerate(args):
+        if i == 0 or (args[0] == "CMD" and i == 1):
+            arg = exe.get(arg, arg)
+        out.append(arg.replace("/data", str(home)).replace("8000", str(port)))
+    return out
+
+
+class Stack:
+    def __init__(self, home: Path) -> None:
+        self.home, self.port = home, _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.services = load_compose()["services"]
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start(self) -> None:
+        (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        for name, service in self.services.items():
+            env = {k: str(v).replace("/data", str(self.home))
+                   for k, v in service.get("environment", {}).items()}  # fmt: skip
+            with (self.home / "logs" / f"{name}.log").open("wb") as log:
+                self.procs[name] = subprocess.Popen(
+                    _local(command(service), self.home, self.port),
+                    env={**os.environ, **env, **LOCAL_ENV},
+                    cwd=self.home, stdout=log, stderr=subprocess.STDOUT,
+                )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.get("/healthz")
+                return
+            except OSError:
+                if time.monotonic() > deadline or self.procs["api"].poll() is not None:
+                    raise AssertionError(self.logs("api")) from None
+                time.sleep(0.3)
+
+    def logs(self, name: str) -> str:
+        return (self.home / "logs" / f"{name}.log").read_text(errors="replace")[-3000:]
+
+    def get(self, path: str):
+        with urllib.request.urlopen(self.url + path, timeout=10) as r:
+            return json.loads(r.read())
+
+    def post(self, path: str, body: dict) -> tuple[int, dict]:
+        req = urllib.request.Request(
+            self.url + path, json.dumps(body).encode(), {"content-type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    def run_job(self, kind: str, params: dict, timeout: float = 300) -> dict:
+        status, job = self.post("/v1/jobs", {"kind": kind, "params": params})
+        assert status == 202, job
+        deadline = time.monotonic() + timeout
+        while job["status"] in ("queued", "running"):
+            assert time.monotonic() < deadline, f"{kind} job timed out: {job['log']}"
+            time.sleep(0.5)
+            job = self.get(f"/v1/jobs/{job['id']}?tail=40")
+        assert job["status"] == "done", f"{job['error']}\n" + "\n".join(job["log"])
+        return job
+
+    def stop(self) -> dict[str, int | None]:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)  # what `docker compose stop` sends
+        codes = {}
+        for name, proc in self.procs.items():
+            try:
+                codes[name] = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                codes[name] = None
+        return codes
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, data_dir):  # noqa: F811
+    home = tmp_path_factory.mktemp("compose") / "data"
+    home.mkdir()
+    (home / "tasks").symlink_to(data_dir)  # the default `data` of a job: HOME/tasks
+    s = Stack(home)
+    s.start()
+    yield s
+    s.stop()
+
+
+def test_healthchecks_pass(stack):
+    time.sleep(1.0)  # the workers beat on start
+    for name, service in stack.services.items():
+        test = _local(service["healthcheck"]["test"][1:], stack.home, stack.port)
+        done = subprocess.run(test, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, f"{name}: {done.stdout}{done.stderr}\n{stack.logs(name)}"
+
+
+def test_extract_then_train_through_the_api(stack, tiny_bert_dir):
+    encoder = f"hf:{tiny_bert_dir}"
+    extract = stack.run_job("extract", {"encoder": encoder, "task": "sst2"})
+    sets = {fs["split"]: fs for fs in extract["metrics"]["featuresets"]}
+    assert sorted(sets) == ["dev", "train"]
+    assert (sets["train"]["num_examples"], sets["dev"]["num_examples"]) == (120, 40)
+    assert (sets["train"]["num_layers"], sets["train"]["dim"]) == (3, 32)  # embeddings + 2
+    listed = {fs["id"] for fs in stack.get("/v1/featuresets")}
+    assert {fs["id"] for fs in sets.values()} <= listed  # served from the same volume
+    assert extract["log"] and extract["progress"] == 1.0
+
+    train = stack.run_job(
+        "train", {"encoder": encoder, "task": "sst2", "head": "linear", "epochs": 2}
+    )
+    run = stack.home / "runs" / train["id"]
+    assert train["params"]["out"] == str(run)
+    assert train["metrics"] == json.loads((run / "metrics.json").read_text())
+    assert 0.0 <= train["metrics"]["dev"]["accuracy"] <= 1.0
+    jobs = stack.get("/v1/jobs")
+    assert [(j["id"], j["status"]) for j in jobs] == [
+        (train["id"], "done"), (extract["id"], "done")]  # fmt: skip
+
+
+def test_finetune_through_the_api(stack, tiny_bert_dir):
+    pytest.importorskip("finetune", reason="finetune/ is not importable yet")
+    params = {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2", "epochs": 1, "batch_size": 16,
+              "max_length": 32, "progress": False}  # fmt: skip
+    job = stack.run_job("finetune", params)
+    run = Path(job["params"]["out"])
+    assert run == stack.home / "runs" / job["id"]
+    assert job["metrics"] == json.loads((run / "metrics.json").read_text())
+    assert set(job["metrics"]) >= {"train", "dev"}
+
+
+def test_everything_stops_cleanly(stack):
+    codes = stack.stop()
+    # uvicorn shuts down gracefully, then re-raises the SIGTERM it caught (exit -15)
+    assert codes.pop("api") in (0, -signal.SIGTERM)
+    assert "Application shutdown complete" in stack.logs("api")
+    assert codes == {name: 0 for name in SERVICES if name != "api"}, {
+        n: stack.logs(n) for n in codes}  # fmt: skip
+    for name in codes:
+        assert "stopped" in stack.logs(name)

@@ -1,0 +1,230 @@
+"""The SQLite job queue and the worker: atomic claims under concurrency, status transitions,
+lease expiry (re-queue, attempts kept, a stale worker cannot complete), cancel (queued and
+running), failures. Workers here run stand-in child processes (tiny `python -c` scripts)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from api.home import Home
+from api.queue import JobNotFoundError, JobQueue, JobStateError
+from api.worker import Worker
+
+CLAIMER = """
+import json, sys
+from api.queue import JobQueue
+q = JobQueue(sys.argv[1])
+print("ready", flush=True)
+sys.stdin.readline()
+ids = []
+while (job := q.claim("train", sys.argv[2], 60.0)) is not None:
+    ids.append(job.id)
+print(json.dumps(ids), flush=True)
+"""
+
+
+class StandIn(Worker):
+    """A worker whose child is a given `python -c` script (argv[1]: the result file)."""
+
+    def __init__(self, home: Home, script: str, **kw) -> None:
+        super().__init__(home, "train", **kw)
+        self.script = script
+
+    def command(self, job):
+        return [sys.executable, "-c", self.script, str(self.home.result(job.id))]
+
+
+WRITE_RESULT = "import json, sys; json.dump({'dev': {'accuracy': 0.75}}, open(sys.argv[1], 'w'))"
+SLEEP = "import os, time; print('child', os.getpid(), flush=True); time.sleep(120)"
+
+
+@pytest.fixture
+def home(tmp_path) -> Home:
+    return Home(tmp_path)
+
+
+@pytest.fixture
+def queue(home) -> JobQueue:
+    return JobQueue(home.queue)
+
+
+def _wait(predicate, timeout=20.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_each_job_is_claimed_once_by_threads_and_processes(queue):
+    submitted = {queue.submit("train", {"n": i}).id for i in range(120)}
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", CLAIMER, str(queue.path), f"proc{i}"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        for i in range(2)
+    ]  # fmt: skip
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready"
+    go, claimed = threading.Event(), {}
+
+    def claim_all(name):
+        go.wait()
+        claimed[name] = []
+        while (job := queue.claim("train", name, 60.0)) is not None:
+            claimed[name].append(job.id)
+
+    threads = [threading.Thread(target=claim_all, args=(f"thread{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    go.set()
+    for t in threads:
+        t.join(60)
+    for i, p in enumerate(procs):
+        out, _ = p.communicate(timeout=60)
+        claimed[f"proc{i}"] = json.loads(out)
+    every = [job_id for ids in claimed.values() for job_id in ids]
+    assert sorted(every) == sorted(submitted)  # each job claimed exactly once
+    assert all(j.status == "running" and j.attempts == 1 for j in queue.list(limit=1000))
+    assert {j.worker for j in queue.list(limit=1000)} <= set(claimed)
+
+
+def test_status_transitions(queue):
+    job = queue.submit("train", {"epochs": 1})
+    assert (job.status, job.attempts, job.worker) == ("queued", 0, None)
+    assert queue.claim("extract", "w1", 30.0) is None  # another kind's queue
+    running = queue.claim("train", "w1", 30.0)
+    assert (running.id, running.status, running.attempts, running.worker) == (
+        job.id, "running", 1, "w1")  # fmt: skip
+    assert running.lease_until > time.time() + 25
+    assert queue.heartbeat(job.id, running.lease, 30.0) == "running"
+    assert queue.finish(job.id, running.lease, "done", metrics={"dev": {"accuracy": 1.0}})
+    assert not queue.finish(job.id, running.lease, "failed", error="again")  # completes once
+    done = queue.get(job.id)
+    assert (done.status, done.metrics, done.error) == ("done", {"dev": {"accuracy": 1.0}}, None)
+    assert done.finished_at >= done.started_at >= done.created_at
+    with pytest.raises(JobStateError, match=f"^job {job.id} is already done: nothing to cancel$"):
+        queue.cancel(job.id)
+    with pytest.raises(JobNotFoundError, match="no job 'nope'"):
+        queue.get("nope")
+    assert queue.claim("train", "w2", 30.0) is None
+
+
+def test_expired_lease_requeues_and_the_stale_worker_cannot_complete(queue):
+    job = queue.submit("train", {})
+    first = queue.claim("train", "stale", 0.2)
+    time.sleep(0.35)  # "stale" stops heartbeating
+    assert (queue.get(job.id).status, queue.get(job.id).attempts) == ("queued", 1)
+    second = queue.claim("train", "fresh", 30.0)
+    assert (second.id, second.attempts, second.worker) == (job.id, 2, "fresh")
+    assert queue.heartbeat(job.id, first.lease, 30.0) == "lost"
+    assert not queue.finish(job.id, first.lease, "done", metrics={"from": "stale"})
+    assert not queue.release(job.id, first.lease)
+    assert queue.finish(job.id, second.lease, "done", metrics={"from": "fresh"})
+    assert queue.get(job.id).metrics == {"from": "fresh"}
+
+
+def test_a_job_whose_workers_keep_dying_fails_after_max_attempts(home):
+    queue = JobQueue(home.queue, max_attempts=2)
+    job = queue.submit("train", {})
+    for _ in range(2):
+        assert queue.claim("train", "dies", 0.05).id == job.id
+        time.sleep(0.1)
+    lost = queue.get(job.id)
+    assert (lost.status, lost.attempts) == ("failed", 2)
+    assert lost.error == "worker lost: its lease expired on each of 2 attempts"
+
+
+def test_a_dead_workers_job_is_picked_up_again_and_completes(home, queue):
+    job = queue.submit("train", {})
+    dead = queue.claim("train", "dead", 0.2)
+    time.sleep(0.3)
+    worker = StandIn(home, WRITE_RESULT, lease=5.0, poll=0.05)
+    assert worker.run(once=True) == 1
+    done = queue.get(job.id)
+    assert (done.status, done.attempts, done.worker) == ("done", 2, worker.id)
+    assert done.metrics == {"dev": {"accuracy": 0.75}}
+    assert not queue.finish(job.id, dead.lease, "failed", error="late")
+    assert f"--- attempt 2 by worker {worker.id}" in home.log(job.id).read_text()
+
+
+def test_cancel_a_queued_job_at_once(queue):
+    job = queue.submit("train", {})
+    cancelled = queue.cancel(job.id)
+    assert (cancelled.status, cancelled.cancel_requested) == ("cancelled", True)
+    assert cancelled.finished_at is not None and cancelled.attempts == 0
+    assert queue.claim("train", "w", 30.0) is None
+
+
+def test_cancel_a_running_job_stops_its_child(home, queue):
+    job = queue.submit("train", {})
+    worker = StandIn(home, SLEEP, lease=30.0, poll=0.1, grace=5.0)
+    thread = threading.Thread(target=worker.run, kwargs={"once": True})
+    thread.start()
+    _wait(lambda: "child" in home.log(job.id).read_text() if home.log(job.id).exists() else 0,
+          what="the child to start")  # fmt: skip
+    pid = int(home.log(job.id).read_text().split("child")[1].split()[0])
+    flagged = queue.cancel(job.id)
+    assert (flagged.status, flagged.cancel_requested) == ("running", True)
+    thread.join(20)
+    assert not thread.is_alive()
+    cancelled = queue.get(job.id)
+    assert (cancelled.status, cancelled.error) == ("cancelled", "cancelled on request")
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # the child is gone (and reaped by the worker)
+
+
+def test_a_failing_child_fails_the_job_with_its_exit_code_and_last_line(home, queue):
+    job = queue.submit("train", {})
+    fails = "print('ValueError: no dev split'); raise SystemExit(3)"
+    StandIn(home, fails, poll=0.05).run(once=True)
+    failed = queue.get(job.id)
+    assert (failed.status, failed.metrics) == ("failed", None)
+    assert failed.error == "exit code 3: ValueError: no dev split"
+
+
+def test_a_worker_that_loses_its_lease_stops_the_child_and_writes_nothing(home, queue):
+    job = queue.submit("train", {})
+    worker = StandIn(home, SLEEP, lease=0.6, poll=0.1, grace=5.0)
+    claimed = queue.claim("train", worker.id, worker.lease)
+    queue.finish(job.id, claimed.lease, "failed", error="someone else")  # the lease is gone
+    assert worker.run_job(claimed) == "lost"
+    assert queue.get(job.id).error == "someone else"
+
+
+def test_worker_checks_its_arguments(home):
+    with pytest.raises(ValueError, match="worker kind: expected one of extract, train, finetune"):
+        Worker(home, "serve")
+    with pytest.raises(ValueError, match="lease and poll must be > 0"):
+        Worker(home, "train", lease=0)
+
+
+def test_a_stopped_worker_kills_its_child_and_hands_the_job_back(home, queue):
+    job = queue.submit("train", {})
+    worker = StandIn(home, SLEEP, lease=30.0, poll=0.1, grace=5.0)
+
+    def interrupted(*args):  # Ctrl-C / SIGTERM arrive as KeyboardInterrupt (run_worker)
+        if "child" in home.log(job.id).read_text():
+            raise KeyboardInterrupt
+        return "running"
+
+    worker.queue.heartbeat = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        worker.run(once=True)
+    pid = int(home.log(job.id).read_text().split("child")[1].split()[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    back = queue.get(job.id)
+    assert (back.status, back.attempts, back.worker, back.lease) == ("queued", 1, None, None)
+    assert queue.claim("train", "next", 30.0).attempts == 2
