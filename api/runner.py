@@ -24,42 +24,10 @@ from .home import Home
 from .queue import JobQueue
 
 
-def extract_argv(params: dict[str, Any]) -> list[str]:
-    """`snowfire extract` arguments for extract params."""
-    argv = ["extract"]
-    for name, value in params.items():
-        flag = "--" + name.replace("_", "-")
-        for item in value if isinstance(value, list) else [value]:
-            if item is not None:
-                argv += [flag, str(item)]
-    return argv
-
-
 def run_extract(params: dict[str, Any]) -> dict[str, Any]:
-    from cache import Store, file_sha256
-    from cli.main import main as snowfire
-    from tasks import available_splits, get_task
+    from extractor import run_extract as extract
 
-    code = snowfire(extract_argv(params))
-    if code != 0:
-        raise SystemExit(code)
-    if params["input"] is not None:
-        sources = [Path(params["input"])]
-    else:
-        spec = get_task(params["task"])
-        splits = params["split"] or available_splits(params["task"], params["data"])
-        sources = [Path(params["data"]) / spec.folder / spec.files[s] for s in splits]
-    wanted = {(str(p.resolve()), file_sha256(p)) for p in sources}
-    made = [
-        fs.summary()
-        for fs in Store(params["store"]).list_featuresets()
-        if (fs.manifest.get("source", {}).get("path"), fs.manifest.get("source", {}).get("sha256"))
-        in wanted
-        and fs.encoder.get("spec") == params["encoder"]
-        and fs.dtype == params["dtype"]
-        and fs.encoder.get("pair_encoding", params["pair_encoding"]) == params["pair_encoding"]
-    ]
-    return {"featuresets": made}
+    return {"featuresets": [info.summary() for info in extract(params)]}
 
 
 def run_train(params: dict[str, Any]) -> dict[str, Any]:

@@ -10,79 +10,13 @@ from pathlib import Path
 
 
 def _extract(args: argparse.Namespace) -> int:
-    from cache import Store, file_sha256
-    from extractor import ExtractConfig, TextInput, extract, load_encoder
-    from tasks import available_splits, get_task, read_split, read_text_file
+    from extractor import run_extract
 
-    if (args.input is None) == (args.task is None):
-        raise SystemExit("snowfire extract: give either --task T --data DIR or --input FILE")
-    jobs = []  # (task, split, examples, source)
-    if args.input:
-        path = Path(args.input)
-        jobs.append(
-            (
-                None,
-                None,
-                read_text_file(path),
-                {"kind": "file", "path": str(path.resolve()), "sha256": file_sha256(path)},
-            )
-        )
-        name = args.name or path.stem
-    else:
-        if args.data is None:
-            raise SystemExit("snowfire extract: --task needs --data DIR (the task data folder)")
-        spec = get_task(args.task)
-        present = available_splits(args.task, args.data)
-        for split in args.split or present:
-            if split not in present:
-                expected = Path(args.data) / spec.folder / spec.files.get(split, "?")
-                raise SystemExit(
-                    f"snowfire extract: no {split} split for {args.task}: expected {expected}"
-                )
-            path = Path(args.data) / spec.folder / spec.files[split]
-            source = {
-                "kind": "task",
-                "task": args.task,
-                "split": split,
-                "path": str(path.resolve()),
-                "sha256": file_sha256(path),
-            }
-            jobs.append((args.task, split, read_split(args.task, args.data, split), source))
-        name = args.name
-    encoder = load_encoder(
-        args.encoder,
-        pair_encoding=args.pair_encoding,
-        max_length=args.max_length,
-        device=args.device,
-        elmo_state=args.elmo_state,
-        batch_size=args.batch_size,
-    )
-    store = Store(args.store)
-    for task, split, examples, source in jobs:
-        texts = [
-            TextInput(tuple(e.words_a), None if e.words_b is None else tuple(e.words_b))
-            for e in examples
-        ]
-        config = ExtractConfig(
-            dtype=args.dtype,
-            token_budget=args.token_budget,
-            segment_tokens=args.segment_tokens,
-            batch_size=args.batch_size,
-            progress=not args.quiet,
-            source=source,
-        )
-        info = extract(
-            encoder,
-            texts,
-            store,
-            task=task,
-            split=split,
-            config=config,
-            name=None if task else name,
-        )
+    options = {k: v for k, v in vars(args).items() if k not in ("func", "command", "verbose")}
+    for info in run_extract(options):
         print(
             f"{info.id}: {info.num_examples} examples x {info.num_layers} layers x {info.dim} "
-            f"({info.dtype}) in {store.path}"
+            f"({info.dtype}) in {args.store}"
         )
     return 0
 
@@ -151,6 +85,18 @@ def _baseline(args: argparse.Namespace) -> int:
     metrics = evaluate(args.task, gold, scores.tolist())
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
     print(f"{args.task} {args.split} cosine of mean-pooled layer {args.layer} ({info.id}): {shown}")
+    return 0
+
+
+def _finetune(args: argparse.Namespace) -> int:
+    from finetune import from_args, train
+
+    metrics = train(from_args(args))
+    for split, values in metrics.items():
+        print(
+            f"{args.task} finetune {split}: " + ", ".join(f"{k} {v:.4f}" for k, v in values.items())
+        )
+    print(f"run written to {args.out}")
     return 0
 
 
@@ -244,6 +190,41 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--hparams", default=None, help='head options as JSON, e.g. {"hidden": 300}')
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=_train)
+
+    f = sub.add_parser(
+        "finetune",
+        help="🔥 fine-tune the whole encoder (the baseline); re-run the same command to resume",
+        argument_default=argparse.SUPPRESS,
+    )
+    for flag, what in (
+        ("--encoder", "minilm | hf:DIR | elmo:..."),
+        ("--task", "task name"),
+        ("--data", "task data directory"),
+        ("--out", "run directory"),
+    ):
+        f.add_argument(flag, required=True, help=what)
+    for flag, kind in (
+        ("--seed", int),
+        ("--epochs", int),
+        ("--batch-size", int),
+        ("--lr", float),
+        ("--warmup", float),
+        ("--weight-decay", float),
+        ("--discriminative", float),
+        ("--max-length", int),
+        ("--dropout", float),
+        ("--patience", int),
+        ("--max-grad-norm", float),
+        ("--max-train-examples", int),
+        ("--checkpoint-every", int),
+        ("--device", str),
+    ):
+        f.add_argument(flag, type=kind)
+    f.add_argument("--schedule", choices=["linear", "slanted"])
+    for flag in ("--gradual-unfreezing", "--bi-attention", "--crf"):
+        f.add_argument(flag, action=argparse.BooleanOptionalAction)
+    f.add_argument("--quiet", dest="progress", action="store_false")
+    f.set_defaults(func=_finetune)
 
     b = sub.add_parser("baseline", help="zero-training STS baseline: cosine of mean-pooled texts")
     b.add_argument("--store", required=True)

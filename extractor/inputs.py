@@ -1,0 +1,124 @@
+"""What `snowfire extract` reads (a task's splits, or a raw text file), and the whole command
+as one function, shared by the CLI and the extract job runner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cache import FeatureSetInfo, Store, file_sha256
+
+from .base import TextInput
+from .encoders import load_encoder
+from .run import ExtractConfig, extract
+
+
+@dataclass(frozen=True)
+class InputSet:
+    """One feature set to make: its texts and where they came from."""
+
+    task: str | None
+    split: str | None
+    texts: list[TextInput]
+    source: dict[str, Any]
+    name: str | None = None
+
+
+def _texts(examples) -> list[TextInput]:
+    return [
+        TextInput(tuple(e.words_a), None if e.words_b is None else tuple(e.words_b))
+        for e in examples
+    ]
+
+
+def gather_inputs(
+    *,
+    task: str | None = None,
+    data: str | None = None,
+    splits: list[str] | None = None,
+    input: str | None = None,
+    name: str | None = None,
+) -> list[InputSet]:
+    """A task's splits (every split present by default) or one raw text file."""
+    from tasks import available_splits, get_task, read_split, read_text_file
+
+    if (input is None) == (task is None):
+        raise ValueError("give either a task (with its data directory) or an input file")
+    if input is not None:
+        path = Path(input)
+        source = {"kind": "file", "path": str(path.resolve()), "sha256": file_sha256(path)}
+        return [InputSet(None, None, _texts(read_text_file(path)), source, name or path.stem)]
+    if data is None:
+        raise ValueError(f"task {task!r} needs its data directory (--data DIR)")
+    spec = get_task(task)
+    present = available_splits(task, data)
+    out = []
+    for split in splits or present:
+        path = Path(data) / spec.folder / spec.files.get(split, "?")
+        if split not in present:
+            raise ValueError(f"no {split} split for {task}: expected {path}")
+        source = {
+            "kind": "task",
+            "task": task,
+            "split": split,
+            "path": str(path.resolve()),
+            "sha256": file_sha256(path),
+        }
+        out.append(InputSet(task, split, _texts(read_split(task, data, split)), source))
+    return out
+
+
+def run_extract(params: dict[str, Any]) -> list[FeatureSetInfo]:
+    """`snowfire extract` with its options by name (as the CLI and job params spell them)."""
+    p = {
+        "pair_encoding": "joint",
+        "max_length": None,
+        "device": None,
+        "elmo_state": "fixed",
+        "batch_size": 32,
+        "dtype": "float16",
+        "token_budget": 8192,
+        "segment_tokens": None,
+        "quiet": False,
+        "task": None,
+        "data": None,
+        "split": None,
+        "input": None,
+        "name": None,
+        **params,
+    }
+    inputs = gather_inputs(
+        task=p["task"], data=p["data"], splits=p["split"], input=p["input"], name=p["name"]
+    )
+    encoder = load_encoder(
+        p["encoder"],
+        pair_encoding=p["pair_encoding"],
+        max_length=p["max_length"],
+        device=p["device"],
+        elmo_state=p["elmo_state"],
+        batch_size=p["batch_size"],
+    )
+    store = Store(p["store"])
+    made = []
+    for item in inputs:
+        config = ExtractConfig(
+            dtype=p["dtype"],
+            token_budget=p["token_budget"],
+            segment_tokens=p["segment_tokens"],
+            batch_size=p["batch_size"],
+            progress=not p["quiet"],
+            source=item.source,
+        )
+        made.append(
+            extract(
+                encoder,
+                item.texts,
+                store,
+                task=item.task,
+                split=item.split,
+                config=config,
+                name=item.name,
+            )
+        )
+    return made
