@@ -1,0 +1,131 @@
+"""256 random examples over REST (safetensors, cache.RemoteStore) vs Store.read in-process.
+
+The store is the synthetic MiniLM-shaped one of store_read.py (L=7 x D=384 float16, 10-60
+tokens per example). `snowfire serve` (python -m cli.main serve) runs in a subprocess on
+127.0.0.1 at a free port; the client and the server share the machine's cores. Each round
+reads the same random selection both ways; the cases alternate and medians are compared:
+
+    ratio rest/inprocess = RemoteStore.read time / Store.read time   (1.0: REST costs nothing)
+
+MB/s counts the feature bytes delivered (N tokens x L x D x 2).
+
+    python benchmarks/rest_vs_inprocess.py [--examples 3000] [--batch 256] [--repeats 11]
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import report
+from store_read import build
+
+from cache import RemoteStore
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(store_dir: Path, port: int, log: Path) -> subprocess.Popen:
+    """`snowfire serve` in a subprocess, once it answers /healthz (its output goes to `log`)."""
+    import httpx
+
+    cmd = [sys.executable, "-m", "cli.main", "serve"]
+    cmd += ["--store", str(store_dir), "--port", str(port)]
+    with open(log, "w") as out:  # a file, not a pipe nobody drains
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"snowfire serve exited ({proc.returncode}): {log.read_text()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).is_success:
+                return proc
+        except httpx.TransportError:
+            time.sleep(0.2)
+    proc.terminate()
+    raise RuntimeError("snowfire serve did not answer /healthz within 60 s")
+
+
+def main() -> int:
+    p = report.parser(__doc__.split("\n\n")[0])
+    p.add_argument("--examples", type=int, default=3000)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--repeats", type=int, default=11)
+    args = p.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="snowfire-bench-") as tmp:
+        root = Path(tmp)
+        print(f"building {args.examples} synthetic examples in {root} ...")
+        store, fs_id, _, offsets, _, _ = build(root, args.examples, args.seed)
+        port = free_port()
+        server = start_server(store.path, port, root / "serve.log")
+        try:
+            remote = RemoteStore(f"http://127.0.0.1:{port}")
+            rng = np.random.default_rng(args.seed + 2)
+            batches = [
+                rng.choice(args.examples, args.batch, replace=False).tolist()
+                for _ in range(args.repeats + 1)
+            ]
+            # same bytes both ways
+            a, b = remote.read(fs_id, indices=batches[0]), store.read(fs_id, indices=batches[0])
+            assert np.array_equal(a.features, b.features) and a.keys == b.keys
+            assert np.array_equal(a.offsets, b.offsets)
+            times = report.interleaved(
+                {
+                    "in-process Store.read": lambda r: store.read(fs_id, indices=batches[r + 1]),
+                    "REST RemoteStore.read": lambda r: remote.read(fs_id, indices=batches[r + 1]),
+                },
+                args.repeats,
+            )
+            remote.close()
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+    nbytes = [sum(int(offsets[i + 1] - offsets[i]) for i in b) * 7 * 384 * 2 for b in batches[1:]]
+    mb = float(np.median(nbytes)) / 2**20
+    med = {k: report.median(v) for k, v in times.items()}
+    rows = [
+        {
+            "case": k,
+            "reads": len(v),
+            "median [IQR]": report.spread(v),
+            "MB/s": f"{mb / med[k]:.0f}",
+        }
+        for k, v in times.items()
+    ]
+    print(f"\n{args.batch} random examples per read, median {mb:.1f} MB of features")
+    print(report.table(rows, ["case", "reads", "median [IQR]", "MB/s"]))
+    ratio = med["REST RemoteStore.read"] / med["in-process Store.read"]
+    print(f"\nratio rest/inprocess = {ratio:.2f}")
+    report.save(
+        "rest_vs_inprocess",
+        args,
+        {
+            "feature_mb_median": mb,
+            "seconds": times,
+            "median_seconds": med,
+            "ratio_rest_over_inprocess": ratio,
+        },
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
