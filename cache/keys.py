@@ -42,8 +42,13 @@ def digest(obj: Any, length: int = 32) -> str:
 
 
 def encoder_id(identity: dict[str, Any], dtype: str) -> str:
-    """Id of the example pool for one encoder identity stored at one dtype."""
-    return digest({"encoder": identity, "dtype": dtype, "format": STORE_FORMAT_VERSION}, 16)
+    """Id of the example pool for one encoder identity stored at one dtype.
+
+    The `spec` the user typed (which may hold a path) is left out: the same weights reached by
+    another path or name share one pool; the weights and tokenizer hashes tell encoders apart.
+    """
+    content = {k: v for k, v in identity.items() if k != "spec"}
+    return digest({"encoder": content, "dtype": dtype, "format": STORE_FORMAT_VERSION}, 16)
 
 
 def example_key(pool_id: str, payload: dict[str, Any]) -> str:

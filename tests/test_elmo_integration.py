@@ -11,6 +11,7 @@ import pytest
 from cache import Store
 from cli.main import main as snowfire
 from tests.conftest import FIXTURES, need_shared
+from tests.test_train import data_dir  # noqa: F401  (tiny task folders)
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +100,24 @@ def test_fixed_policy_export_hdf5_layout(fixture_dir, tmp_path):
             np.testing.assert_allclose(
                 f[str(i)][()], stored.example(i).transpose(1, 0, 2).astype(np.float32)
             )
+
+
+def test_elmo_features_served_over_rest_train_a_head(fixture_dir, data_dir, tmp_path):  # noqa: F811
+    from api import Settings
+    from tests.test_api_remote import Server
+
+    spec = f"elmo:{fixture_dir}"
+    store_dir = tmp_path / "s"
+    assert snowfire(["extract", "--encoder", spec, "--task", "sst2", "--data", str(data_dir),
+                     "--store", str(store_dir), "--quiet"]) == 0
+    with Server(Settings(store=store_dir)) as server:
+        code = snowfire(["train", "--store", server.url, "--encoder", spec, "--task", "sst2",
+                         "--head", "bcn", "--data", str(data_dir), "--out", str(tmp_path / "run"),
+                         "--epochs", "2", "--quiet", "--hparams",
+                         '{"ff_dim": 16, "hidden": 16, "maxout_dims": [32, 16]}'])
+    assert code == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert set(metrics) == {"train", "dev"} and 0 <= metrics["dev"]["accuracy"] <= 1
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["featureset"]["encoder"]["kind"] == "elmo"
+    assert (config["featureset"]["num_layers"], config["featureset"]["dim"]) == (3, 32)
