@@ -72,7 +72,9 @@ def load_encoder(
 
         if pair_encoding != "separate" and pair_encoding != "joint":
             raise ValueError(f"pair_encoding must be 'joint' or 'separate', got {pair_encoding!r}")
-        encoder = ElmoEncoder.from_spec(rest, state=elmo_state, batch_size=batch_size, device=device)
+        encoder = ElmoEncoder.from_spec(
+            rest, state=elmo_state, batch_size=batch_size, device=device
+        )
         encoder.identity["spec"] = spec  # listed with the feature sets, not hashed into keys
         return encoder
     raise ValueError(
