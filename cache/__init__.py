@@ -11,6 +11,7 @@ from .errors import (
 )
 from .export import export_hdf5
 from .keys import STORE_FORMAT_VERSION, canonical_json, digest, encoder_id, example_key, file_sha256
+from .provenance import versions
 from .remote import RemoteStore
 from .store import Store
 from .types import ExampleBatch, FeatureSetInfo
@@ -43,4 +44,5 @@ __all__ = [
     "export_hdf5",
     "file_sha256",
     "open_reader",
+    "versions",
 ]

@@ -10,14 +10,12 @@ gives, with no duplicates.
 from __future__ import annotations
 
 import logging
-import platform
 import re
 import time
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any
 
-from cache import FeatureSetInfo, Store, digest, example_key
+from cache import FeatureSetInfo, Store, digest, example_key, versions
 
 from .base import Encoder, Prepared, TextInput
 from .batching import bucket_batches, ordered_batches
@@ -42,16 +40,6 @@ class ExtractConfig:
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "x"
-
-
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for pkg in ("snowfire", "torch", "transformers", "zarr", "numpy"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
 
 
 def _plan(encoder: Encoder, items: list[tuple[str, Prepared]], cfg: ExtractConfig, seg_tokens):

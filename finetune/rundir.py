@@ -103,17 +103,3 @@ def read_predictions(path: Path, kind: str) -> tuple[list, list]:
     rows = [line.split("\t") for line in lines[1:] if line]
     cast = float if kind == "regression" else str
     return [cast(r[1]) for r in rows], [cast(r[2]) for r in rows]
-
-
-def versions() -> dict[str, str]:
-    """Versions of what can change the numbers."""
-    import platform
-    from importlib import metadata
-
-    out = {"python": platform.python_version(), "torch": torch.__version__}
-    for package in ("snowfire", "transformers", "tokenizers", "numpy", "pytorch-crf", "h5py"):
-        try:
-            out[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            pass
-    return out

@@ -23,6 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from cache import versions
+
 from .config import FinetuneConfig
 from .model import build_model, predict, to_device
 from .optim import lr_multiplier, param_groups, unfreeze
@@ -32,7 +34,6 @@ from .rundir import (
     atomic_save,
     decode,
     gold_of,
-    versions,
     write_json,
     write_log,
     write_predictions,
