@@ -89,6 +89,37 @@ def baselines(store: str, data: str) -> dict[str, dict[str, float]]:
     return out
 
 
+def recompute(run: Path, task: str) -> dict[str, float]:
+    """The dev metric recomputed from predictions/dev.tsv by sklearn / scipy / seqeval."""
+    from scipy.stats import pearsonr
+    from seqeval.metrics import f1_score
+    from sklearn.metrics import accuracy_score, matthews_corrcoef
+
+    from tasks import get_task
+    from tasks.spans import iob1_to_iob2
+
+    lines = (run / "predictions" / "dev.tsv").read_text().splitlines()
+    metric = get_task(task).metric
+    if metric == "span_f1":
+        sents, cur = [], []
+        for line in lines + [""]:
+            if line:
+                cur.append(line.split(" "))
+            elif cur:
+                sents.append(cur)
+                cur = []
+        gold = [iob1_to_iob2([t[1] for t in s]) for s in sents]
+        pred = [iob1_to_iob2([t[2] for t in s]) for s in sents]
+        return {metric: f1_score(gold, pred)}
+    rows = [line.split("\t") for line in lines[1:]]
+    gold, pred = [r[1] for r in rows], [r[2] for r in rows]
+    if metric == "pearson":
+        return {metric: pearsonr([float(g) for g in gold], [float(p) for p in pred])[0]}
+    if metric == "matthews":
+        return {metric: matthews_corrcoef(gold, pred)}
+    return {metric: accuracy_score(gold, pred)}
+
+
 def report(runs: Path, base: dict, out_md: Path, out_png: Path) -> None:
     import matplotlib
 
@@ -107,6 +138,9 @@ def report(runs: Path, base: dict, out_md: Path, out_png: Path) -> None:
         log = [json.loads(x) for x in (run / "log.jsonl").read_text().splitlines()]
         metric = get_task(task).metric
         dev = metrics["dev"]
+        check = recompute(run, task)[metric]
+        if abs(check - dev[metric]) > 1e-6:
+            raise AssertionError(f"{run}: metrics.json {dev[metric]} != recomputed {check}")
         rows.append(
             (task, head, metric, dev[metric], dev, len(log), config["seconds"], config["train"])
         )
@@ -160,6 +194,8 @@ the 7 hidden states. Scores are percentages on the dev splits in `../shared/data
 999-pair dev split of the 10k sample; the official test sets are held back). Settings per run
 (epochs cap, learning rate, batch size, head sizes) are in `experiments/paper_tasks.py` and in
 each run's `config.json`; common: AdamW, early stopping on the dev metric, {settings}.
+Every dev score below was recomputed from the run's `predictions/dev.tsv` by an independent tool
+(scikit-learn, SciPy, seqeval after IOB1 → IOB2) and found equal to `metrics.json`.
 
 {table}
 

@@ -55,6 +55,23 @@ def _targets(spec, examples) -> np.ndarray | list:
     return [np.array([lookup[t] for t in e.tags], dtype=np.int64) for e in examples]
 
 
+def _same_text(reader, cfg: TrainConfig, split: str):
+    """Feature sets of another task read from the very same file (SICK-E and SICK-R share
+    `sick/SICK_train.txt`): the same texts in the same order, so the same features."""
+    from cache import file_sha256
+    from tasks import get_task
+
+    spec = get_task(cfg.task)
+    sha = file_sha256(Path(cfg.data) / spec.folder / spec.files[split])
+    return [
+        fs
+        for fs in reader.list_featuresets()
+        if fs.manifest.get("source", {}).get("sha256") == sha
+        and cfg.encoder in (fs.encoder.get("spec"), fs.encoder.get("name"))
+        and (cfg.pair_encoding is None or fs.encoder.get("pair_encoding") == cfg.pair_encoding)
+    ]
+
+
 def _featureset(reader, cfg: TrainConfig, split: str, n_examples: int):
     from cache import FeatureSetNotFoundError
 
@@ -63,16 +80,18 @@ def _featureset(reader, cfg: TrainConfig, split: str, n_examples: int):
             encoder=cfg.encoder, task=cfg.task, split=split, pair_encoding=cfg.pair_encoding
         )
     except FeatureSetNotFoundError:
-        if cfg.featureset_prefix is None:
-            raise
-        hits = [
-            fs
-            for fs in reader.list_featuresets()
-            if fs.id.startswith(cfg.featureset_prefix) and fs.split == split
-        ]
+        if cfg.featureset_prefix is not None:
+            hits = [
+                fs
+                for fs in reader.list_featuresets()
+                if fs.id.startswith(cfg.featureset_prefix) and fs.split == split
+            ]
+        else:
+            hits = _same_text(reader, cfg, split)
         if len(hits) != 1:
             raise
         info = hits[0]
+        log.info("%s/%s: using %s (extracted from the same file)", cfg.task, split, info.id)
     if info.num_examples != n_examples:
         raise ValueError(
             f"feature set {info.id} holds {info.num_examples} examples but {cfg.task}/{split} "

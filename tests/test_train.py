@@ -39,6 +39,14 @@ def data_dir(tmp_path_factory):
             score = round(5 * sum(w in b.split() for w in a.split()) / len(a.split()), 2)
             lines.append(f"main-captions\tMSRvid\t2012test\t{i:04d}\t{score}\t{a}\t{b}")
         (root / "stsb" / f"sts-{split}.csv").write_text("\n".join(lines) + "\n")
+    (root / "sick").mkdir()
+    judgments = ["ENTAILMENT", "NEUTRAL", "CONTRADICTION"]
+    for name, n in (("SICK_train.txt", 60), ("SICK_trial.txt", 20)):
+        lines = ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"]
+        for i in range(n):
+            a, b = _sentence(rng, 1), _sentence(rng, rng.randint(0, 1))
+            lines.append(f"{i + 1}\t{a}\t{b}\t{rng.uniform(1, 5):.1f}\t{rng.choice(judgments)}")
+        (root / "sick" / name).write_text("\n".join(lines) + "\n")
     (root / "conll2003").mkdir()
     for split, n in (("train", 60), ("testa", 20)):
         out = ["-DOCSTART- -X- O O", ""]
@@ -56,7 +64,7 @@ def data_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def store_dir(tiny_bert_dir, data_dir, tmp_path_factory):
     store = tmp_path_factory.mktemp("store") / "s"
-    for task in ("sst2", "stsb", "conll2003"):
+    for task in ("sst2", "stsb", "conll2003", "sick-e"):
         assert (
             snowfire(
                 [
@@ -167,6 +175,16 @@ def test_tagging_conll_output_and_seqeval(
     pred = [iob1_to_iob2([t[2] for t in s]) for s in sents]
     assert len(sents) == 20
     assert metrics["dev"]["span_f1"] == pytest.approx(f1_score(gold, pred), abs=1e-9)
+
+
+def test_sick_r_trains_on_the_features_extracted_for_sick_e(
+    tiny_bert_dir, data_dir, store_dir, tmp_path
+):
+    assert not [fs for fs in Store(store_dir).list_featuresets() if fs.task == "sick-r"]
+    metrics = _train(tiny_bert_dir, data_dir, store_dir, tmp_path / "run", "sick-r", "mlp")
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["featureset"]["task"] == "sick-e"  # one extraction, two heads
+    assert set(metrics["dev"]) == {"pearson", "spearman"}
 
 
 def test_streaming_source_reads_every_example_once(store_dir):
