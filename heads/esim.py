@@ -11,7 +11,14 @@ Language Inference", sec. 3.1-3.3), over the two texts of a pair, as in Peters, 
     z = W_2 dropout(ReLU(W_1 dropout(v)))                                 MLP classifier
 
 F is the projection to H before the composition BiLSTM (sec. 3.3); the same BiLSTMs read both
-texts. Classification: K logits, cross-entropy; regression (STS): one score, squared error.
+texts. With `pooled=True` the MLP also sees sentence-embedding features of the frozen inputs,
+as a bi-encoder user would compute them (InferSent / Sentence-BERT style):
+
+    u, w = mean ScalarMix(h^a), mean ScalarMix(h^b);   c = cos(mean h^a_top, mean h^b_top)
+    v' = [v; u * w; |u - w|; c]
+
+so the head starts from what a cosine of mean-pooled embeddings knows and learns the rest.
+Classification: K logits, cross-entropy; regression (STS): one score, squared error.
 Where ESIM used tanh in the MLP we use ReLU, as AllenNLP's ESIM does. Defaults follow AllenNLP.
 """
 
@@ -42,18 +49,22 @@ class ESIM(Head):
         kind: str,
         hidden: int = 300,
         dropout: float = 0.5,
+        pooled: bool = False,
     ):
         """hidden: each LSTM direction's width, the projection and the MLP's hidden layer;
-        dropout: on the mixed features, before the composition and in the MLP."""
+        dropout: on the mixed features, before the composition and in the MLP;
+        pooled: add the pooled sentence-embedding features v' above to the MLP's input."""
         super().__init__(num_layers, dim, num_labels, kind=kind)
         self.mix = ScalarMix(num_layers)
         self.dropout = nn.Dropout(dropout)
         self.encoder = BiLSTM(dim, hidden)
         self.projection = nn.Sequential(nn.Linear(4 * 2 * hidden, hidden), nn.ReLU())
         self.composition = BiLSTM(hidden, hidden)
+        self.pooled = pooled
+        extra = 2 * dim + 1 if pooled else 0
         self.classifier = nn.Sequential(
             nn.Dropout(dropout),
-            nn.Linear(4 * 2 * hidden, hidden),
+            nn.Linear(4 * 2 * hidden + extra, hidden),
             nn.ReLU(),
             nn.Dropout(dropout),
             nn.Linear(hidden, num_labels),
@@ -62,8 +73,9 @@ class ESIM(Head):
     def forward(self, batch: HeadBatch) -> tuple[torch.Tensor, torch.Tensor | None]:
         self.check_batch(batch)
         mask_a, mask_b = batch.mask_a, batch.mask_b  # (B, Sa), (B, Sb)
-        a = self.encoder(self.dropout(self.mix(batch.features_a)), mask_a)  # (B, Sa, 2H)
-        b = self.encoder(self.dropout(self.mix(batch.features_b)), mask_b)  # (B, Sb, 2H)
+        x_a, x_b = self.mix(batch.features_a), self.mix(batch.features_b)  # (B, Sa|Sb, D)
+        a = self.encoder(self.dropout(x_a), mask_a)  # (B, Sa, 2H)
+        b = self.encoder(self.dropout(x_b), mask_b)  # (B, Sb, 2H)
 
         e = torch.bmm(a, b.transpose(1, 2))  # (B, Sa, Sb)
         a_tilde = torch.bmm(masked_softmax(e, mask_b[:, None, :]), b)  # (B, Sa, 2H)
@@ -82,6 +94,12 @@ class ESIM(Head):
             ],
             dim=-1,
         )  # (B, 8H)
+        if self.pooled:
+            u, w = masked_mean(x_a, mask_a), masked_mean(x_b, mask_b)  # (B, D), (B, D)
+            top_a = masked_mean(batch.features_a[:, :, -1], mask_a)  # (B, D)
+            top_b = masked_mean(batch.features_b[:, :, -1], mask_b)  # (B, D)
+            c = nn.functional.cosine_similarity(top_a, top_b, dim=-1)[:, None]  # (B, 1)
+            v = torch.cat([v, u * w, (u - w).abs(), c], dim=-1)  # (B, 8H + 2D + 1)
         z = self.classifier(v)  # (B, K)
         if self.kind == "regression":
             z = z.squeeze(-1)  # (B,)

@@ -37,12 +37,16 @@ TINY = {  # small hyper-parameters so the suite runs in seconds
     "bilstm-crf": {"hidden": 5},
     "bilstm-softmax": {"hidden": 5},
 }
-PIECES = {"bilstm-crf-pieces": "bilstm-crf", "bilstm-softmax-pieces": "bilstm-softmax"}
+VARIANTS = {  # name in the suite -> (head, extra hyper-parameters)
+    "bilstm-crf-pieces": ("bilstm-crf", {"over_pieces": True}),
+    "bilstm-softmax-pieces": ("bilstm-softmax", {"over_pieces": True}),
+    "esim-pooled": ("esim", {"pooled": True}),
+}
 
 
 def _cases() -> list[tuple[str, str, bool]]:
     cases = []
-    for name, spec in [*HEADS.items(), *((p, HEADS[n]) for p, n in PIECES.items())]:
+    for name, spec in [*HEADS.items(), *((v, HEADS[n]) for v, (n, _) in VARIANTS.items())]:
         pairs = {"any": (False, True), "single": (False,), "pair": (True,)}[spec.texts]
         cases += [(name, kind, pair) for kind in spec.kinds for pair in pairs]
     return cases
@@ -53,9 +57,9 @@ IDS = [f"{n}-{k}-{'pair' if p else 'single'}" for n, k, p in CASES]
 
 
 def make_head(name: str, kind: str, pair: bool, dim: int = D) -> torch.nn.Module:
-    hparams = dict(TINY.get(PIECES.get(name, name), {}))
-    if name in PIECES:
-        name, hparams["over_pieces"] = PIECES[name], True
+    base, extra = VARIANTS.get(name, (name, {}))
+    hparams = {**TINY.get(base, {}), **extra}
+    name = base
     return build_head(
         name, kind=kind, pair=pair, num_layers=L, dim=dim, num_labels=NUM_LABELS[kind], **hparams
     )
@@ -287,7 +291,8 @@ def test_build_head_refuses_with_the_reason(name, kind, pair, message):
             3,
             {"hiden": 4},
             TypeError,
-            "unknown hyper-parameter(s) ['hiden'] for head 'esim'; it takes: hidden, dropout",
+            "unknown hyper-parameter(s) ['hiden'] for head 'esim'; "
+            "it takes: hidden, dropout, pooled",
         ),
         (
             "crf",
