@@ -38,6 +38,18 @@ LINEAR = [
     for t, *_ in PLAN
     if t != "conll2003"
 ] + [("conll2003", "crf", {}, 8, 1e-3, 32)]
+#: STS with the sentence-embedding features (ESIM pooled=True) over pairs encoded separately,
+#: as all-MiniLM-L6-v2 was trained to be used: (task, head, hparams, epochs, lr, batch, pairs)
+VARIANTS = [("stsb", "esim", {**SMALL_ESIM, "pooled": True}, 10, 1e-3, 32, "separate")]
+
+
+def _runs():
+    """(run name, task, head, hparams, epochs, lr, batch size, pair encoding) in order."""
+    out = [(f"{t}-{h}", t, h, hp, e, lr, bs, "joint") for t, h, hp, e, lr, bs in PLAN + LINEAR]
+    out += [
+        (f"{t}-{h}-pooled-{pe}", t, h, hp, e, lr, bs, pe) for t, h, hp, e, lr, bs, pe in VARIANTS
+    ]
+    return out
 
 
 def run_all(store: str, data: str, runs: Path, only: set[str] | None, threads: int) -> None:
@@ -46,10 +58,10 @@ def run_all(store: str, data: str, runs: Path, only: set[str] | None, threads: i
     from heads import TrainConfig, train
 
     torch.set_num_threads(threads)
-    for task, head, hp, epochs, lr, bs in PLAN + LINEAR:
+    for name, task, head, hp, epochs, lr, bs, pairs in _runs():
         if only and task not in only:
             continue
-        out = runs / f"{task}-{head}"
+        out = runs / name
         if (out / "metrics.json").exists():
             continue
         print(f"== {task} {head}", flush=True)
@@ -64,7 +76,7 @@ def run_all(store: str, data: str, runs: Path, only: set[str] | None, threads: i
             lr=lr,
             batch_size=bs,
             patience=3,
-            pair_encoding="joint",
+            pair_encoding=pairs,
             hparams=hp,
             progress=True,
         )
@@ -129,8 +141,9 @@ def report(runs: Path, base: dict, out_md: Path, out_png: Path) -> None:
     from tasks import get_task
 
     rows, mixes = [], {}
-    for task, head, *_ in PLAN + LINEAR:
-        run = runs / f"{task}-{head}"
+    for name, task, head, *_ in _runs():
+        run = runs / name
+        head = name.removeprefix(f"{task}-")
         if not (run / "metrics.json").exists():
             continue
         metrics = json.loads((run / "metrics.json").read_text())
@@ -145,7 +158,7 @@ def report(runs: Path, base: dict, out_md: Path, out_png: Path) -> None:
             (task, head, metric, dev[metric], dev, len(log), config["seconds"], config["train"])
         )
         mix = json.loads((run / "scalar_mix.json").read_text())
-        if mix and head in {h for _, h, *_ in PLAN}:
+        if mix and head in {h for _, h, *_ in PLAN} | {"esim-pooled-separate"}:
             mixes[f"{task} ({head})"] = next(iter(mix.values()))
     lines = [
         "| task | head | dev metric | dev | all dev metrics | epochs | train time (s) |",

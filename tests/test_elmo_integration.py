@@ -108,13 +108,46 @@ def test_elmo_features_served_over_rest_train_a_head(fixture_dir, data_dir, tmp_
 
     spec = f"elmo:{fixture_dir}"
     store_dir = tmp_path / "s"
-    assert snowfire(["extract", "--encoder", spec, "--task", "sst2", "--data", str(data_dir),
-                     "--store", str(store_dir), "--quiet"]) == 0
+    assert (
+        snowfire(
+            [
+                "extract",
+                "--encoder",
+                spec,
+                "--task",
+                "sst2",
+                "--data",
+                str(data_dir),
+                "--store",
+                str(store_dir),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     with Server(Settings(store=store_dir)) as server:
-        code = snowfire(["train", "--store", server.url, "--encoder", spec, "--task", "sst2",
-                         "--head", "bcn", "--data", str(data_dir), "--out", str(tmp_path / "run"),
-                         "--epochs", "2", "--quiet", "--hparams",
-                         '{"ff_dim": 16, "hidden": 16, "maxout_dims": [32, 16]}'])
+        code = snowfire(
+            [
+                "train",
+                "--store",
+                server.url,
+                "--encoder",
+                spec,
+                "--task",
+                "sst2",
+                "--head",
+                "bcn",
+                "--data",
+                str(data_dir),
+                "--out",
+                str(tmp_path / "run"),
+                "--epochs",
+                "2",
+                "--quiet",
+                "--hparams",
+                '{"ff_dim": 16, "hidden": 16, "maxout_dims": [32, 16]}',
+            ]
+        )
     assert code == 0
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert set(metrics) == {"train", "dev"} and 0 <= metrics["dev"]["accuracy"] <= 1
