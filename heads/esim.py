@@ -15,9 +15,10 @@ texts. With `pooled=True` the MLP also sees sentence-embedding features of the f
 as a bi-encoder user would compute them (InferSent / Sentence-BERT style):
 
     u, w = mean ScalarMix(h^a), mean ScalarMix(h^b);   c = cos(mean h^a_top, mean h^b_top)
-    v' = [v; u * w; |u - w|; c]
+    v' = [v; u * w; |u - w|; c],   z = MLP(v') + A c
 
-so the head starts from what a cosine of mean-pooled embeddings knows and learns the rest.
+the last term a learned linear read-out of the cosine that bypasses the MLP's dropout, so the
+head starts from what a cosine of mean-pooled embeddings knows and learns the rest.
 Classification: K logits, cross-entropy; regression (STS): one score, squared error.
 Where ESIM used tanh in the MLP we use ReLU, as AllenNLP's ESIM does. Defaults follow AllenNLP.
 """
@@ -62,6 +63,7 @@ class ESIM(Head):
         self.composition = BiLSTM(hidden, hidden)
         self.pooled = pooled
         extra = 2 * dim + 1 if pooled else 0
+        self.cosine_readout = nn.Linear(1, num_labels) if pooled else None
         self.classifier = nn.Sequential(
             nn.Dropout(dropout),
             nn.Linear(4 * 2 * hidden + extra, hidden),
@@ -101,6 +103,8 @@ class ESIM(Head):
             c = nn.functional.cosine_similarity(top_a, top_b, dim=-1)[:, None]  # (B, 1)
             v = torch.cat([v, u * w, (u - w).abs(), c], dim=-1)  # (B, 8H + 2D + 1)
         z = self.classifier(v)  # (B, K)
+        if self.cosine_readout is not None:
+            z = z + self.cosine_readout(c)  # (B, K)
         if self.kind == "regression":
             z = z.squeeze(-1)  # (B,)
         return z, self.example_loss(z, batch.labels)
