@@ -19,7 +19,7 @@ from .worker import module_command
 
 def commands(home: Home, host: str, port: int) -> dict[str, list[str]]:
     """name -> the command of each process `up` starts."""
-    snowfire = module_command("cli.main")
+    snowfire = module_command("cli")
     root = str(home.root)
     out = {"api": [*snowfire, "serve", "--home", root, "--host", host, "--port", str(port)]}
     for kind in KINDS:

@@ -40,7 +40,7 @@ def start_server(store_dir: Path, port: int, log: Path) -> subprocess.Popen:
     """`snowfire serve` in a subprocess, once it answers /healthz (its output goes to `log`)."""
     import httpx
 
-    cmd = [sys.executable, "-m", "cli.main", "serve"]
+    cmd = [sys.executable, "-m", "cli", "serve"]
     cmd += ["--store", str(store_dir), "--port", str(port)]
     with open(log, "w") as out:  # a file, not a pipe nobody drains
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)

@@ -66,7 +66,7 @@ def run_demo(out: Path, port: int = 0) -> int:
     url = f"http://127.0.0.1:{port}"
     print(f"== 2/3 serve: {url}")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "--store", str(store), "--port", str(port)],
+        [sys.executable, "-m", "cli", "serve", "--store", str(store), "--port", str(port)],
         env={**os.environ, "PYTHONUNBUFFERED": "1", "SNOWFIRE_LOG_LEVEL": "warning"},
     )
     try:

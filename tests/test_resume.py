@@ -28,7 +28,7 @@ def _command(model: Path, inp: Path, store: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "cli.main",
+        "cli",
         "extract",
         "--encoder",
         f"hf:{model}",
