@@ -230,15 +230,4 @@ def _quote(fs_id: str) -> str:
 
 
 def _info(d: dict[str, Any]) -> FeatureSetInfo:
-    return FeatureSetInfo(
-        id=d["id"],
-        encoder=d["encoder"],
-        encoder_id=d["encoder_id"],
-        task=d.get("task"),
-        split=d.get("split"),
-        num_examples=d["num_examples"],
-        num_layers=d["num_layers"],
-        dim=d["dim"],
-        dtype=d["dtype"],
-        manifest=d.get("manifest", {}),
-    )
+    return FeatureSetInfo.from_dict(d, d.get("manifest", {}))

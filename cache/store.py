@@ -349,18 +349,7 @@ def _check_layers(layers: Sequence[int] | None, num_layers: int) -> list[int] | 
 
 
 def _info(manifest: dict[str, Any]) -> FeatureSetInfo:
-    return FeatureSetInfo(
-        id=manifest["id"],
-        encoder=manifest["encoder"],
-        encoder_id=manifest["encoder_id"],
-        task=manifest.get("task"),
-        split=manifest.get("split"),
-        num_examples=manifest["num_examples"],
-        num_layers=manifest["num_layers"],
-        dim=manifest["dim"],
-        dtype=manifest["dtype"],
-        manifest=manifest,
-    )
+    return FeatureSetInfo.from_dict(manifest, manifest)
 
 
 def _atomic_write(path: Path, text: str) -> None:

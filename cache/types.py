@@ -30,6 +30,22 @@ class FeatureSetInfo:
     dtype: str
     manifest: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], manifest: dict[str, Any]) -> FeatureSetInfo:
+        """From a manifest (local store) or a summary plus its manifest (the service)."""
+        return cls(
+            id=d["id"],
+            encoder=d["encoder"],
+            encoder_id=d["encoder_id"],
+            task=d.get("task"),
+            split=d.get("split"),
+            num_examples=d["num_examples"],
+            num_layers=d["num_layers"],
+            dim=d["dim"],
+            dtype=d["dtype"],
+            manifest=manifest,
+        )
+
     def summary(self) -> dict[str, Any]:
         """The JSON the service lists for this set."""
         return {
