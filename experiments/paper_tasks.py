@@ -132,7 +132,9 @@ def recompute(run: Path, task: str) -> dict[str, float]:
     return {metric: accuracy_score(gold, pred)}
 
 
-def report(runs: Path, base: dict, out_md: Path, out_png: Path) -> None:
+def report(runs: Path, base: dict, out_md: Path, out_png: Path, fire: dict | None = None) -> None:
+    """docs/results.md from the ❄️ runs, the cosine baselines and (when given) the 🔥 runs
+    (`tune_or_not.fire_rows`), with the layer-weight plot and the ❄️/🔥 plot beside out_md."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -189,7 +191,12 @@ def report(runs: Path, base: dict, out_md: Path, out_png: Path) -> None:
         fig.tight_layout()
         fig.savefig(out_png, dpi=120)
     settings = rows[0][7] if rows else {}
+    from tune_or_not import comparison
+
+    fire_png = out_md.parent / "tune_or_not.png"
     text = TEMPLATE.format(
+        comparison=comparison(rows, fire or {}, fire_png) if fire else "(no 🔥 runs given)",
+        fire_png=fire_png.name,
         table="\n".join(lines),
         baseline="\n".join(base_lines) or "| (not run) | | | |",
         png=out_png.name,
@@ -199,7 +206,7 @@ def report(runs: Path, base: dict, out_md: Path, out_png: Path) -> None:
     out_md.write_text(text)
 
 
-TEMPLATE = """# Results: ❄️ heads on the bundled encoder (all-MiniLM-L6-v2), dev sets
+TEMPLATE = """# Results: ❄️ heads and 🔥 fine-tuning of all-MiniLM-L6-v2, dev sets
 
 Made by `python experiments/paper_tasks.py` (see its docstring) on {machine}. One extraction per
 dataset (SICK-E and SICK-R share one), pairs encoded jointly; every head learns a scalar mix over
@@ -209,6 +216,22 @@ the 7 hidden states. Scores are percentages on the dev splits in `../shared/data
 each run's `config.json`; common: AdamW, early stopping on the dev metric, {settings}.
 Every dev score below was recomputed from the run's `predictions/dev.tsv` by an independent tool
 (scikit-learn, SciPy, seqeval after IOB1 → IOB2) and found equal to `metrics.json`.
+
+## To tune or not to tune: ❄️ vs 🔥 per task
+
+{comparison}
+
+![best head vs fine-tuning per task]({fire_png})
+
+🔥: `snowfire finetune --encoder minilm --task T --data ../shared/data --out RUN
+--discriminative 1.0` (+ the caps in `experiments/tune_or_not.py`): the [CLS] vector (NER: each
+word's first piece) into one output layer, every weight trained with one peak rate 5e-5, AdamW,
+10% linear warm-up then linear decay, batch 32, max 128 pieces; dev score of the best epoch.
+❄️: the best head of the task from the table below, trained on features extracted once.
+Wall times: two 🔥 runs at a time shared the machine's 2 cores (one torch thread each); the ❄️
+times exclude the one extraction per dataset (see the notes).
+
+## ❄️ every head
 
 {table}
 
@@ -248,8 +271,11 @@ def main() -> None:
     p.add_argument("--only", nargs="*", help="tasks to (re)run; default all")
     p.add_argument("--report-only", action="store_true")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1: run two at once)")
+    p.add_argument("--finetune-runs", help="🔥 runs of experiments/tune_or_not.py to compare")
     args = p.parse_args()
     runs = Path(args.runs)
+    from tune_or_not import fire_rows
+
     if not args.report_only:
         run_all(args.store, args.data, runs, set(args.only) if args.only else None, args.threads)
     report(
@@ -257,6 +283,7 @@ def main() -> None:
         baselines(args.store, args.data),
         ROOT / "docs" / "results.md",
         ROOT / "docs" / "layer_weights.png",
+        fire_rows(Path(args.finetune_runs), args.data) if args.finetune_runs else None,
     )
 
 

@@ -1,0 +1,68 @@
+"""The ❄️/🔥 comparison of docs/results.md (experiments/tune_or_not.py) from hand-made runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+
+import tune_or_not  # noqa: E402
+
+
+def _fire_run(root: Path, task: str, gold: list[str], pred: list[str], score: float) -> None:
+    run = root / task
+    (run / "predictions").mkdir(parents=True)
+    rows = [f"{i}\t{g}\t{p}" for i, (g, p) in enumerate(zip(gold, pred, strict=True))]
+    (run / "predictions" / "dev.tsv").write_text("index\tgold\tpredicted\n" + "\n".join(rows))
+    (run / "metrics.json").write_text(json.dumps({"dev": {"accuracy": score}}))
+    config = {"seconds": 123.4, "best_epoch": 2, "num_examples": {"train": 3}}
+    (run / "config.json").write_text(json.dumps(config))
+    (run / "log.jsonl").write_text('{"epoch": 1}\n{"epoch": 2}\n{"epoch": 3}\n')
+
+
+def test_fire_rows_check_the_score_against_the_predictions(tmp_path):
+    data = tmp_path / "data"
+    (data / "sst2").mkdir(parents=True)
+    rows = "".join(f"a fine film {i}\t{i % 2}\n" for i in range(5))  # 5 training phrases
+    (data / "sst2" / "train.tsv").write_text("sentence\tlabel\n" + rows)
+    # a run that trained on 3 of them; 3 of 4 dev predictions right = accuracy 0.75
+    gold, pred = ["1", "0", "1", "0"], ["1", "0", "0", "0"]
+    _fire_run(tmp_path / "runs", "sst2", gold, pred, 0.75)
+    row = tune_or_not.fire_rows(tmp_path / "runs", str(data))["sst2"]
+    assert row["score"] == 0.75 and row["epochs"] == 3 and row["best_epoch"] == 2
+    assert row["train_used"] == 3 and row["train_all"] == 5 and row["seconds"] == 123.4
+    (tmp_path / "runs" / "sst2" / "metrics.json").write_text('{"dev": {"accuracy": 0.8}}')
+    with pytest.raises(AssertionError, match="recomputed 0.75"):
+        tune_or_not.fire_rows(tmp_path / "runs", str(data))
+
+
+def test_comparison_takes_the_best_head_per_task_and_the_difference(tmp_path):
+    snow = [  # (task, head, metric, score, dev, epochs, seconds, train config)
+        ("stsb", "esim", "pearson", 0.852, {}, 10, 900.0, {}),
+        ("stsb", "esim-pooled-separate", "pearson", 0.880, {}, 10, 700.0, {}),
+        ("mrpc", "linear", "accuracy", 0.703, {}, 12, 60.0, {}),
+        ("cola", "bcn", "matthews", 0.167, {}, 6, 300.0, {}),  # no 🔥 run: left out
+    ]
+    fire = {
+        "stsb": dict(
+            metric="pearson", score=0.871, seconds=1500.0, epochs=3, best_epoch=3,
+            train_used=5749, train_all=5749,
+        ),
+        "mrpc": dict(
+            metric="accuracy", score=0.81, seconds=900.0, epochs=3, best_epoch=2,
+            train_used=2000, train_all=3668,
+        ),
+    }  # fmt: skip
+    png = tmp_path / "cmp.png"
+    table = tune_or_not.comparison(snow, fire, png).splitlines()
+    assert len(table) == 4 and png.stat().st_size > 0
+    stsb = [c.strip() for c in table[2].strip("|").split("|")]
+    assert stsb[:4] == ["stsb", "pearson", "esim-pooled-separate", "88.0"]
+    assert stsb[5] == "**87.1**" and stsb[-1] == "-0.9" and stsb[-2] == "5,749"
+    mrpc = [c.strip() for c in table[3].strip("|").split("|")]
+    assert mrpc[2:4] == ["linear", "70.3"] and mrpc[-1] == "+10.7"
+    assert mrpc[-2] == "2,000 of 3,668" and mrpc[-3] == "3 (2)"
