@@ -12,7 +12,8 @@ Layout of a segment group (N tokens, n examples, L layers, D dims):
     attrs        {"keys": [...], "num_tokens": N}
 
 A segment is written into a temporary directory and renamed into place, so readers see it
-whole or not at all.
+whole or not at all. zarr writes the metadata and the small arrays; the `features` shards are
+written and read directly (shards.py), still a plain zarr v3 array that any zarr client reads.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
+from . import shards
 
 CHUNK_TOKENS = 32
 SHARD_TOKENS = 2048
@@ -38,15 +41,22 @@ def write_segment(path: Path, keys: list[str], parts: list[tuple[np.ndarray, ...
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # (n+1,)
     num_tokens = int(offsets[-1])
     _, num_layers, dim = parts[0][0].shape
-    features = np.concatenate([p[0] for p in parts], axis=0)  # (N, L, D)
-    if dtype == "float16":
-        peak = float(np.abs(features).max()) if features.size else 0.0
-        if not np.isfinite(peak) or peak > float(np.finfo(np.float16).max):
-            raise OverflowError(
-                f"activations reach {peak:.4g}, beyond float16 range (65504): "
-                "re-run with --dtype float32"
+    features = np.empty((num_tokens, num_layers, dim), dtype=dtype)  # (N, L, D)
+    limit = float(np.finfo(np.float16).max)
+    for i, part in enumerate(p[0] for p in parts):
+        if part.ndim != 3 or part.shape[1:] != (num_layers, dim):
+            raise ValueError(
+                f"write_segment: example {i} has features {part.shape}, "
+                f"expected (S, {num_layers}, {dim}) like example 0"
             )
-    features = features.astype(dtype, copy=False)
+        if dtype == "float16" and part.size:  # max/min: no |x| temporary of the segment
+            peak = max(float(part.max()), -float(part.min()))
+            if not np.isfinite(peak) or peak > limit:
+                raise OverflowError(
+                    f"activations reach {peak:.4g}, beyond float16 range (65504): "
+                    "re-run with --dtype float32"
+                )
+        features[offsets[i] : offsets[i + 1]] = part  # cast once, into the segment's buffer
     shard = min(SHARD_TOKENS, -(-max(num_tokens, 1) // CHUNK_TOKENS) * CHUNK_TOKENS)
     group = zarr.open_group(str(path), mode="w-")
     group.attrs.update({"keys": list(keys), "num_tokens": num_tokens})
@@ -59,7 +69,11 @@ def write_segment(path: Path, keys: list[str], parts: list[tuple[np.ndarray, ...
         compressors=None,
         fill_value=0,
     )
-    arr[:] = features
+    layout = shards.layout(path / "features")
+    if layout is not None:
+        shards.write(path / "features", layout, features)
+    else:  # a zarr whose defaults differ from the layout shards.py writes
+        arr[:] = features
     small = {
         "offsets": offsets,
         "word_ids": np.concatenate([p[1] for p in parts]).astype(np.int32),
@@ -91,6 +105,9 @@ class Segment:
         self.word_ids = group["word_ids"][:]  # (N,)
         self.type_ids = group["type_ids"][:]  # (N,)
         self.pair_starts = group["pair_starts"][:]  # (n,)
+        layout = shards.layout(path / "features")
+        # None: a layout we do not write (compressed, index first, ...): zarr reads it
+        self._shards = None if layout is None else shards.ShardReader(path / "features", layout)
 
     def span(self, row: int) -> tuple[int, int]:
         return int(self.offsets[row]), int(self.offsets[row + 1])
@@ -100,7 +117,14 @@ class Segment:
         return self.read_range(*self.span(row), layers)
 
     def read_range(self, start: int, end: int, layers: list[int] | None) -> np.ndarray:
-        """(end - start, Lsel, D) features of a token range."""
+        """(end - start, Lsel, D) features of a token range, `layers` in the order given."""
+        num_tokens, num_layers, _ = self.features.shape
+        if not 0 <= start <= end <= num_tokens:
+            raise ValueError(f"token range {start}:{end} outside 0:{num_tokens} of {self.path}")
+        if layers is not None and not all(0 <= layer < num_layers for layer in layers):
+            raise ValueError(f"layers {layers} outside 0..{num_layers - 1} of {self.path}")
+        if self._shards is not None:
+            return self._shards.read(start, end, layers)  # (S, Lsel, D)
         if layers is None:
             return self.features[start:end]  # (S, L, D)
         if layers == list(range(layers[0], layers[-1] + 1)):

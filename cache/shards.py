@@ -1,0 +1,251 @@
+"""Reading and writing a segment's `features` shards directly, without zarr's codec pipeline.
+
+zarr-python (3.1) re-reads and checksums a shard's index on every partial read and decodes
+each (Tc, 1, D) inner chunk separately; writing runs the same pipeline per chunk. Segments are
+immutable, so a shard's index can be checked once and its tiles copied with numpy. The files
+stay a plain zarr v3 array: this module relies on exactly the layout below and, for anything
+else, `layout` returns None and the caller uses zarr.
+
+The layout (zarr v3 core spec, "sharding_indexed" codec v1.0), for `features` (N, L, D):
+
+    zarr.json   chunk_grid regular, chunk_shape (St, L, D): one shard per St tokens
+                chunk_key_encoding default, separator "/": shard k lives in c/k/0/0
+                codecs [sharding_indexed {chunk_shape (Tc, 1, D),
+                                          codecs [bytes little-endian]      (no compression)
+                                          index_codecs [bytes little-endian, crc32c]
+                                          index_location "end"}]
+    c/k/0/0     the stored inner chunks, Tc * D * itemsize bytes each, back to back; then the
+                index, a (St/Tc, L, 1, 2) uint64 little-endian array in C order giving each
+                inner chunk's (offset, nbytes) in the file, (2^64-1, 2^64-1) for a chunk not
+                stored; then crc32c (Castagnoli, as google_crc32c, which zarr uses) of the index
+                bytes, 4 bytes little-endian.
+
+zarr stores inner chunks in Morton (Z) order of their coordinates in the shard's chunk grid
+(St/Tc, L, 1); readers follow the index, so only the writer cares, and it keeps that order so
+a shard written here is byte-identical to one written by zarr, except that zarr leaves out
+chunks equal to the fill value where this writes every chunk (so -0.0 survives). A chunk not
+stored reads as the array's fill_value, and so does a whole shard whose file is missing. In the
+partial last shard the chunks wholly past N are not stored and the last partial chunk is padded
+with the fill value.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from itertools import count
+from pathlib import Path
+
+import google_crc32c
+import numpy as np
+
+from .errors import StoreCorruptError
+
+EMPTY = 2**64 - 1  # offset and nbytes of an inner chunk that is not stored
+_BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What `features` must look like for the direct path: shape, dtype, shard and chunk size."""
+
+    shape: tuple[int, int, int]  # (N, L, D)
+    dtype: np.dtype
+    shard_tokens: int  # St
+    chunk_tokens: int  # Tc
+    fill_value: float
+
+
+def layout(array_dir: Path) -> Layout | None:
+    """The layout of the zarr array at `array_dir`, or None if it is not exactly ours."""
+    try:
+        meta = json.loads((array_dir / "zarr.json").read_text())
+        shape = tuple(meta["shape"])
+        (codec,) = meta["codecs"]
+        cfg = codec["configuration"]
+        shard = tuple(meta["chunk_grid"]["configuration"]["chunk_shape"])
+        chunk = tuple(cfg["chunk_shape"])
+        ours = (
+            meta["zarr_format"] == 3
+            and meta["node_type"] == "array"
+            and meta["data_type"] in ("float16", "float32")
+            and not meta.get("storage_transformers")
+            and meta["chunk_grid"]["name"] == "regular"
+            and meta["chunk_key_encoding"]
+            == {"name": "default", "configuration": {"separator": "/"}}
+            and codec["name"] == "sharding_indexed"
+            and cfg["codecs"] == [_BYTES_LE]
+            and cfg["index_codecs"] == [_BYTES_LE, {"name": "crc32c"}]
+            and cfg.get("index_location", "end") == "end"
+            and len(shape) == len(shard) == len(chunk) == 3
+            and shard[1:] == shape[1:]
+            and chunk[1:] == (1, shape[2])
+            and chunk[0] > 0
+            and shard[0] % chunk[0] == 0
+            and isinstance(meta["fill_value"], (int, float))
+            and not isinstance(meta["fill_value"], bool)
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not ours:
+        return None
+    return Layout(
+        shape,
+        np.dtype(meta["data_type"]).newbyteorder("<"),
+        shard[0],
+        chunk[0],
+        float(meta["fill_value"]),
+    )
+
+
+def morton_order(grid: tuple[int, ...]) -> np.ndarray:
+    """(n, len(grid)) coordinates of a chunk grid in zarr's Morton order.
+
+    A coordinate's code interleaves its bits, lowest first, dimension by dimension, giving
+    dimension d only the (grid[d] - 1).bit_length() bits it needs (zarr.core.indexing).
+    """
+    coords = np.indices(grid).reshape(len(grid), -1).T  # (n, ndim), C order
+    bits = [(g - 1).bit_length() for g in grid]
+    code = np.zeros(len(coords), dtype=np.int64)  # (n,)
+    out_bit = 0
+    for bit in range(max(bits, default=0)):
+        for d, nbits in enumerate(bits):
+            if bit < nbits:
+                code |= ((coords[:, d] >> bit) & 1) << out_bit
+                out_bit += 1
+    return coords[np.argsort(code, kind="stable")]
+
+
+def write(array_dir: Path, lay: Layout, features: np.ndarray) -> None:
+    """Write (N, L, D) `features` as the shard files of the array at `array_dir`."""
+    n, num_layers, dim = lay.shape
+    assert features.shape == lay.shape, (features.shape, lay)
+    features = np.asarray(features, dtype=lay.dtype)  # little-endian on disk (a no-op on x86)
+    st, tc = lay.shard_tokens, lay.chunk_tokens
+    tile = tc * dim * lay.dtype.itemsize  # bytes of one inner chunk
+    order = morton_order((st // tc, num_layers, 1))[:, :2]  # (St/Tc * L, 2): (chunk, layer)
+    for k in range(-(-n // st)):
+        block = features[k * st : (k + 1) * st]  # (<=St, L, D)
+        m = -(-len(block) // tc)  # inner chunks along tokens that hold data
+        if len(block) < m * tc:  # the array's last chunk: pad with the fill value
+            pad = np.full((m * tc - len(block), num_layers, dim), lay.fill_value, lay.dtype)
+            block = np.concatenate([block, pad])  # (m*Tc, L, D)
+        tiles = block.reshape(m, tc, num_layers, dim).transpose(0, 2, 1, 3)  # (m, L, Tc, D)
+        stored = order[order[:, 0] < m]  # (m*L, 2) in Morton order
+        body = tiles[stored[:, 0], stored[:, 1]]  # (m*L, Tc, D), one copy
+        index = np.full((st // tc, num_layers, 2), EMPTY, dtype="<u8")  # (St/Tc, L, 2)
+        index[stored[:, 0], stored[:, 1], 0] = np.arange(len(stored), dtype=np.uint64) * tile
+        index[stored[:, 0], stored[:, 1], 1] = tile
+        index_bytes = index.tobytes()
+        path = array_dir / "c" / str(k) / "0" / "0"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(body.data)
+            f.write(index_bytes)
+            f.write(google_crc32c.value(index_bytes).to_bytes(4, "little"))
+
+
+@dataclass(frozen=True)
+class _Shard:
+    """One mapped shard file: its bytes and its checked index as nested lists (fast to index)."""
+
+    raw: np.ndarray  # (file bytes,) uint8 over the map
+    offsets: list[list[int]]  # [chunk][layer] byte offset of the tile, EMPTY if not stored
+
+
+# Open shard maps, shared by every reader in the process. A map costs no memory beyond the
+# page cache, but each holds a file descriptor (Python's mmap keeps a dup) and address space,
+# and a pool can hold thousands of shards: the LRU bounds both. os.pread would need no bound
+# but one system call and one extra copy per (Tc, 1, D) tile; a map lets numpy copy the tiles
+# straight into the output. An evicted map is only dropped, not closed: a reader that took it
+# before the eviction still copies from it, and it is unmapped when that reader lets go.
+# One lock guards the LRU (and the mapping and index check of a shard not yet open).
+MAX_OPEN_SHARDS = 256
+_open: OrderedDict[tuple[int, int], _Shard | None] = OrderedDict()  # (reader, shard) -> map
+_open_lock = threading.Lock()
+_reader_ids = count()
+
+
+class ShardReader:
+    """Token ranges of the `features` array at `array_dir`, read from its shard files."""
+
+    def __init__(self, array_dir: Path, lay: Layout):
+        self.dir = array_dir
+        self.layout = lay
+        self._id = next(_reader_ids)
+
+    def read(self, start: int, end: int, layers: list[int] | None) -> np.ndarray:
+        """(end - start, Lsel, D) features of tokens start:end, `layers` in the order given."""
+        _, num_layers, dim = self.layout.shape
+        sel = range(num_layers) if layers is None else layers
+        out = np.empty((end - start, len(sel), dim), dtype=self.layout.dtype)  # (S, Lsel, D)
+        st, tc = self.layout.shard_tokens, self.layout.chunk_tokens
+        row = dim * out.itemsize  # bytes of one token of one layer in a tile
+        pos = start
+        while pos < end:
+            k = pos // st
+            stop = min(end, (k + 1) * st)
+            shard = self._shard(k)
+            for c in range((pos - k * st) // tc, -(-(stop - k * st) // tc)):
+                t0 = max(pos, k * st + c * tc)  # tokens t0:t1 of chunk c, absolute
+                t1 = min(stop, k * st + (c + 1) * tc)
+                a, b = t0 - k * st - c * tc, t1 - k * st - c * tc  # within the chunk
+                for j, layer in enumerate(sel):
+                    dst = out[t0 - start : t1 - start, j]  # (t1-t0, D)
+                    off = EMPTY if shard is None else shard.offsets[c][layer]
+                    if off == EMPTY:
+                        dst[...] = self.layout.fill_value
+                    else:
+                        src = shard.raw[off + a * row : off + b * row]  # tokens a:b of the tile
+                        dst[...] = src.view(out.dtype).reshape(b - a, dim)
+            pos = stop
+        return out
+
+    def _shard(self, k: int) -> _Shard | None:
+        key = (self._id, k)
+        with _open_lock:
+            if key in _open:
+                _open.move_to_end(key)
+                return _open[key]
+            shard = _open[key] = self._map(k)
+            while len(_open) > MAX_OPEN_SHARDS:
+                _open.popitem(last=False)
+            return shard
+
+    def _map(self, k: int) -> _Shard | None:
+        """Map shard k and check its index (once: the segment is immutable); None if absent."""
+        path = self.dir / "c" / str(k) / "0" / "0"
+        _, num_layers, dim = self.layout.shape
+        chunks = self.layout.shard_tokens // self.layout.chunk_tokens
+        tile = self.layout.chunk_tokens * dim * self.layout.dtype.itemsize
+        index_size = chunks * num_layers * 16
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size < index_size + 4:
+                    raise StoreCorruptError(
+                        f"{path}: {size} bytes, shorter than its {index_size + 4}-byte shard index"
+                    )
+                raw = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
+        except FileNotFoundError:
+            return None  # never written: all fill value, as zarr reads it
+        index_bytes = raw[size - index_size - 4 : size - 4]
+        stored = int.from_bytes(raw[size - 4 :].tobytes(), "little")
+        computed = google_crc32c.value(index_bytes.tobytes())
+        if stored != computed:
+            raise StoreCorruptError(
+                f"{path}: shard index checksum mismatch "
+                f"(crc32c stored {stored:08x}, computed {computed:08x})"
+            )
+        index = index_bytes.view("<u8").reshape(chunks, num_layers, 2)  # (St/Tc, L, 2)
+        present = index[..., 0] != EMPTY
+        body_end = size - index_size - 4
+        if np.any(index[present, 1] != tile) or np.any(index[present, 0] > body_end - tile):
+            raise StoreCorruptError(
+                f"{path}: shard index names a chunk that is not {tile} bytes inside the file"
+            )
+        return _Shard(raw, index[..., 0].tolist())
