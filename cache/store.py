@@ -20,6 +20,7 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -48,6 +49,8 @@ class Store:
         self._segments: dict[tuple[str, str], Segment] = {}
         self._index: dict[str, dict[str, tuple[str, int]]] = {}  # pool -> key -> (seg, row)
         self._keys_cache: dict[str, list[str]] = {}
+        # fs_id -> (inode, mtime, size of its .json, info): a read parses the manifest once
+        self._info_cache: dict[str, tuple[tuple[int, int, int], FeatureSetInfo]] = {}
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -167,9 +170,21 @@ class Store:
 
     def get_featureset(self, fs_id: str) -> FeatureSetInfo:
         path = self.path / "featuresets" / f"{fs_id}.json"
-        if "/" in fs_id or not path.is_file():
+        try:
+            st = None if "/" in fs_id else path.stat()
+        except (OSError, ValueError):  # missing, or a name no file can have
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode):
             raise FeatureSetNotFoundError(f"no feature set {fs_id!r} in {self.path}")
-        return _info(json.loads(path.read_text()))
+        # manifests are replaced atomically (a new inode), never edited: the stat tells
+        # whether the cached parse is still the file's
+        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        cached = self._info_cache.get(fs_id)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        info = _info(json.loads(path.read_text()))
+        self._info_cache[fs_id] = (stamp, info)
+        return info
 
     def find_featureset(
         self, *, encoder: str, task: str, split: str, pair_encoding: str | None = None

@@ -131,3 +131,15 @@ def test_canonical_hashing():
         digest({"x": float("nan")})
     with pytest.raises(TypeError):
         digest({"x": object()})
+
+
+def test_manifest_parsed_once_and_reread_when_replaced(tmp_path):
+    store = Store(tmp_path / "s")
+    info, _ = _write(store, [3, 5])
+    assert store.get_featureset(info.id) is store.get_featureset(info.id)  # cached parse
+    manifest = {**info.manifest, "task": "renamed"}
+    store.write_featureset(manifest, store.featureset_keys(info.id))
+    assert store.get_featureset(info.id).task == "renamed"
+    (tmp_path / "s" / "featuresets" / f"{info.id}.json").unlink()
+    with pytest.raises(FeatureSetNotFoundError, match=f"no feature set '{info.id}'"):
+        store.get_featureset(info.id)
