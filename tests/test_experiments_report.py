@@ -62,7 +62,7 @@ def test_comparison_takes_the_best_head_per_task_and_the_difference(tmp_path):
     assert len(table) == 4 and png.stat().st_size > 0
     stsb = [c.strip() for c in table[2].strip("|").split("|")]
     assert stsb[:4] == ["stsb", "pearson", "esim-pooled-separate", "88.0"]
-    assert stsb[5] == "**87.1**" and stsb[-1] == "-0.9" and stsb[-2] == "5,749"
+    assert stsb[5] == "**87.1**" and stsb[-2] == "**-0.9**" and stsb[-3] == "5,749"
     mrpc = [c.strip() for c in table[3].strip("|").split("|")]
-    assert mrpc[2:4] == ["linear", "70.3"] and mrpc[-1] == "+10.7"
-    assert mrpc[-2] == "2,000 of 3,668" and mrpc[-3] == "3 (2)"
+    assert mrpc[2:4] == ["linear", "70.3"] and mrpc[-2] == "**+10.7**"
+    assert mrpc[-3] == "2,000 of 3,668" and mrpc[-4] == "3 (2)" and mrpc[-1] == "+6.7"
