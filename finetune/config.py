@@ -26,7 +26,8 @@ class FinetuneConfig:
         "elmo:OPTIONS.json,WEIGHTS.hdf5" or "elmo:DIR".
     task: task name (`tasks.TASKS`), e.g. "sst2", "stsb", "conll2003".
     data: the task data directory (one sub-folder per task, as `tasks.read_split` reads it).
-    out: the run directory; an existing RUN/checkpoint.pt there is resumed.
+    out: the run directory; an existing RUN/checkpoint.pt there is resumed, a finished run
+        there is returned as it is.
     seed: seeds the output-layer initialisation, the data order and dropout.
     epochs: passes over the training data (the maximum, with early stopping).
     batch_size: examples per optimiser step (also per evaluation batch).

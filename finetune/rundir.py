@@ -8,7 +8,8 @@ RUN/predictions/<split>.tsv `index gold predicted` (tab-separated, with that hea
                             for tagging CoNLL lines `token gold predicted`, a blank line
                             after each sentence
 RUN/encoder/                the fine-tuned encoder (HF folder, or ELMo options + HDF5)
-RUN/checkpoint.pt           everything needed to resume (written atomically)
+RUN/checkpoint.pt           everything needed to resume (written atomically; removed when
+                            the run finishes)
 RUN/best.pt                 model weights of the best dev epoch (evaluated and saved)
 """
 

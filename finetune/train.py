@@ -9,10 +9,13 @@ directory (see `finetune.rundir`) and the fine-tuned encoder, ready for `snowfir
 A killed run resumes from RUN/checkpoint.pt when started again with the same config: model,
 optimiser, scheduler, grad scaler, RNG state, position in the epoch (the data order is a
 function of seed and epoch) and the early-stopping state, so it ends with the same metrics.
+A finished run drops its checkpoint (the encoder's size times three, with AdamW's moments);
+started again with the same config it returns the saved metrics without training.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -64,6 +67,9 @@ def train(
     device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     amp = device.type == "cuda"  # fp16 autocast + loss scaling on GPU only
     out_dir = Path(cfg.out)
+    finished = _finished(out_dir, cfg)
+    if finished is not None:
+        return finished
     (out_dir / "predictions").mkdir(parents=True, exist_ok=True)
 
     # -- data: every split present; train must have labels
@@ -250,8 +256,24 @@ def train(
     model.save_encoder(out_dir / "encoder")
     write_json(out_dir / "metrics.json", metrics)
     run_info.update(best_epoch=state["best_epoch"], seconds=round(time.perf_counter() - started, 2))
-    write_json(out_dir / "config.json", run_info)
+    write_json(out_dir / "config.json", run_info)  # with "seconds": the run is finished
+    ckpt_path.unlink(missing_ok=True)
     return metrics
+
+
+def _finished(out_dir: Path, cfg: FinetuneConfig) -> dict[str, dict[str, float]] | None:
+    """The saved metrics if `out_dir` holds a finished run of `cfg` (refused if another
+    config made it), else None: nothing there yet, or a run to resume."""
+    config, metrics = out_dir / "config.json", out_dir / "metrics.json"
+    if not (config.is_file() and metrics.is_file()):
+        return None
+    info = json.loads(config.read_text())
+    if "seconds" not in info:  # killed between writing metrics.json and config.json
+        return None
+    _check_same_config(info["finetune"], cfg, config)
+    log.info("%s: already finished (use a new --out to train again)", out_dir)
+    (out_dir / CHECKPOINT).unlink(missing_ok=True)  # killed just before it was dropped
+    return json.loads(metrics.read_text())
 
 
 def _check_same_config(saved: dict, cfg: FinetuneConfig, path: Path) -> None:

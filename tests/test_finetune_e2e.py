@@ -83,8 +83,9 @@ def check_run(run: Path, task: str, data: Path, metrics: dict) -> None:
     from finetune import read_predictions
 
     spec = get_task(task)
-    for name in ("config.json", "metrics.json", "log.jsonl", "checkpoint.pt", "best.pt"):
+    for name in ("config.json", "metrics.json", "log.jsonl", "best.pt"):
         assert (run / name).is_file(), name
+    assert not (run / "checkpoint.pt").exists()  # a finished run does not keep it
     saved = json.loads((run / "metrics.json").read_text())
     assert saved == metrics
     assert set(saved) == {"train", "dev", "test"}

@@ -101,3 +101,51 @@ def test_resume_with_another_config_is_refused(tiny_bert_dir, tmp_path):
     other = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1, lr=0.5)
     with pytest.raises(ValueError, match=r"was written by another config \(lr: 0.001 -> 0.5\)"):
         train(other)
+
+
+def test_a_finished_run_is_returned_not_trained_again(tiny_bert_dir, tmp_path):
+    from finetune import train
+
+    data = write_sst2(tmp_path / "data", sizes=(("train", 16), ("dev", 8)))
+    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1)
+    metrics = train(cfg)
+    run = tmp_path / "run"
+    assert not (run / "checkpoint.pt").exists()  # dropped once the run finished
+    before = {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()}
+
+    def no_training(step, model):
+        raise AssertionError(f"trained again (step {step})")
+
+    assert train(cfg, on_step=no_training) == metrics
+    assert {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()} == before
+
+
+def test_killed_after_metrics_before_config_finishes_from_the_checkpoint(
+    tiny_bert_dir, tmp_path, monkeypatch
+):
+    import importlib
+
+    from finetune import train
+
+    data = write_sst2(tmp_path / "data", sizes=(("train", 16), ("dev", 8)))
+    reference = train(_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "a", epochs=2))
+    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "b", epochs=2)
+    # a kill between writing metrics.json and the final config.json: the config still lacks
+    # "seconds" and the last epoch's checkpoint is still there
+    module = importlib.import_module("finetune.train")  # `finetune.train` is the function
+    real = module.write_json
+
+    def kill_at_final_config(path, obj):
+        if path.name == "config.json" and "seconds" in obj:
+            raise Killed("killed before the final config.json")
+        real(path, obj)
+
+    monkeypatch.setattr(module, "write_json", kill_at_final_config)
+    with pytest.raises(Killed):
+        train(cfg)
+    monkeypatch.undo()
+    assert (tmp_path / "b" / "metrics.json").exists()
+    assert (tmp_path / "b" / "checkpoint.pt").exists()
+    assert train(cfg, on_step=_kill_after(1)) == reference  # evaluates again, trains no step
+    _same(_outputs(tmp_path / "a"), _outputs(tmp_path / "b"))
+    assert "seconds" in json.loads((tmp_path / "b" / "config.json").read_text())
