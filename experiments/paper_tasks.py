@@ -191,12 +191,15 @@ def report(runs: Path, base: dict, out_md: Path, out_png: Path, fire: dict | Non
         fig.tight_layout()
         fig.savefig(out_png, dpi=120)
     settings = rows[0][7] if rows else {}
-    from tune_or_not import comparison
+    from tune_or_not import SECTION, comparison
 
     fire_png = out_md.parent / "tune_or_not.png"
+    section = ""
+    if fire:
+        table = comparison(rows, fire, fire_png)
+        section = SECTION.format(comparison=table, fire_png=fire_png.name)
     text = TEMPLATE.format(
-        comparison=comparison(rows, fire or {}, fire_png) if fire else "(no 🔥 runs given)",
-        fire_png=fire_png.name,
+        comparison=section,
         table="\n".join(lines),
         baseline="\n".join(base_lines) or "| (not run) | | | |",
         png=out_png.name,
@@ -217,20 +220,7 @@ each run's `config.json`; common: AdamW, early stopping on the dev metric, {sett
 Every dev score below was recomputed from the run's `predictions/dev.tsv` by an independent tool
 (scikit-learn, SciPy, seqeval after IOB1 → IOB2) and found equal to `metrics.json`.
 
-## To tune or not to tune: ❄️ vs 🔥 per task
-
 {comparison}
-
-![best head vs fine-tuning per task]({fire_png})
-
-🔥: `snowfire finetune --encoder minilm --task T --data ../shared/data --out RUN
---discriminative 1.0` (+ the caps in `experiments/tune_or_not.py`): the [CLS] vector (NER: each
-word's first piece) into one output layer, every weight trained with one peak rate 5e-5, AdamW,
-10% linear warm-up then linear decay, batch 32, max 128 pieces; dev score of the best epoch.
-❄️: the best head of the task from the table below, trained on features extracted once.
-Wall times: two 🔥 runs at a time shared the machine's 2 cores (one torch thread each); the ❄️
-times exclude the one extraction per dataset (see the notes).
-
 ## ❄️ every head
 
 {table}

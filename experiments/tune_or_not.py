@@ -6,14 +6,22 @@ Each run is `snowfire finetune --encoder minilm --task T --data DATA --out FT_RU
 --discriminative 1.0` plus the task's extra options in `PLAN` (one learning rate for all
 layers, as BERT is fine-tuned; peak rate 5e-5, 3 epochs, batch 32, linear warm-up and decay).
 A run whose metrics.json exists is skipped; a killed run resumes from its checkpoint.
-`experiments/paper_tasks.py --finetune-runs FT_RUNS` puts the comparison into docs/results.md.
+
+    python experiments/tune_or_not.py --data ../shared/data --runs FT_RUNS --report
+
+writes the ❄️/🔥 section of docs/results.md (and docs/tune_or_not.png) from the finished 🔥 runs
+and the ❄️ table already in docs/results.md; `experiments/paper_tasks.py --finetune-runs FT_RUNS`
+does the same while it rebuilds the ❄️ table from its own runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: task -> options beyond the defaults. CoNLL-2003 and MNLI: 2 epochs; SST-2: 2 epochs on a
 #: random 16,000 of its 67,349 phrases — caps that fit all seven runs into about two hours on
@@ -122,6 +130,58 @@ def comparison(snow: list[tuple], fire: dict[str, dict], out_png: Path) -> str:
     return "\n".join(lines)
 
 
+SECTION = """## To tune or not to tune: ❄️ vs 🔥 per task
+
+{comparison}
+
+![best head vs fine-tuning per task]({fire_png})
+
+🔥: `snowfire finetune --encoder minilm --task T --data ../shared/data --out RUN
+--discriminative 1.0` (+ the caps in `experiments/tune_or_not.py`): the [CLS] vector (NER: each
+word's first piece) into one output layer, every weight trained with one peak rate 5e-5, AdamW,
+10% linear warm-up then linear decay, batch 32, max 128 pieces; dev score of the best epoch.
+❄️: the best head of the task from the table below, trained on features extracted once.
+Wall times: two 🔥 runs at a time shared the machine's 2 cores (one torch thread each); the ❄️
+times exclude the one extraction per dataset (see the notes).
+"""
+
+_HEAD_TABLE = "| task | head | dev metric | dev | all dev metrics | epochs | train time (s) |"
+
+
+def snow_rows_from_results(text: str) -> list[tuple]:
+    """The ❄️ rows of a results.md written by `paper_tasks.report`, in `comparison`'s form."""
+    lines = text.splitlines()
+    if _HEAD_TABLE not in lines:
+        raise ValueError(f"no ❄️ table (header {_HEAD_TABLE!r}) in results.md")
+    start = lines.index(_HEAD_TABLE) + 2
+    rows = []
+    for n, line in enumerate(lines[start:], start + 1):
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        m = re.fullmatch(r"\*\*(-?[0-9.]+)\*\*", cells[3]) if len(cells) == 7 else None
+        if m is None:
+            raise ValueError(f"results.md line {n}: expected 7 cells with **score**, got {line!r}")
+        task, head, metric = cells[:3]
+        rows.append((task, head, metric, float(m[1]) / 100, {}, int(cells[5]), float(cells[6]), {}))
+    return rows
+
+
+def write_section(md: Path, snow: list[tuple], fire: dict[str, dict]) -> None:
+    """Put (or replace) the ❄️/🔥 section of `md`, before its ❄️ table, and its plot beside it."""
+    png = md.parent / "tune_or_not.png"
+    section = SECTION.format(comparison=comparison(snow, fire, png), fire_png=png.name)
+    text = md.read_text()
+    head = "## To tune or not to tune"
+    if head in text:
+        before, rest = text.split(head, 1)
+        after = rest[rest.index("\n## ") + 1 :]
+    else:
+        before, after = text.split("## ❄️ every head", 1)
+        after = "## ❄️ every head" + after
+    md.write_text(before + section + "\n" + after)
+
+
 def _plot(tasks: list[str], snow: list[float], fire: list[float], out_png: Path) -> None:
     import matplotlib
 
@@ -151,8 +211,14 @@ def main() -> None:
     p.add_argument("--runs", required=True)
     p.add_argument("--only", nargs="*", help="tasks to run; default all")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
+    p.add_argument("--report", action="store_true", help="only write docs/results.md's section")
     args = p.parse_args()
-    run_all(args.data, Path(args.runs), set(args.only) if args.only else None, args.threads)
+    if not args.report:
+        run_all(args.data, Path(args.runs), set(args.only) if args.only else None, args.threads)
+        return
+    md = ROOT / "docs" / "results.md"
+    write_section(md, snow_rows_from_results(md.read_text()), fire_rows(Path(args.runs), args.data))
+    print(f"wrote {md} and {md.parent / 'tune_or_not.png'}")
 
 
 if __name__ == "__main__":

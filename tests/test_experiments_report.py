@@ -66,3 +66,54 @@ def test_comparison_takes_the_best_head_per_task_and_the_difference(tmp_path):
     mrpc = [c.strip() for c in table[3].strip("|").split("|")]
     assert mrpc[2:4] == ["linear", "70.3"] and mrpc[-2] == "**+10.7**"
     assert mrpc[-3] == "2,000 of 3,668" and mrpc[-4] == "3 (2)" and mrpc[-1] == "+6.7"
+
+
+_RESULTS = """# Results
+
+intro
+
+## ❄️ every head
+
+| task | head | dev metric | dev | all dev metrics | epochs | train time (s) |
+| --- | --- | --- | --- | --- | --- | --- |
+| mrpc | esim | accuracy | **77.9** | accuracy 77.9, f1 85.2 | 9 | 621 |
+| mrpc | linear | accuracy | **70.3** | accuracy 70.3, f1 81.9 | 4 | 42 |
+
+## Notes
+
+- a note
+"""
+
+
+def test_the_section_goes_before_the_snow_table_and_is_replaced_in_place(tmp_path):
+    md = tmp_path / "results.md"
+    md.write_text(_RESULTS)
+    snow = tune_or_not.snow_rows_from_results(_RESULTS)
+    assert [r[:4] for r in snow] == [
+        ("mrpc", "esim", "accuracy", 0.779),
+        ("mrpc", "linear", "accuracy", 0.703),
+    ]
+    assert snow[0][5:7] == (9, 621.0)
+    fire = dict(
+        metric="accuracy", score=0.85, seconds=900.0, epochs=3, best_epoch=2,
+        train_used=3668, train_all=3668,
+    )  # fmt: skip
+    tune_or_not.write_section(md, snow, {"mrpc": fire})
+    first = md.read_text()
+    assert first.index("## To tune or not to tune") < first.index("## ❄️ every head")
+    assert "| mrpc | accuracy | esim | 77.9 | 621 | **85.0** |" in first
+    assert first.endswith("- a note\n") and (tmp_path / "tune_or_not.png").stat().st_size > 0
+    fire["score"] = 0.80  # a second report replaces the section, nothing else changes
+    tune_or_not.write_section(md, snow, {"mrpc": fire})
+    second = md.read_text()
+    assert second.count("## To tune or not to tune") == 1 and "**80.0**" in second
+    assert "**85.0**" not in second
+    assert second.replace("80.0", "85.0").replace("+2.1", "+7.1") == first
+
+
+def test_a_malformed_snow_row_is_reported_with_its_line(tmp_path):
+    bad = _RESULTS.replace("| **70.3** |", "| 70.3 |")
+    with pytest.raises(ValueError, match="line 10: expected 7 cells"):
+        tune_or_not.snow_rows_from_results(bad)
+    with pytest.raises(ValueError, match="no ❄️ table"):
+        tune_or_not.snow_rows_from_results("# empty\n")
