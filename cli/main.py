@@ -252,7 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     x.set_defaults(func=_export)
 
-    d = sub.add_parser("demo", help="extract, serve, fetch over REST, train, print dev metrics")
+    d = sub.add_parser(
+        "demo", help="extract, serve, fetch over REST, train heads, fine-tune, print dev metrics"
+    )
     d.add_argument("--out", default="demo_out", help="working directory for the demo")
     d.add_argument("--port", type=int, default=0, help="service port (0: a free one)")
     d.set_defaults(func=_demo)
