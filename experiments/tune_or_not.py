@@ -141,8 +141,9 @@ SECTION = """## To tune or not to tune: ❄️ vs 🔥 per task
 word's first piece) into one output layer, every weight trained with one peak rate 5e-5, AdamW,
 10% linear warm-up then linear decay, batch 32, max 128 pieces; dev score of the best epoch.
 ❄️: the best head of the task from the table below, trained on features extracted once.
-Wall times: two 🔥 runs at a time shared the machine's 2 cores (one torch thread each); the ❄️
-times exclude the one extraction per dataset (see the notes).
+Wall times: two 🔥 runs at a time shared the machine's 2 cores (one torch thread each; at times
+a third job too; SST-2 ran last, with two threads), so a run alone is faster; the ❄️ times
+exclude the one extraction per dataset (see the notes).
 """
 
 _HEAD_TABLE = "| task | head | dev metric | dev | all dev metrics | epochs | train time (s) |"
