@@ -162,10 +162,9 @@ def report(runs: Path, base: dict, out_md: Path, out_png: Path, fire: dict | Non
         mix = json.loads((run / "scalar_mix.json").read_text())
         if mix and head in {h for _, h, *_ in PLAN} | {"esim-pooled-separate"}:
             mixes[f"{task} ({head})"] = next(iter(mix.values()))
-    lines = [
-        "| task | head | dev metric | dev | all dev metrics | epochs | train time (s) |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    from tune_or_not import SNOW_HEADER, section
+
+    lines = [SNOW_HEADER, "| --- | --- | --- | --- | --- | --- | --- |"]
     for task, head, metric, score, dev, epochs, secs, _ in rows:
         others = ", ".join(f"{k} {100 * v:.1f}" for k, v in dev.items())
         lines.append(
@@ -191,15 +190,8 @@ def report(runs: Path, base: dict, out_md: Path, out_png: Path, fire: dict | Non
         fig.tight_layout()
         fig.savefig(out_png, dpi=120)
     settings = rows[0][7] if rows else {}
-    from tune_or_not import SECTION, comparison
-
-    fire_png = out_md.parent / "tune_or_not.png"
-    section = ""
-    if fire:
-        table = comparison(rows, fire, fire_png)
-        section = SECTION.format(comparison=table, fire_png=fire_png.name)
     text = TEMPLATE.format(
-        comparison=section,
+        comparison=section(rows, fire, out_md.parent / "tune_or_not.png") if fire else "",
         table="\n".join(lines),
         baseline="\n".join(base_lines) or "| (not run) | | | |",
         png=out_png.name,

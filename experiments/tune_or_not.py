@@ -146,15 +146,21 @@ a third job too; SST-2 ran last, with two threads), so a run alone is faster; th
 exclude the one extraction per dataset (see the notes).
 """
 
-_HEAD_TABLE = "| task | head | dev metric | dev | all dev metrics | epochs | train time (s) |"
+#: the header of the ❄️ table `paper_tasks.report` writes and `snow_rows_from_results` reads
+SNOW_HEADER = "| task | head | dev metric | dev | all dev metrics | epochs | train time (s) |"
+
+
+def section(snow: list[tuple], fire: dict[str, dict], png: Path) -> str:
+    """The ❄️/🔥 section of results.md (SECTION filled in), with its plot written to `png`."""
+    return SECTION.format(comparison=comparison(snow, fire, png), fire_png=png.name)
 
 
 def snow_rows_from_results(text: str) -> list[tuple]:
     """The ❄️ rows of a results.md written by `paper_tasks.report`, in `comparison`'s form."""
     lines = text.splitlines()
-    if _HEAD_TABLE not in lines:
-        raise ValueError(f"no ❄️ table (header {_HEAD_TABLE!r}) in results.md")
-    start = lines.index(_HEAD_TABLE) + 2
+    if SNOW_HEADER not in lines:
+        raise ValueError(f"no ❄️ table (header {SNOW_HEADER!r}) in results.md")
+    start = lines.index(SNOW_HEADER) + 2
     rows = []
     for n, line in enumerate(lines[start:], start + 1):
         if not line.startswith("|"):
@@ -170,8 +176,7 @@ def snow_rows_from_results(text: str) -> list[tuple]:
 
 def write_section(md: Path, snow: list[tuple], fire: dict[str, dict]) -> None:
     """Put (or replace) the ❄️/🔥 section of `md`, before its ❄️ table, and its plot beside it."""
-    png = md.parent / "tune_or_not.png"
-    section = SECTION.format(comparison=comparison(snow, fire, png), fire_png=png.name)
+    new = section(snow, fire, md.parent / "tune_or_not.png")
     text = md.read_text()
     head = "## To tune or not to tune"
     if head in text:
@@ -180,7 +185,7 @@ def write_section(md: Path, snow: list[tuple], fire: dict[str, dict]) -> None:
     else:
         before, after = text.split("## ❄️ every head", 1)
         after = "## ❄️ every head" + after
-    md.write_text(before + section + "\n" + after)
+    md.write_text(before + new + "\n" + after)
 
 
 def _plot(tasks: list[str], snow: list[float], fire: list[float], out_png: Path) -> None:

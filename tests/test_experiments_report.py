@@ -117,3 +117,22 @@ def test_a_malformed_snow_row_is_reported_with_its_line(tmp_path):
         tune_or_not.snow_rows_from_results(bad)
     with pytest.raises(ValueError, match="no ❄️ table"):
         tune_or_not.snow_rows_from_results("# empty\n")
+
+
+def test_paper_tasks_report_writes_the_table_tune_or_not_reads_back(tmp_path):
+    import paper_tasks  # experiments/ is on sys.path above
+
+    name = next(n for n, t, *_ in paper_tasks._runs() if t == "mrpc")
+    run = tmp_path / "runs" / name
+    (run / "predictions").mkdir(parents=True)
+    (run / "predictions" / "dev.tsv").write_text("index\tgold\tpredicted\n0\t1\t1\n1\t0\t1\n")
+    (run / "metrics.json").write_text(json.dumps({"dev": {"accuracy": 0.5}}))
+    (run / "config.json").write_text(json.dumps({"seconds": 10.0, "train": {"seed": 0}}))
+    (run / "log.jsonl").write_text('{"epoch": 1}\n{"epoch": 2}\n')
+    (run / "scalar_mix.json").write_text(json.dumps({"mix": [1 / 7] * 7}))
+    md = tmp_path / "results.md"
+    paper_tasks.report(tmp_path / "runs", {}, md, tmp_path / "layers.png")
+    assert "## To tune or not to tune" not in md.read_text()  # no 🔥 runs given
+    [row] = tune_or_not.snow_rows_from_results(md.read_text())
+    assert row[:4] == ("mrpc", name.removeprefix("mrpc-"), "accuracy", 0.5)
+    assert row[5:7] == (2, 10.0)
