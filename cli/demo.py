@@ -92,7 +92,7 @@ def run_demo(out: Path, port: int = 0) -> int:
     print(f"== 4/4 fine-tune: the whole encoder on the {DEMO_FINETUNE} sample (🔥 baseline)")
     fire = runs / f"{DEMO_FINETUNE}-finetune"
     args = ["finetune", "--encoder", "minilm", "--task", DEMO_FINETUNE, "--out", str(fire)]
-    code = snowfire(args + ["--data", str(DEMO_DATA_DIR), "--epochs", "3", "--discriminative", "1"])
+    code = snowfire(args + ["--data", str(DEMO_DATA_DIR), "--epochs", "3"])
     if code:
         return code
     results.append((DEMO_FINETUNE, "🔥", fire))

@@ -220,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("--device", str),
     ):
         f.add_argument(flag, type=kind)
+    f.add_argument("--recipe", choices=["bert", "elmo"], help="default: the encoder family's")
     f.add_argument("--schedule", choices=["linear", "slanted"])
     for flag in ("--gradual-unfreezing", "--bi-attention", "--crf"):
         f.add_argument(flag, action=argparse.BooleanOptionalAction)

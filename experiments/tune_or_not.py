@@ -2,9 +2,9 @@
 
     python experiments/tune_or_not.py --data ../shared/data --runs FT_RUNS [--only T ...]
 
-Each run is `snowfire finetune --encoder minilm --task T --data DATA --out FT_RUNS/T
---discriminative 1.0` plus the task's extra options in `PLAN` (one learning rate for all
-layers, as BERT is fine-tuned; peak rate 5e-5, 3 epochs, batch 32, linear warm-up and decay).
+Each run is `snowfire finetune --encoder minilm --task T --data DATA --out FT_RUNS/T` plus the
+task's extra options in `PLAN`, with the recipe of the encoder family (bert: one learning rate
+for all layers, peak 5e-5, linear warm-up and decay; 3 epochs, batch 32).
 A run whose metrics.json exists is skipped; a killed run resumes from its checkpoint.
 
     python experiments/tune_or_not.py --data ../shared/data --runs FT_RUNS --report
@@ -63,7 +63,6 @@ def run_all(data: str, runs: Path, only: set[str] | None, threads: int) -> None:
             task=task,
             data=data,
             out=str(runs / task),
-            discriminative=1.0,
             checkpoint_every=100,
             **extra,
         )
@@ -136,8 +135,8 @@ SECTION = """## To tune or not to tune: ❄️ vs 🔥 per task
 
 ![best head vs fine-tuning per task]({fire_png})
 
-🔥: `snowfire finetune --encoder minilm --task T --data ../shared/data --out RUN
---discriminative 1.0` (+ the caps in `experiments/tune_or_not.py`): the [CLS] vector (NER: each
+🔥: `snowfire finetune --encoder minilm --task T --data ../shared/data --out RUN` (+ the caps
+in `experiments/tune_or_not.py`; recipe bert, the default for this encoder): the [CLS] vector (NER: each
 word's first piece) into one output layer, every weight trained with one peak rate 5e-5, AdamW,
 10% linear warm-up then linear decay, batch 32, max 128 pieces; dev score of the best epoch.
 ❄️: the best head of the task from the table below, trained on features extracted once.

@@ -12,23 +12,26 @@ Dimension glossary: B batch, L layers, T words, S subword pieces, D hidden size,
 
 from .bert import BertFinetuner
 from .bilm_file import save_bilm, tf_arrays
-from .config import DEFAULT_LR, SCHEDULES, FinetuneConfig, add_arguments, from_args
+from .config import FinetuneConfig, add_arguments, from_args
 from .elmo import ElmoFinetuner
 from .model import build_model, predict
 from .optim import group_rates, lr_multiplier, param_groups, trainable_depth, unfreeze
 from .output import OutputLayer, TagScores
+from .recipe import RECIPES, SCHEDULES, Recipe
 from .rundir import read_predictions
-from .train import train
+from .train import build_optimizer, train
 
 __all__ = [
-    "DEFAULT_LR",
+    "RECIPES",
     "SCHEDULES",
     "BertFinetuner",
     "ElmoFinetuner",
     "FinetuneConfig",
     "OutputLayer",
+    "Recipe",
     "TagScores",
     "add_arguments",
+    "build_optimizer",
     "build_model",
     "from_args",
     "group_rates",

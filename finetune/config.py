@@ -1,7 +1,8 @@
 """The one config of a 🔥 fine-tuning run (recorded in RUN/config.json and RUN/checkpoint.pt).
 
-The CLI builds it; defaults live here. `FinetuneConfig.from_json` reads the `finetune` section
-of a run's config.json back, so a run directory is enough to repeat the run.
+The CLI builds it; defaults live here and, for the optimisation settings, in the recipe of
+the encoder family (finetune/recipe.py). `FinetuneConfig.from_json` reads the `finetune`
+section of a run's config.json back, so a run directory is enough to repeat the run.
 """
 
 from __future__ import annotations
@@ -9,13 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-SCHEDULES = ("linear", "slanted")
-
-#: Peak learning rate per encoder family when `lr` is None: the top of BERT's fine-tuning
-#: grid (Devlin et al. 2019: 2e-5..5e-5), which suits a small 6-layer encoder trained for a
-#: few hundred steps (docs/results.md's 🔥 runs use it), and a rate that moves the small ELMo
-#: biLM and its randomly initialised output layer in a few epochs (the paper tuned it on dev).
-DEFAULT_LR = {"hf": 5e-5, "elmo": 1e-3}
+from .recipe import FAMILY_RECIPE, RECIPE_FIELDS, RECIPES, SCHEDULES, resolve
 
 
 @dataclass(frozen=True)
@@ -31,17 +26,22 @@ class FinetuneConfig:
     seed: seeds the output-layer initialisation, the data order and dropout.
     epochs: passes over the training data (the maximum, with early stopping).
     batch_size: examples per optimiser step (also per evaluation batch).
-    lr: peak learning rate of the top parameter group (the task's output layer); None picks
-        `DEFAULT_LR` of the encoder family ("hf" or "elmo").
+    recipe: the optimisation recipe, "bert" or "elmo" (finetune/recipe.py); None picks the
+        encoder family's ("bert" for minilm and hf:..., "elmo" for elmo:...). The five
+        settings below override one value of it each; None keeps the recipe's.
+    lr: peak learning rate of the top parameter group (the task's output layer); recipe:
+        5e-5 (bert), 1e-3 (elmo).
     warmup: fraction of all steps spent rising to the peak rate ("linear": BERT's warm-up;
-        "slanted": the cut fraction of slanted triangular rates).
+        "slanted": the cut fraction of slanted triangular rates); recipe: 0.1.
     schedule: "linear" (linear warm-up, then linear decay to 0; BERT) or "slanted" (slanted
         triangular rates, Howard & Ruder 2018, ratio 32); see `finetune.optim`.
     weight_decay: AdamW's decoupled weight decay (not on biases and norm weights).
     discriminative: each lower layer group gets this factor times the rate of the group above
-        it (Howard & Ruder 2018; the paper used 0.4 for ELMo); 1.0 turns it off (one rate).
+        it (Howard & Ruder 2018; the paper used 0.4 for ELMo); 1.0 is one rate for all
+        layers (recipe bert).
     gradual_unfreezing: at epoch e only the top e layer groups train (the head is the top
-        group, so epoch 1 trains the head alone); see `finetune.optim.unfreeze`.
+        group, so epoch 1 trains the head alone); see `finetune.optim.unfreeze`; recipe elmo:
+        on single-text tasks (the paper: SST-2 and NER), bert: never.
     max_length: BERT family: word pieces per input including special tokens; longer inputs
         are truncated (pairs: the longer text first). Unused by ELMo (no limit).
     dropout: dropout on the representation fed to the output layer.
@@ -64,12 +64,13 @@ class FinetuneConfig:
     seed: int = 0
     epochs: int = 3
     batch_size: int = 32
+    recipe: str | None = None
     lr: float | None = None
-    warmup: float = 0.1
-    schedule: str = "linear"
+    warmup: float | None = None
+    schedule: str | None = None
     weight_decay: float = 0.01
-    discriminative: float = 0.4
-    gradual_unfreezing: bool = False
+    discriminative: float | None = None
+    gradual_unfreezing: bool | None = None
     max_length: int = 128
     dropout: float = 0.1
     patience: int = 3
@@ -85,7 +86,7 @@ class FinetuneConfig:
         for name in ("encoder", "task", "data", "out"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise TypeError(f"FinetuneConfig.{name}: expected a non-empty str")
-        if self.family not in DEFAULT_LR:
+        if self.family not in FAMILY_RECIPE:
             raise ValueError(
                 f"FinetuneConfig.encoder: expected 'minilm', 'hf:NAME_OR_DIR' or 'elmo:...', "
                 f"got {self.encoder!r}"
@@ -96,15 +97,20 @@ class FinetuneConfig:
                 raise ValueError(
                     f"FinetuneConfig.{name}: expected an int >= 1, got {getattr(self, name)!r}"
                 )
+        if self.recipe is not None and self.recipe not in RECIPES:
+            raise ValueError(
+                f"FinetuneConfig.recipe: expected one of {tuple(RECIPES)} or None, "
+                f"got {self.recipe!r}"
+            )
         if self.lr is not None and not self.lr > 0:
             raise ValueError(f"FinetuneConfig.lr: expected > 0 or None, got {self.lr!r}")
-        if not 0.0 <= self.warmup < 1.0:
+        if self.warmup is not None and not 0.0 <= self.warmup < 1.0:
             raise ValueError(f"FinetuneConfig.warmup: expected in [0, 1), got {self.warmup!r}")
-        if self.schedule not in SCHEDULES:
+        if self.schedule is not None and self.schedule not in SCHEDULES:
             raise ValueError(
                 f"FinetuneConfig.schedule: expected one of {SCHEDULES}, got {self.schedule!r}"
             )
-        if not 0.0 < self.discriminative <= 1.0:
+        if self.discriminative is not None and not 0.0 < self.discriminative <= 1.0:
             raise ValueError(
                 f"FinetuneConfig.discriminative: expected in (0, 1], got {self.discriminative!r}"
             )
@@ -130,9 +136,27 @@ class FinetuneConfig:
         return self.encoder.split(":", 1)[0]
 
     @property
+    def recipe_name(self) -> str:
+        """`recipe`, or the encoder family's when it is None."""
+        return self.recipe or FAMILY_RECIPE[self.family]
+
+    def settings(self) -> dict[str, Any]:
+        """The optimisation settings in effect for this task: the recipe's, overridden by
+        every one of `RECIPE_FIELDS` that is not None."""
+        from tasks import get_task
+
+        overrides = {name: getattr(self, name) for name in RECIPE_FIELDS}
+        return resolve(self.recipe_name, get_task(self.task).pair, overrides)[1]
+
+    def recipe_record(self) -> dict[str, Any]:
+        """What RUN/config.json records: recipe name, explicit overrides, settings in effect."""
+        overrides = {n: getattr(self, n) for n in RECIPE_FIELDS if getattr(self, n) is not None}
+        return {"name": self.recipe_name, "overrides": overrides, "settings": self.settings()}
+
+    @property
     def peak_lr(self) -> float:
-        """`lr`, or the family default when it is None."""
-        return self.lr if self.lr is not None else DEFAULT_LR[self.family]
+        """`lr`, or the recipe's when it is None."""
+        return self.lr if self.lr is not None else RECIPES[self.recipe_name].lr
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -170,7 +194,7 @@ def add_arguments(parser) -> None:
         flag = "--" + f.name.replace("_", "-")
         if f.name in ("encoder", "task", "data", "out"):
             parser.add_argument(flag, required=True, help=helps.get(f.name))
-        elif isinstance(f.default, bool):
+        elif isinstance(f.default, bool) or f.name == "gradual_unfreezing":
             parser.add_argument(
                 flag,
                 action=argparse.BooleanOptionalAction,
@@ -178,10 +202,11 @@ def add_arguments(parser) -> None:
                 help=helps.get(f.name),
             )
         else:
-            kind = {"lr": float, "max_train_examples": int, "device": str}.get(
-                f.name, type(f.default)
-            )
-            choices = SCHEDULES if f.name == "schedule" else None
+            kind = {
+                "lr": float, "warmup": float, "discriminative": float, "schedule": str,
+                "recipe": str, "max_train_examples": int, "device": str,
+            }.get(f.name, type(f.default))  # fmt: skip
+            choices = {"schedule": SCHEDULES, "recipe": tuple(RECIPES)}.get(f.name)
             parser.add_argument(
                 flag, type=kind, default=f.default, choices=choices, help=helps.get(f.name)
             )

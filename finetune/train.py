@@ -96,16 +96,13 @@ def train(
     if hasattr(model, "refresh_state"):
         model.refresh_state()  # on the device
     groups = model.layer_groups()  # top-down: output layer first
-    optimizer = torch.optim.AdamW(
-        param_groups(groups, cfg.peak_lr, cfg.discriminative, cfg.weight_decay)
-    )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lr_multiplier(cfg.schedule, total_steps, cfg.warmup)
-    )
+    settings = cfg.settings()
+    optimizer, scheduler = build_optimizer(model, cfg, total_steps)
     scaler = torch.amp.GradScaler(device.type, enabled=amp)
     run_info = {
         "finetune": cfg.to_json(),
-        "peak_lr": cfg.peak_lr,
+        "recipe": cfg.recipe_record(),
+        "peak_lr": settings["lr"],
         "layer_groups": [
             {
                 "name": g["name"],
@@ -178,7 +175,7 @@ def train(
     for epoch in range(state["epoch"], cfg.epochs + 1):
         if state["stopped"]:
             break
-        trainable = unfreeze(groups, epoch, cfg.gradual_unfreezing)
+        trainable = unfreeze(groups, epoch, settings["gradual_unfreezing"])
         if state["batch"] == 0 and hasattr(model, "refresh_state"):
             model.refresh_state()  # ELMo: mid-epoch resumption keeps the restored state
         model.train()
@@ -259,6 +256,20 @@ def train(
     write_json(out_dir / "config.json", run_info)  # with "seconds": the run is finished
     ckpt_path.unlink(missing_ok=True)
     return metrics
+
+
+def build_optimizer(
+    model: nn.Module, cfg: FinetuneConfig, total_steps: int
+) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW over the model's layer groups with the recipe's discriminative rates, and its
+    schedule (`cfg.settings()`: the recipe in effect for the task)."""
+    settings = cfg.settings()
+    groups = param_groups(
+        model.layer_groups(), settings["lr"], settings["discriminative"], cfg.weight_decay
+    )
+    optimizer = torch.optim.AdamW(groups)
+    multiplier = lr_multiplier(settings["schedule"], total_steps, settings["warmup"])
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)
 
 
 def _finished(out_dir: Path, cfg: FinetuneConfig) -> dict[str, dict[str, float]] | None:

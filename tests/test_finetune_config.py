@@ -6,19 +6,54 @@ import argparse
 
 import pytest
 
-from finetune import DEFAULT_LR, FinetuneConfig, add_arguments, from_args
+from finetune import RECIPES, FinetuneConfig, add_arguments, from_args
 
 BASE = dict(encoder="minilm", task="sst2", data="data", out="run")
 
 
-def test_defaults_and_family_learning_rates():
+def test_defaults_follow_the_family_recipe():
     cfg = FinetuneConfig(**BASE)
-    assert cfg.family == "hf" and cfg.peak_lr == DEFAULT_LR["hf"]
-    assert cfg.discriminative == 0.4 and cfg.bi_attention and cfg.crf
+    assert cfg.family == "hf" and cfg.recipe_name == "bert" and cfg.peak_lr == 5e-5
+    assert cfg.settings() == {
+        "lr": 5e-5,
+        "warmup": 0.1,
+        "schedule": "linear",
+        "discriminative": 1.0,
+        "gradual_unfreezing": False,
+    }
+    assert cfg.bi_attention and cfg.crf
     elmo = FinetuneConfig(**(BASE | {"encoder": "elmo:/x"}))
-    assert elmo.family == "elmo" and elmo.peak_lr == DEFAULT_LR["elmo"]
+    assert elmo.family == "elmo" and elmo.recipe_name == "elmo" and elmo.peak_lr == 1e-3
+    assert elmo.settings() == {
+        "lr": 1e-3,
+        "warmup": 0.1,
+        "schedule": "slanted",
+        "discriminative": 0.4,
+        "gradual_unfreezing": True,  # sst2: a single-text task, as in the paper
+    }
+    # the paper unfroze gradually on SST-2 and NER only, not on the sentence-pair tasks
+    assert not FinetuneConfig(**(BASE | {"encoder": "elmo:/x", "task": "stsb"})).settings()[
+        "gradual_unfreezing"
+    ]
+    assert FinetuneConfig(**(BASE | {"encoder": "elmo:/x", "task": "conll2003"})).settings()[
+        "gradual_unfreezing"
+    ]
     assert FinetuneConfig(**(BASE | {"lr": 0.5})).peak_lr == 0.5
     assert FinetuneConfig.from_json(cfg.to_json()) == cfg
+
+
+def test_explicit_options_override_one_value_of_the_recipe():
+    cfg = FinetuneConfig(**(BASE | {"discriminative": 0.4, "lr": 2e-5}))
+    assert cfg.settings() == RECIPES["bert"].settings() | {"discriminative": 0.4, "lr": 2e-5}
+    record = cfg.recipe_record()
+    assert record["name"] == "bert" and record["overrides"] == {"discriminative": 0.4, "lr": 2e-5}
+    assert record["settings"]["schedule"] == "linear"
+    other = FinetuneConfig(**(BASE | {"recipe": "elmo"}))  # the ELMo tricks on a BERT encoder
+    assert other.settings() == RECIPES["elmo"].settings()
+    with pytest.raises(
+        ValueError, match=r"FinetuneConfig.recipe: expected one of \('bert', 'elmo'\)"
+    ):
+        FinetuneConfig(**(BASE | {"recipe": "ulmfit"}))
 
 
 @pytest.mark.parametrize(

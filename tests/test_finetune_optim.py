@@ -168,3 +168,47 @@ def test_gradual_unfreezing_moves_exactly_the_unfrozen_groups(tiny_bert_dir, tmp
                 else:
                     assert same, f"epoch {epoch}: {group}[{key}] should be frozen"
     assert math.isfinite(snapshots[5]["output"]["0"].sum().item())
+
+
+def _peak_rates(optimizer) -> dict[str, float]:
+    """Each layer group's peak rate (the decayed and no-decay halves share it)."""
+    rates: dict[str, float] = {}
+    for g in optimizer.param_groups:
+        name = g["name"].removesuffix("/no_decay")
+        assert rates.setdefault(name, g["initial_lr"]) == g["initial_lr"]
+    return rates
+
+
+def test_default_recipe_bert_family_trains_every_layer_at_one_rate(bert):
+    """Issue #16: the ELMo-only discriminative rates are not the BERT-family default."""
+    from finetune import FinetuneConfig, build_optimizer
+
+    cfg = FinetuneConfig(encoder="minilm", task="stsb", data="d", out="r")
+    optimizer, scheduler = build_optimizer(bert, cfg, total_steps=100)
+    rates = _peak_rates(optimizer)
+    assert list(rates) == ["output", "layer1", "layer0", "embeddings"]
+    assert set(rates.values()) == {5e-5}
+    # linear warm-up over 10% of the steps, then linear decay (the same factor for all groups)
+    assert [g["lr"] for g in optimizer.param_groups] == pytest.approx(
+        [5e-5 / 10] * len(optimizer.param_groups), rel=1e-12
+    )
+    assert all(p.requires_grad for _, params in bert.layer_groups() for p in params)
+
+
+def test_default_recipe_elmo_decays_by_0_4_per_layer():
+    from tests.conftest import FIXTURES, need_shared
+
+    from extractor.elmo import ElmoBiLM
+    from finetune import ElmoFinetuner, FinetuneConfig, build_optimizer
+
+    folder = need_shared(FIXTURES / "allennlp_elmo")
+    bilm = ElmoBiLM.from_files(folder / "options.json", folder / "lm_weights.hdf5")
+    model = ElmoFinetuner(bilm, kind="classification", pair=False, num_labels=2, labels=["0", "1"])
+    cfg = FinetuneConfig(encoder=f"elmo:{folder}", task="sst2", data="d", out="r")
+    optimizer, _ = build_optimizer(model, cfg, total_steps=100)
+    rates = _peak_rates(optimizer)
+    assert list(rates) == ["output", "lstm1", "lstm0", "char_cnn"]
+    top = rates["output"]
+    assert top == 1e-3
+    assert [rates[n] / top for n in rates] == pytest.approx([1.0, 0.4, 0.16, 0.064], rel=1e-12)
+    assert cfg.settings()["schedule"] == "slanted" and cfg.settings()["gradual_unfreezing"]
