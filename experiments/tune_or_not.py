@@ -136,7 +136,7 @@ SECTION = """## To tune or not to tune: ❄️ vs 🔥 per task
 ![best head vs fine-tuning per task]({fire_png})
 
 🔥: `snowfire finetune --encoder minilm --task T --data ../shared/data --out RUN` (+ the caps
-in `experiments/tune_or_not.py`; recipe bert, the default for this encoder): the [CLS] vector (NER: each
+in `experiments/tune_or_not.py`; recipe bert, this encoder's default): the [CLS] vector (NER: each
 word's first piece) into one output layer, every weight trained with one peak rate 5e-5, AdamW,
 10% linear warm-up then linear decay, batch 32, max 128 pieces; dev score of the best epoch.
 ❄️: the best head of the task from the table below, trained on features extracted once.

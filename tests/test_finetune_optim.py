@@ -196,10 +196,9 @@ def test_default_recipe_bert_family_trains_every_layer_at_one_rate(bert):
 
 
 def test_default_recipe_elmo_decays_by_0_4_per_layer():
-    from tests.conftest import FIXTURES, need_shared
-
     from extractor.elmo import ElmoBiLM
     from finetune import ElmoFinetuner, FinetuneConfig, build_optimizer
+    from tests.conftest import FIXTURES, need_shared
 
     folder = need_shared(FIXTURES / "allennlp_elmo")
     bilm = ElmoBiLM.from_files(folder / "options.json", folder / "lm_weights.hdf5")
