@@ -12,7 +12,7 @@ With a data directory (`snowfire serve --home DIR`, SNOWFIRE_HOME), jobs too (jo
 POST /v1/jobs                            {"kind": "extract"|"train"|"finetune", "params": {...}}
 GET  /v1/jobs, /v1/jobs/{id}             status, progress, log tail, metrics when done
 POST /v1/jobs/{id}/cancel
-run by `snowfire worker --kind K --home DIR` (worker.py) from the SQLite queue (queue.py).
+run by `snowfire worker --kind K --home DIR` from the SQLite queue (the `jobs` package).
 """
 
 from .app import create_app, serve

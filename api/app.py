@@ -11,11 +11,10 @@ from pathlib import Path
 from fastapi import FastAPI
 
 from cache import Store
+from jobs import Home, JobQueue
 
 from .errors import install_error_handlers
-from .home import Home
 from .job_routes import router as job_router
-from .queue import JobQueue
 from .routes import router, snowfire_version
 from .settings import Settings
 

@@ -20,13 +20,13 @@ from cache import (
     RequestTooLargeError,
     StoreError,
 )
-
-from .queue import (
+from jobs import (
     InvalidJobError,
     JobError,
     JobNotFoundError,
     JobsDisabledError,
     JobStateError,
+    describe_validation,
 )
 
 log = logging.getLogger(__name__)
@@ -56,20 +56,6 @@ async def validation_error_handler(request: Request, exc: Exception) -> JSONResp
     `indices.1: Input should be a valid integer (got 'x')`."""
     assert isinstance(exc, RequestValidationError)
     return JSONResponse({"detail": describe_validation(exc.errors())}, status_code=422)
-
-
-def describe_validation(errors) -> str:
-    parts = []
-    for err in errors:
-        loc = [str(p) for p in err.get("loc", ()) if p != "body"]
-        if err.get("type") == "value_error" and "error" in err.get("ctx", {}):
-            message = str(err["ctx"]["error"])  # our own validator's text, without "Value error, "
-        else:
-            message = err.get("msg", "invalid")
-            if err.get("type") not in ("missing", "json_invalid") and "input" in err:
-                message += f" (got {err['input']!r})"
-        parts.append(f"{'.'.join(loc)}: {message}" if loc else message)
-    return "; ".join(parts) or "invalid request"
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -13,10 +13,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from .home import Home
-from .job_params import validate_params
+from jobs import Home, JobQueue, JobsDisabledError, new_job_id, validate_params
+
 from .job_schemas import JobDetail, JobRequest, JobSummary, Kind, Status
-from .queue import JobQueue, JobsDisabledError, new_job_id
 from .schemas import ErrorBody
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])

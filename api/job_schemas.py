@@ -7,12 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .home import Home
-from .joblog import progress_of, read_tail, tail_lines
-from .queue import Job
+from jobs import JOB_KINDS, STATUSES, Home, Job, progress_of, read_tail, tail_lines
 
-Kind = Literal["extract", "train", "finetune"]
-Status = Literal["queued", "running", "done", "failed", "cancelled"]
+Kind = Literal[tuple(JOB_KINDS)]  # type: ignore[valid-type]
+Status = Literal[STATUSES]  # type: ignore[valid-type]
 
 
 class JobRequest(BaseModel):

@@ -30,8 +30,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _jobs(args: argparse.Namespace) -> int:
     """`snowfire worker` and `snowfire up`."""
-    from api.launcher import run_up
-    from api.worker import check_worker, run_worker
+    from jobs.launcher import run_up
+    from jobs.worker import check_worker, run_worker
 
     if args.command == "up":
         return run_up(args.home, host=args.host, port=args.port)

@@ -7,8 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api import Settings, create_app
-from api.home import Home
-from api.queue import JobQueue
+from jobs import Home, JobQueue
 from tests.test_train import data_dir  # noqa: F401  (tiny sst2/stsb/conll2003 folders)
 
 TASKS = "conll2003, sst2, mnli, mrpc, stsb, sick-e, sick-r, cola"

@@ -13,13 +13,12 @@ import time
 
 import pytest
 
-from api.home import Home
-from api.queue import JobNotFoundError, JobQueue, JobStateError
-from api.worker import Worker
+from jobs import Home, JobNotFoundError, JobQueue, JobStateError
+from jobs.worker import Worker
 
 CLAIMER = """
 import json, sys
-from api.queue import JobQueue
+from jobs import JobQueue
 q = JobQueue(sys.argv[1])
 print("ready", flush=True)
 sys.stdin.readline()

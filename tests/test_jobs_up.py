@@ -10,7 +10,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from api.queue import KINDS, JobQueue
+from jobs import JOB_KINDS as KINDS
+from jobs import JobQueue
 from tests.test_jobs_compose import LOCAL_ENV, SNOWFIRE, _free_port
 
 

@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
-from .errors import describe_validation
+from .errors import InvalidJobError
 from .home import Home
-from .queue import KINDS, InvalidJobError
+from .kinds import JOB_KINDS
 
 _ENCODER_FORMS = "'minilm', 'hf:NAME_OR_DIR', 'elmo:OPTIONS.json,WEIGHTS.hdf5' or 'elmo:DIR'"
 
@@ -106,8 +106,8 @@ def _finetune_model() -> type[BaseModel]:
 
 def validate_params(kind: str, params: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
     """The resolved params of a `kind` job, or InvalidJobError naming what is wrong."""
-    if kind not in KINDS:
-        raise InvalidJobError(f"unknown job kind {kind!r}: expected one of {', '.join(KINDS)}")
+    if kind not in JOB_KINDS:
+        raise InvalidJobError(f"unknown job kind {kind!r}: expected one of {', '.join(JOB_KINDS)}")
     try:
         model = {"extract": ExtractParams, "train": TrainParams}.get(kind)
         if model is None:
@@ -191,3 +191,19 @@ def _finetune(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
 
 
 _RESOLVE = {"extract": _extract, "train": _train, "finetune": _finetune}
+
+
+def describe_validation(errors) -> str:
+    """pydantic's list of validation errors as one sentence, e.g.
+    `indices.1: Input should be a valid integer (got 'x')`."""
+    parts = []
+    for err in errors:
+        loc = [str(p) for p in err.get("loc", ()) if p != "body"]
+        if err.get("type") == "value_error" and "error" in err.get("ctx", {}):
+            message = str(err["ctx"]["error"])  # our own validator's text, without "Value error, "
+        else:
+            message = err.get("msg", "invalid")
+            if err.get("type") not in ("missing", "json_invalid") and "input" in err:
+                message += f" (got {err['input']!r})"
+        parts.append(f"{'.'.join(loc)}: {message}" if loc else message)
+    return "; ".join(parts) or "invalid request"

@@ -13,16 +13,16 @@ import sys
 import time
 
 from .home import Home
-from .queue import KINDS
-from .worker import module_command
+from .kinds import JOB_KINDS
+from .process import python_command
 
 
 def commands(home: Home, host: str, port: int) -> dict[str, list[str]]:
     """name -> the command of each process `up` starts."""
-    snowfire = module_command("cli")
+    snowfire = python_command("cli")
     root = str(home.root)
     out = {"api": [*snowfire, "serve", "--home", root, "--host", host, "--port", str(port)]}
-    for kind in KINDS:
+    for kind in JOB_KINDS:
         out[f"worker-{kind}"] = [*snowfire, "worker", "--kind", kind, "--home", root]
     return out
 
@@ -43,7 +43,7 @@ def run_up(home: str | None, host: str = "127.0.0.1", port: int = 8000, grace: f
         for name, cmd in commands(home, host, port).items():
             children[name] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
         print(
-            f"snowfire up: API on http://{host}:{port}, workers {', '.join(KINDS)}, "
+            f"snowfire up: API on http://{host}:{port}, workers {', '.join(JOB_KINDS)}, "
             f"data in {home.root} (Ctrl-C stops all)",
             file=sys.stderr,
         )

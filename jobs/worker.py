@@ -1,7 +1,7 @@
 """A worker: claims jobs of one kind from the queue and runs each in a child process.
 
     loop: claim the oldest queued job (or sleep `poll` seconds) -> start the child
-    (`python -m api.runner`, its own process group, output to HOME/jobs/<id>.log) -> heartbeat
+    (`jobs.runner`, its own process group, output to HOME/jobs/<id>.log) -> heartbeat
     the lease: "cancel" kills the child and marks the job cancelled,
     "lost" (the lease expired and the job went back to the queue) kills it and writes nothing
     -> child exits: done with its result, or failed with its exit code and last log line.
@@ -25,15 +25,11 @@ from pathlib import Path
 
 from .home import Home
 from .joblog import read_tail, tail_lines
-from .queue import KINDS, Job, JobQueue
+from .kinds import JOB_KINDS
+from .process import python_command
+from .queue import Job, JobQueue
 
 log = logging.getLogger(__name__)
-
-
-def module_command(module: str) -> list[str]:
-    """`python -m module` without the working directory on sys.path (-P, Python 3.11+), so a
-    folder such as HOME/tasks never shadows a snowfire package."""
-    return [sys.executable, *(["-P"] if sys.version_info >= (3, 11) else []), "-m", module]
 
 
 class Worker:
@@ -54,8 +50,8 @@ class Worker:
         grace: float = 10.0,
         worker_id: str | None = None,
     ) -> None:
-        if kind not in KINDS:
-            raise ValueError(f"worker kind: expected one of {', '.join(KINDS)}, got {kind!r}")
+        if kind not in JOB_KINDS:
+            raise ValueError(f"worker kind: expected one of {', '.join(JOB_KINDS)}, got {kind!r}")
         if lease <= 0 or poll <= 0 or grace < 0:
             raise ValueError(f"lease and poll must be > 0, grace >= 0 (got {lease}, {poll})")
         self.home, self.kind = home, kind
@@ -66,7 +62,7 @@ class Worker:
 
     def command(self, job: Job) -> list[str]:
         """The child process that runs `job`."""
-        return [*module_command("api.runner"), "--home", str(self.home.root), job.id]
+        return python_command("jobs.runner", "--home", str(self.home.root), job.id)
 
     def run(self, *, once: bool = False, stop: threading.Event | None = None) -> int:
         """Claim and run jobs until `stop` is set (or, with `once`, after at most one job);
@@ -98,7 +94,7 @@ class Worker:
                 stdout=fh,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                cwd=self.home.jobs,  # holds no packages (Python 3.10 has no -P)
+                cwd=self.home.jobs,
                 start_new_session=True,  # its own process group: a cancel kills all of it
             )
         try:

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-KINDS = ("extract", "train", "finetune")
+from .errors import InvalidJobError, JobNotFoundError, JobStateError
+from .kinds import JOB_KINDS
+
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
 FINAL = ("done", "failed", "cancelled")
 
@@ -51,29 +53,6 @@ CREATE TABLE IF NOT EXISTS workers (
     id TEXT PRIMARY KEY, kind TEXT NOT NULL, host TEXT NOT NULL, seen_at REAL NOT NULL
 );
 """
-
-
-class JobError(Exception):
-    """Base class of the errors the job queue raises on purpose (api/errors.py maps them)."""
-
-
-class JobNotFoundError(JobError, KeyError):
-    """No job with that id (HTTP 404)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else "job not found"
-
-
-class InvalidJobError(JobError, ValueError):
-    """A submission with bad parameters (HTTP 422)."""
-
-
-class JobStateError(JobError, ValueError):
-    """The job is in a state that does not allow the request, e.g. cancelling a done job (409)."""
-
-
-class JobsDisabledError(JobError, RuntimeError):
-    """The service runs without a data directory, so without a queue (HTTP 503)."""
 
 
 @dataclass(frozen=True)
@@ -145,8 +124,10 @@ class JobQueue:
 
     # -- the API's side
     def submit(self, kind: str, params: dict[str, Any], job_id: str | None = None) -> Job:
-        if kind not in KINDS:
-            raise InvalidJobError(f"unknown job kind {kind!r}: expected one of {', '.join(KINDS)}")
+        if kind not in JOB_KINDS:
+            raise InvalidJobError(
+                f"unknown job kind {kind!r}: expected one of {', '.join(JOB_KINDS)}"
+            )
         job_id = job_id or new_job_id()
         with self._write() as conn:
             conn.execute(

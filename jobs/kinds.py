@@ -1,0 +1,81 @@
+"""The kinds of job, in one place: what each runs, the config its params fill, what it needs.
+
+    extract   `snowfire extract`: extractor.ExtractConfig -> {"featuresets": [summaries]}
+    train     `snowfire train`:   heads.TrainConfig       -> {split: {metric: value}}
+    finetune  `snowfire finetune`: finetune.FinetuneConfig -> {split: {metric: value}}
+
+Each kind's `run` takes the job's resolved params (the config's fields by name) and returns
+the JSON-able result the job shows when done. Imports are lazy: a worker loads only the
+packages of the kind it runs, and only in the child process that runs the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+def _run_extract(params: dict[str, Any]) -> dict[str, Any]:
+    from extractor import run_extract
+
+    return {"featuresets": [info.summary() for info in run_extract(params)]}
+
+
+def _run_train(params: dict[str, Any]) -> dict[str, Any]:
+    from heads import TrainConfig, train
+
+    options = {k: v for k, v in params.items() if k != "featureset"}
+    return train(TrainConfig(**options, featureset_prefix=params["featureset"]))
+
+
+def _run_finetune(params: dict[str, Any]) -> dict[str, Any]:
+    from finetune import FinetuneConfig, train
+
+    return train(FinetuneConfig(**params))
+
+
+def _extract_config() -> type:
+    from extractor import ExtractConfig
+
+    return ExtractConfig
+
+
+def _train_config() -> type:
+    from heads import TrainConfig
+
+    return TrainConfig
+
+
+def _finetune_config() -> type:
+    from finetune import FinetuneConfig
+
+    return FinetuneConfig
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """name: as in the queue and the REST API; run: params -> result; config: the dataclass
+    whose fields the params are; gpu: whether the kind wants a GPU where there is one."""
+
+    name: str
+    run: Callable[[dict[str, Any]], dict[str, Any]]
+    config: Callable[[], type]
+    gpu: bool
+
+
+JOB_KINDS: dict[str, JobKind] = {
+    kind.name: kind
+    for kind in (
+        JobKind("extract", _run_extract, _extract_config, gpu=True),
+        JobKind("train", _run_train, _train_config, gpu=False),
+        JobKind("finetune", _run_finetune, _finetune_config, gpu=True),
+    )
+}
+
+
+def job_kind(name: str) -> JobKind:
+    """The kind named `name`; ValueError naming the known kinds otherwise."""
+    if name not in JOB_KINDS:
+        raise ValueError(f"unknown job kind {name!r}: expected one of {', '.join(JOB_KINDS)}")
+    return JOB_KINDS[name]

@@ -1,0 +1,47 @@
+"""The child process that runs one job: `jobs.runner --home HOME JOB_ID` (started by its
+worker with `jobs.process.python_command`).
+
+Its worker starts it with stdout and stderr sent to HOME/jobs/<id>.log, heartbeats the lease
+while it runs and kills its process group to cancel it. On success it writes what the job
+returned to HOME/jobs/<id>.result.json (atomically) and exits 0; the worker makes the
+completion write. It never writes to the queue.
+
+What each kind runs and returns: jobs/kinds.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .home import Home
+from .kinds import job_kind
+from .queue import JobQueue
+
+
+def write_result(path: Path, result: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(result, indent=2, default=float))
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="jobs.runner", description=__doc__)
+    p.add_argument("--home", required=True)
+    p.add_argument("job_id")
+    args = p.parse_args(argv)
+    home = Home.resolve(args.home)
+    job = JobQueue(home.queue).get(args.job_id)
+    print(f"{job.kind} job {job.id}: {json.dumps(job.params)}", flush=True)
+    result = job_kind(job.kind).run(dict(job.params))
+    write_result(home.result(job.id), result)
+    print(f"{job.kind} job {job.id} done", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
