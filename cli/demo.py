@@ -11,7 +11,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -41,34 +40,26 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> No
 
 
 def run_demo(out: Path, port: int = 0) -> int:
+    """Run the demo into `out`; library errors propagate to the caller (the CLI reports them)."""
+    from extractor import run_extract
+    from finetune import FinetuneConfig
+    from finetune import train as finetune
+    from heads import TrainConfig
+    from heads import train as train_head
+    from jobs import python_command
     from tasks import DEMO_DATA_DIR
 
-    from .main import main as snowfire
-
     started = time.perf_counter()
-    store, runs = out / "store", out / "runs"
+    store, runs, data = out / "store", out / "runs", str(DEMO_DATA_DIR)
     print(f"== 1/4 extract: all layers of the bundled encoder into {store}")
     for task, _ in DEMO_TASKS:
-        code = snowfire(
-            [
-                "extract",
-                "--encoder",
-                "minilm",
-                "--task",
-                task,
-                "--data",
-                str(DEMO_DATA_DIR),
-                "--store",
-                str(store),
-            ]
-        )
-        if code:
-            return code
+        for info in run_extract({"encoder": "minilm", "task": task, "data": data, "store": store}):
+            print(f"   {info.id}: {info.num_examples} examples x {info.num_layers} layers")
     port = port or _free_port()
     url = f"http://127.0.0.1:{port}"
     print(f"== 2/4 serve: {url}")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli", "serve", "--store", str(store), "--port", str(port)],
+        python_command("cli", "serve", "--store", str(store), "--port", str(port)),
         env={**os.environ, "PYTHONUNBUFFERED": "1", "SNOWFIRE_LOG_LEVEL": "warning"},
     )
     try:
@@ -77,28 +68,24 @@ def run_demo(out: Path, port: int = 0) -> int:
             sets = json.load(r)
         print(f"   the service lists {len(sets)} feature sets")
         print("== 3/4 train: heads on features fetched over REST (the encoder is not run)")
-        results = []  # (task, ❄️ or 🔥, run directory)
+        results = []  # (task, ❄️ or 🔥, dev metrics)
         for task, head in DEMO_TASKS:
-            run = runs / f"{task}-{head}"
-            args = ["train", "--store", url, "--encoder", "minilm", "--task", task, "--head", head]
-            args += ["--data", str(DEMO_DATA_DIR), "--out", str(run), "--quiet"]
-            code = snowfire(args + ["--epochs", "8", "--patience", "2"])
-            if code:
-                return code
-            results.append((task, "❄️", run))
+            cfg = TrainConfig(
+                store=url, encoder="minilm", task=task, head=head, data=data,
+                out=str(runs / f"{task}-{head}"), epochs=8, patience=2, progress=False,
+            )  # fmt: skip
+            results.append((task, "❄️", train_head(cfg)["dev"]))
     finally:
         proc.terminate()
         proc.wait(timeout=30)
     print(f"== 4/4 fine-tune: the whole encoder on the {DEMO_FINETUNE} sample (🔥 baseline)")
-    fire = runs / f"{DEMO_FINETUNE}-finetune"
-    args = ["finetune", "--encoder", "minilm", "--task", DEMO_FINETUNE, "--out", str(fire)]
-    code = snowfire(args + ["--data", str(DEMO_DATA_DIR), "--epochs", "3"])
-    if code:
-        return code
-    results.append((DEMO_FINETUNE, "🔥", fire))
+    cfg = FinetuneConfig(
+        encoder="minilm", task=DEMO_FINETUNE, data=data,
+        out=str(runs / f"{DEMO_FINETUNE}-finetune"), epochs=3,
+    )  # fmt: skip
+    results.append((DEMO_FINETUNE, "🔥", finetune(cfg)["dev"]))
     print("\n== dev metrics (bundled all-MiniLM-L6-v2, sample training data)")
-    for task, mark, run in results:
-        dev = json.loads((run / "metrics.json").read_text())["dev"]
+    for task, mark, dev in results:
         print(f"   {task:6s} {mark} " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()))
     print(f"   runs in {runs}; total {time.perf_counter() - started:.0f} s")
     return 0

@@ -15,6 +15,9 @@ import json
 import platform
 from pathlib import Path
 
+from report import SnowRow, check_score, section, write_rows
+from tune_or_not import fire_rows
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: (task, head, hparams, epochs, lr, batch size) — the paper's heads, narrowed (128 units per
@@ -101,37 +104,6 @@ def baselines(store: str, data: str) -> dict[str, dict[str, float]]:
     return out
 
 
-def recompute(run: Path, task: str) -> dict[str, float]:
-    """The dev metric recomputed from predictions/dev.tsv by sklearn / scipy / seqeval."""
-    from scipy.stats import pearsonr
-    from seqeval.metrics import f1_score
-    from sklearn.metrics import accuracy_score, matthews_corrcoef
-
-    from tasks import get_task
-    from tasks.spans import iob1_to_iob2
-
-    lines = (run / "predictions" / "dev.tsv").read_text().splitlines()
-    metric = get_task(task).metric
-    if metric == "span_f1":
-        sents, cur = [], []
-        for line in lines + [""]:
-            if line:
-                cur.append(line.split(" "))
-            elif cur:
-                sents.append(cur)
-                cur = []
-        gold = [iob1_to_iob2([t[1] for t in s]) for s in sents]
-        pred = [iob1_to_iob2([t[2] for t in s]) for s in sents]
-        return {metric: f1_score(gold, pred)}
-    rows = [line.split("\t") for line in lines[1:]]
-    gold, pred = [r[1] for r in rows], [r[2] for r in rows]
-    if metric == "pearson":
-        return {metric: pearsonr([float(g) for g in gold], [float(p) for p in pred])[0]}
-    if metric == "matthews":
-        return {metric: matthews_corrcoef(gold, pred)}
-    return {metric: accuracy_score(gold, pred)}
-
-
 def report(runs: Path, base: dict, out_md: Path, out_png: Path, fire: dict | None = None) -> None:
     """docs/results.md from the ❄️ runs, the cosine baselines and (when given) the 🔥 runs
     (`tune_or_not.fire_rows`), with the layer-weight plot and the ❄️/🔥 plot beside out_md."""
@@ -142,7 +114,8 @@ def report(runs: Path, base: dict, out_md: Path, out_png: Path, fire: dict | Non
 
     from tasks import get_task
 
-    rows, mixes = [], {}
+    rows: list[SnowRow] = []
+    mixes = {}
     for name, task, head, *_ in _runs():
         run = runs / name
         head = name.removeprefix(f"{task}-")
@@ -153,23 +126,23 @@ def report(runs: Path, base: dict, out_md: Path, out_png: Path, fire: dict | Non
         log = [json.loads(x) for x in (run / "log.jsonl").read_text().splitlines()]
         metric = get_task(task).metric
         dev = metrics["dev"]
-        check = recompute(run, task)[metric]
-        if abs(check - dev[metric]) > 1e-6:
-            raise AssertionError(f"{run}: metrics.json {dev[metric]} != recomputed {check}")
+        check_score(run, task, dev[metric])
         rows.append(
-            (task, head, metric, dev[metric], dev, len(log), config["seconds"], config["train"])
-        )
+            SnowRow(task, head, metric, dev[metric], dev, len(log), config["seconds"],
+                    config["train"])
+        )  # fmt: skip
         mix = json.loads((run / "scalar_mix.json").read_text())
         if mix and head in {h for _, h, *_ in PLAN} | {"esim-pooled-separate"}:
             mixes[f"{task} ({head})"] = next(iter(mix.values()))
-    from tune_or_not import SNOW_HEADER, section
-
-    lines = [SNOW_HEADER, "| --- | --- | --- | --- | --- | --- | --- |"]
-    for task, head, metric, score, dev, epochs, secs, _ in rows:
-        others = ", ".join(f"{k} {100 * v:.1f}" for k, v in dev.items())
+    lines = [
+        "| task | head | dev metric | dev | all dev metrics | epochs | train time (s) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        others = ", ".join(f"{k} {100 * v:.1f}" for k, v in r.dev.items())
         lines.append(
-            f"| {task} | {head} | {metric} | **{100 * score:.1f}** | {others} | "
-            f"{epochs} | {secs:.0f} |"
+            f"| {r.task} | {r.head} | {r.metric} | **{100 * r.score:.1f}** | {others} | "
+            f"{r.epochs} | {r.seconds:.0f} |"
         )
     base_lines = [
         f"| {t} | cosine of mean-pooled last layer (no training) | "
@@ -189,7 +162,7 @@ def report(runs: Path, base: dict, out_md: Path, out_png: Path, fire: dict | Non
         fig.colorbar(im, ax=ax)
         fig.tight_layout()
         fig.savefig(out_png, dpi=120)
-    settings = rows[0][7] if rows else {}
+    settings = rows[0].train if rows else {}
     text = TEMPLATE.format(
         comparison=section(rows, fire, out_md.parent / "tune_or_not.png") if fire else "",
         table="\n".join(lines),
@@ -199,6 +172,7 @@ def report(runs: Path, base: dict, out_md: Path, out_png: Path, fire: dict | Non
         settings=json.dumps({k: settings.get(k) for k in ("weight_decay", "patience", "seed")}),
     )
     out_md.write_text(text)
+    write_rows(out_md.with_suffix(".json"), rows)
 
 
 TEMPLATE = """# Results: ❄️ heads and 🔥 fine-tuning of all-MiniLM-L6-v2, dev sets
@@ -256,7 +230,6 @@ def main() -> None:
     p.add_argument("--finetune-runs", help="🔥 runs of experiments/tune_or_not.py to compare")
     args = p.parse_args()
     runs = Path(args.runs)
-    from tune_or_not import fire_rows
 
     if not args.report_only:
         run_all(args.store, args.data, runs, set(args.only) if args.only else None, args.threads)

@@ -1,4 +1,4 @@
-"""The ❄️/🔥 comparison of docs/results.md (experiments/tune_or_not.py) from hand-made runs."""
+"""The ❄️/🔥 comparison of docs/results.md (experiments/) from hand-made runs, with typed rows."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 
+import report  # noqa: E402
 import tune_or_not  # noqa: E402
+from report import FireRow, SnowRow  # noqa: E402
 
 
 def _fire_run(root: Path, task: str, gold: list[str], pred: list[str], score: float) -> None:
@@ -33,32 +35,26 @@ def test_fire_rows_check_the_score_against_the_predictions(tmp_path):
     gold, pred = ["1", "0", "1", "0"], ["1", "0", "0", "0"]
     _fire_run(tmp_path / "runs", "sst2", gold, pred, 0.75)
     row = tune_or_not.fire_rows(tmp_path / "runs", str(data))["sst2"]
-    assert row["score"] == 0.75 and row["epochs"] == 3 and row["best_epoch"] == 2
-    assert row["train_used"] == 3 and row["train_all"] == 5 and row["seconds"] == 123.4
+    assert row.score == 0.75 and row.epochs == 3 and row.best_epoch == 2
+    assert row.train_used == 3 and row.train_all == 5 and row.seconds == 123.4
     (tmp_path / "runs" / "sst2" / "metrics.json").write_text('{"dev": {"accuracy": 0.8}}')
     with pytest.raises(AssertionError, match="recomputed 0.75"):
         tune_or_not.fire_rows(tmp_path / "runs", str(data))
 
 
 def test_comparison_takes_the_best_head_per_task_and_the_difference(tmp_path):
-    snow = [  # (task, head, metric, score, dev, epochs, seconds, train config)
-        ("stsb", "esim", "pearson", 0.852, {}, 10, 900.0, {}),
-        ("stsb", "esim-pooled-separate", "pearson", 0.880, {}, 10, 700.0, {}),
-        ("mrpc", "linear", "accuracy", 0.703, {}, 12, 60.0, {}),
-        ("cola", "bcn", "matthews", 0.167, {}, 6, 300.0, {}),  # no 🔥 run: left out
+    snow = [
+        SnowRow("stsb", "esim", "pearson", 0.852, epochs=10, seconds=900.0),
+        SnowRow("stsb", "esim-pooled-separate", "pearson", 0.880, epochs=10, seconds=700.0),
+        SnowRow("mrpc", "linear", "accuracy", 0.703, epochs=12, seconds=60.0),
+        SnowRow("cola", "bcn", "matthews", 0.167, epochs=6, seconds=300.0),  # no 🔥: left out
     ]
     fire = {
-        "stsb": dict(
-            metric="pearson", score=0.871, seconds=1500.0, epochs=3, best_epoch=3,
-            train_used=5749, train_all=5749,
-        ),
-        "mrpc": dict(
-            metric="accuracy", score=0.81, seconds=900.0, epochs=3, best_epoch=2,
-            train_used=2000, train_all=3668,
-        ),
-    }  # fmt: skip
+        "stsb": FireRow("stsb", "pearson", 0.871, 1500.0, 3, 3, 5749, 5749),
+        "mrpc": FireRow("mrpc", "accuracy", 0.81, 900.0, 3, 2, 2000, 3668),
+    }
     png = tmp_path / "cmp.png"
-    table = tune_or_not.comparison(snow, fire, png).splitlines()
+    table = report.comparison(snow, fire, png).splitlines()
     assert len(table) == 4 and png.stat().st_size > 0
     stsb = [c.strip() for c in table[2].strip("|").split("|")]
     assert stsb[:4] == ["stsb", "pearson", "esim-pooled-separate", "88.0"]
@@ -75,9 +71,6 @@ intro
 ## ❄️ every head
 
 | task | head | dev metric | dev | all dev metrics | epochs | train time (s) |
-| --- | --- | --- | --- | --- | --- | --- |
-| mrpc | esim | accuracy | **77.9** | accuracy 77.9, f1 85.2 | 9 | 621 |
-| mrpc | linear | accuracy | **70.3** | accuracy 70.3, f1 81.9 | 4 | 42 |
 
 ## Notes
 
@@ -88,38 +81,36 @@ intro
 def test_the_section_goes_before_the_snow_table_and_is_replaced_in_place(tmp_path):
     md = tmp_path / "results.md"
     md.write_text(_RESULTS)
-    snow = tune_or_not.snow_rows_from_results(_RESULTS)
-    assert [r[:4] for r in snow] == [
-        ("mrpc", "esim", "accuracy", 0.779),
-        ("mrpc", "linear", "accuracy", 0.703),
+    snow = [
+        SnowRow("mrpc", "esim", "accuracy", 0.779, epochs=9, seconds=621.0),
+        SnowRow("mrpc", "linear", "accuracy", 0.703, epochs=4, seconds=42.0),
     ]
-    assert snow[0][5:7] == (9, 621.0)
-    fire = dict(
-        metric="accuracy", score=0.85, seconds=900.0, epochs=3, best_epoch=2,
-        train_used=3668, train_all=3668,
-    )  # fmt: skip
+    fire = FireRow("mrpc", "accuracy", 0.85, 900.0, 3, 2, 3668, 3668)
     tune_or_not.write_section(md, snow, {"mrpc": fire})
     first = md.read_text()
     assert first.index("## To tune or not to tune") < first.index("## ❄️ every head")
     assert "| mrpc | accuracy | esim | 77.9 | 621 | **85.0** |" in first
     assert first.endswith("- a note\n") and (tmp_path / "tune_or_not.png").stat().st_size > 0
-    fire["score"] = 0.80  # a second report replaces the section, nothing else changes
-    tune_or_not.write_section(md, snow, {"mrpc": fire})
+    lower = FireRow("mrpc", "accuracy", 0.80, 900.0, 3, 2, 3668, 3668)
+    tune_or_not.write_section(md, snow, {"mrpc": lower})  # replaces the section, nothing else
     second = md.read_text()
     assert second.count("## To tune or not to tune") == 1 and "**80.0**" in second
     assert "**85.0**" not in second
     assert second.replace("80.0", "85.0").replace("+2.1", "+7.1") == first
 
 
-def test_a_malformed_snow_row_is_reported_with_its_line(tmp_path):
-    bad = _RESULTS.replace("| **70.3** |", "| 70.3 |")
-    with pytest.raises(ValueError, match="line 10: expected 7 cells"):
-        tune_or_not.snow_rows_from_results(bad)
-    with pytest.raises(ValueError, match="no ❄️ table"):
-        tune_or_not.snow_rows_from_results("# empty\n")
+def test_rows_round_trip_and_a_bad_row_is_named(tmp_path):
+    rows = [SnowRow("mrpc", "esim", "accuracy", 0.779, {"accuracy": 0.779}, 9, 621.0, {"seed": 0})]
+    report.write_rows(tmp_path / "results.json", rows)
+    assert report.read_rows(tmp_path / "results.json") == rows
+    (tmp_path / "bad.json").write_text('[{"task": "mrpc", "head": "esim"}]')
+    with pytest.raises(ValueError, match="bad.json: row 0: .*missing 2 required"):
+        report.read_rows(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match="no ❄️ rows at .*absent.json: run experiments/paper"):
+        report.read_rows(tmp_path / "absent.json")
 
 
-def test_paper_tasks_report_writes_the_table_tune_or_not_reads_back(tmp_path):
+def test_paper_tasks_report_writes_the_rows_tune_or_not_reads_back(tmp_path):
     import paper_tasks  # experiments/ is on sys.path above
 
     name = next(n for n, t, *_ in paper_tasks._runs() if t == "mrpc")
@@ -133,6 +124,11 @@ def test_paper_tasks_report_writes_the_table_tune_or_not_reads_back(tmp_path):
     md = tmp_path / "results.md"
     paper_tasks.report(tmp_path / "runs", {}, md, tmp_path / "layers.png")
     assert "## To tune or not to tune" not in md.read_text()  # no 🔥 runs given
-    [row] = tune_or_not.snow_rows_from_results(md.read_text())
-    assert row[:4] == ("mrpc", name.removeprefix("mrpc-"), "accuracy", 0.5)
-    assert row[5:7] == (2, 10.0)
+    [row] = report.read_rows(md.with_suffix(".json"))
+    assert (row.task, row.head, row.metric, row.score) == (
+        "mrpc",
+        name.removeprefix("mrpc-"),
+        "accuracy",
+        0.5,
+    )
+    assert (row.epochs, row.seconds, row.train) == (2, 10.0, {"seed": 0})
