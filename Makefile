@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.snowfire-installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test test-fast lint bench clean
 
 setup: $(STAMP)
 
@@ -26,6 +26,10 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+# while iterating: leave out the tests that start real processes or use the real encoder/data
+test-fast: setup
+	$(BIN)/python -m pytest -m "not subprocess and not slow"
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

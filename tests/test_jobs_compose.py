@@ -20,6 +20,8 @@ import pytest
 from tests.test_compose import REPO, SERVICES, command, load_compose
 from tests.test_train import data_dir  # noqa: F401  (tiny sst2/stsb/conll2003 folders)
 
+pytestmark = pytest.mark.subprocess  # starts and kills real processes
+
 SNOWFIRE = REPO / ".venv" / "bin" / "snowfire"
 #: This checkout importable as the image's installed package is (an editable install made
 #: before a package existed does not map it), and one thread per process on a small machine.

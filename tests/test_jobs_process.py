@@ -7,7 +7,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from jobs import python_command
+
+pytestmark = pytest.mark.subprocess  # starts and kills real processes
 
 
 def _shadowing_dir(root):

@@ -10,9 +10,13 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from jobs import JOB_KINDS as KINDS
 from jobs import JobQueue
 from tests.test_jobs_compose import LOCAL_ENV, SNOWFIRE, _free_port
+
+pytestmark = pytest.mark.subprocess  # starts and kills real processes
 
 
 def _processes_mentioning(text: str) -> list[int]:

@@ -13,6 +13,8 @@ import pytest
 
 from cache import Store
 
+pytestmark = pytest.mark.subprocess  # starts and kills real processes
+
 SENTENCES = [
     " ".join(
         ("the man plays guitar in the park and a dog runs over the street " * 3).split()[
