@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 
 from jobs import Home, JobQueue, JobsDisabledError, new_job_id, validate_params
 
@@ -49,11 +49,31 @@ def _errors(**codes: str) -> dict:
     response_model=JobDetail,
     responses=_errors(e422="bad kind or params (the reason)", e503="no data directory"),
 )
-def submit_job(body: JobRequest, queue: QueueDep, home: HomeDep) -> JobDetail:
-    """Queue a job; its params are checked now, not when a worker picks it up."""
+def submit_job(
+    body: JobRequest,
+    queue: QueueDep,
+    home: HomeDep,
+    response: Response,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            max_length=200,
+            description="a key of the client's choosing: a retry with the same key and body "
+            "returns the job the first request queued (header Idempotent-Replayed: true) "
+            "instead of queueing it twice; the same key with another body is a 422",
+        ),
+    ] = None,
+) -> JobDetail:
+    """Queue a job; its params are checked now, not when a worker picks it up. The 202 is
+    sent once the job is committed to the queue."""
     job_id = new_job_id()
     params = validate_params(body.kind, body.params, home, job_id)
-    return JobDetail.of(queue.submit(body.kind, params, job_id=job_id), home)
+    job = queue.submit(
+        body.kind, params, job_id=job_id, key=idempotency_key, request=body.model_dump()
+    )
+    if job.id != job_id:
+        response.headers["Idempotent-Replayed"] = "true"
+    return JobDetail.of(job, home)
 
 
 @router.get("", response_model=list[JobSummary])

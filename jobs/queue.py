@@ -11,6 +11,7 @@ it after `max_attempts` claims, or cancels it when a cancel was asked for.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import sqlite3
@@ -53,6 +54,12 @@ CREATE TABLE IF NOT EXISTS workers (
     id TEXT PRIMARY KEY, kind TEXT NOT NULL, host TEXT NOT NULL, seen_at REAL NOT NULL
 );
 """
+#: Columns added after the first release (ALTER TABLE on an older queue file).
+_ADDED = {"idempotency_key": "TEXT", "request_sha": "TEXT"}
+_KEY_INDEX = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS jobs_by_key ON jobs (idempotency_key) "
+    "WHERE idempotency_key IS NOT NULL"
+)
 
 
 @dataclass(frozen=True)
@@ -71,11 +78,13 @@ class Job:
     cancel_requested: bool
     metrics: dict[str, Any] | None
     error: str | None
+    idempotency_key: str | None = None  # the client's key for a retry-safe submission
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Job:
         d = dict(row)
         d.pop("seq")
+        d.pop("request_sha", None)
         d["params"] = json.loads(d["params"])
         d["metrics"] = None if d["metrics"] is None else json.loads(d["metrics"])
         d["cancel_requested"] = bool(d["cancel_requested"])
@@ -98,6 +107,11 @@ class JobQueue:
         with self._connect() as conn:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(_SCHEMA)
+            have = {row["name"] for row in conn.execute("PRAGMA table_info(jobs)")}
+            for name, sql_type in _ADDED.items():
+                if name not in have:
+                    conn.execute(f"ALTER TABLE jobs ADD COLUMN {name} {sql_type}")
+            conn.execute(_KEY_INDEX)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -123,21 +137,70 @@ class JobQueue:
             conn.execute("COMMIT")
 
     # -- the API's side
-    def submit(self, kind: str, params: dict[str, Any], job_id: str | None = None) -> Job:
+    def submit(
+        self,
+        kind: str,
+        params: dict[str, Any],
+        job_id: str | None = None,
+        *,
+        key: str | None = None,
+        request: Any = None,
+    ) -> Job:
+        """Queue a job (as `job_id`, default a new id); returns it once it is committed.
+
+        key: the client's idempotency key. A key already used returns that earlier job (its own
+        id, not `job_id`) when `request` (the request as the client sent it, JSON-able) is the
+        same, so a client that lost the answer can retry without queueing the job twice; with
+        another request it is an InvalidJobError.
+        """
         if kind not in JOB_KINDS:
             raise InvalidJobError(
                 f"unknown job kind {kind!r}: expected one of {', '.join(JOB_KINDS)}"
             )
         job_id = job_id or new_job_id()
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO jobs (id, kind, params, created_at) VALUES (?, ?, ?, ?)",
-                (job_id, kind, json.dumps(params), time.time()),
-            )
+        sha = None
+        if key is not None:
+            text = json.dumps({"kind": kind, "request": request}, sort_keys=True)
+            sha = hashlib.sha256(text.encode()).hexdigest()
+        with self._write() as conn:  # the look-up and the insert in one write transaction
+            row = None
+            if key is not None:
+                row = conn.execute(
+                    "SELECT id, request_sha FROM jobs WHERE idempotency_key = ?", (key,)
+                ).fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO jobs (id, kind, params, created_at, idempotency_key, "
+                    "request_sha) VALUES (?, ?, ?, ?, ?, ?)",
+                    (job_id, kind, json.dumps(params), time.time(), key, sha),
+                )
+            elif row["request_sha"] != sha:
+                raise InvalidJobError(
+                    f"Idempotency-Key {key!r} was used for another request "
+                    f"(job {row['id']}): use a new key for a new job"
+                )
+            else:
+                job_id = row["id"]  # a retry of a request already queued
         return self.get(job_id)
 
     def get(self, job_id: str) -> Job:
         self.reap()
+        with self._connect() as conn:
+            row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        if row is None:
+            raise JobNotFoundError(f"no job {job_id!r}")
+        return Job.from_row(row)
+
+    def lease_state(self, job_id: str) -> tuple[str, str | None, float | None] | None:
+        """(status, lease token, lease_until) of a job, read only (no reaping); None if absent."""
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT status, lease, lease_until FROM jobs WHERE id = ?", (job_id,)
+            ).fetchone()
+        return None if row is None else (row["status"], row["lease"], row["lease_until"])
+
+    def peek(self, job_id: str) -> Job:
+        """The job as stored, read only (no reaping of expired leases)."""
         with self._connect() as conn:
             row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
         if row is None:

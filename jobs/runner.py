@@ -2,9 +2,10 @@
 worker with `jobs.process.python_command`).
 
 Its worker starts it with stdout and stderr sent to HOME/jobs/<id>.log, heartbeats the lease
-while it runs and kills its process group to cancel it. On success it writes what the job
-returned to HOME/jobs/<id>.result.json (atomically) and exits 0; the worker makes the
-completion write. It never writes to the queue.
+while it runs and kills its process group to cancel it. The runner is tethered to that worker
+and that lease (tether.py): it dies when the worker dies or the lease is no longer its own. On
+success it writes what the job returned to HOME/jobs/<id>.result.json (atomically) and exits 0;
+the worker makes the completion write. It never writes to the queue.
 
 What each kind runs and returns: jobs/kinds.py.
 """
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import tether
 from .home import Home
 from .kinds import job_kind
 from .queue import JobQueue
@@ -32,10 +34,17 @@ def write_result(path: Path, result: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="jobs.runner", description=__doc__)
     p.add_argument("--home", required=True)
+    p.add_argument("--parent", type=int, help="pid of the worker: the runner dies with it")
+    p.add_argument("--lease", help="the claim's lease token: the runner stops once it is not")
+    p.add_argument("--watch", type=float, default=2.0, help="seconds between lease checks")
     p.add_argument("job_id")
     args = p.parse_args(argv)
     home = Home.resolve(args.home)
-    job = JobQueue(home.queue).get(args.job_id)
+    queue = JobQueue(home.queue)
+    if args.parent is not None:
+        tether.die_with_parent(args.parent)
+        tether.watch(queue, args.job_id, args.lease, args.parent, args.watch)
+    job = queue.peek(args.job_id)
     print(f"{job.kind} job {job.id}: {json.dumps(job.params)}", flush=True)
     result = job_kind(job.kind).run(dict(job.params))
     write_result(home.result(job.id), result)

@@ -60,9 +60,17 @@ class Worker:
         self.queue = JobQueue(home.queue)
         home.jobs.mkdir(parents=True, exist_ok=True)
 
+    @property
+    def beat(self) -> float:
+        """Seconds between heartbeats (and between the runner's own lease checks)."""
+        return min(self.poll, self.lease / 3)
+
     def command(self, job: Job) -> list[str]:
         """The child process that runs `job`."""
-        return python_command("jobs.runner", "--home", str(self.home.root), job.id)
+        return python_command(
+            "jobs.runner", "--home", str(self.home.root), "--parent", str(os.getpid()),
+            "--lease", str(job.lease), "--watch", str(self.beat), job.id,
+        )  # fmt: skip
 
     def run(self, *, once: bool = False, stop: threading.Event | None = None) -> int:
         """Claim and run jobs until `stop` is set (or, with `once`, after at most one job);
@@ -111,7 +119,7 @@ class Worker:
         """Heartbeat until the child exits (None) or must be stopped ("cancelled", "lost")."""
         while True:
             try:
-                child.wait(timeout=min(self.poll, self.lease / 3))
+                child.wait(timeout=self.beat)
                 return None
             except subprocess.TimeoutExpired:
                 pass

@@ -158,3 +158,25 @@ def test_a_service_without_home_serves_no_jobs(tmp_path):
         assert r.status_code == 503
         assert r.json()["detail"].startswith("this service has no data directory, so no job")
         assert c.get("/healthz").status_code == 200
+
+
+def test_a_retried_submission_with_its_idempotency_key_queues_one_job(client, home):
+    body = {"kind": "train", "params": {"encoder": "minilm", "task": "sst2", "head": "linear"}}
+    first = client.post("/v1/jobs", json=body, headers={"Idempotency-Key": "k-1"})
+    again = client.post("/v1/jobs", json=body, headers={"Idempotency-Key": "k-1"})
+    assert first.status_code == again.status_code == 202
+    assert again.json()["id"] == first.json()["id"]
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert "Idempotent-Replayed" not in first.headers
+    assert [j.id for j in JobQueue(home.queue).list()] == [first.json()["id"]]
+    other = {"kind": "train", "params": {**body["params"], "head": "mlp"}}
+    r = client.post("/v1/jobs", json=other, headers={"Idempotency-Key": "k-1"})
+    assert r.status_code == 422
+    assert r.json()["detail"] == (
+        f"Idempotency-Key 'k-1' was used for another request (job {first.json()['id']}): "
+        "use a new key for a new job"
+    )
+    fresh = client.post("/v1/jobs", json=body, headers={"Idempotency-Key": "k-2"})
+    assert fresh.status_code == 202 and fresh.json()["id"] != first.json()["id"]
+    plain = [client.post("/v1/jobs", json=body).json()["id"] for _ in range(2)]
+    assert len(set(plain)) == 2  # without a key every request is a new job

@@ -227,3 +227,49 @@ def test_a_stopped_worker_kills_its_child_and_hands_the_job_back(home, queue):
     back = queue.get(job.id)
     assert (back.status, back.attempts, back.worker, back.lease) == ("queued", 1, None, None)
     assert queue.claim("train", "next", 30.0).attempts == 2
+
+
+def test_an_older_queue_file_gains_the_new_columns(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "queue.sqlite"
+    conn = sqlite3.connect(path)  # the first release's table, with a job in it
+    conn.execute(
+        "CREATE TABLE jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, "
+        "kind TEXT NOT NULL, params TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'queued', "
+        "attempts INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL, started_at REAL, "
+        "finished_at REAL, worker TEXT, lease TEXT, lease_until REAL, "
+        "cancel_requested INTEGER NOT NULL DEFAULT 0, metrics TEXT, error TEXT)"
+    )
+    conn.execute("INSERT INTO jobs (id, kind, params, created_at) VALUES ('old', 'train', '{}', 1)")
+    conn.commit()
+    conn.close()
+    queue = JobQueue(path)
+    assert queue.get("old").idempotency_key is None
+    job = queue.submit("train", {}, key="k", request={"a": 1})
+    assert queue.submit("train", {}, key="k", request={"a": 1}).id == job.id
+    assert [j.id for j in queue.list()] == [job.id, "old"]
+
+
+def test_tether_reasons_to_stop(queue):
+    from jobs.tether import why_stop
+
+    me = os.getpid()
+    parent = os.getppid()
+    job = queue.submit("train", {})
+    assert why_stop(queue, "nope", "x", parent) == "job nope is no longer in the queue"
+    claim = queue.claim("train", "w", 30.0)
+    assert why_stop(queue, job.id, claim.lease, parent) is None
+    assert why_stop(queue, job.id, claim.lease, me) == f"the worker (pid {me}) is gone"
+    assert (
+        why_stop(queue, job.id, "another", parent) == f"job {job.id} is running under another lease"
+    )
+    queue.heartbeat(job.id, claim.lease, -1.0)  # the lease ran out
+    assert why_stop(queue, job.id, claim.lease, parent) == (
+        f"the lease of job {job.id} expired (the worker stopped heartbeating)"
+    )
+    queue.reap()  # re-queued: no longer running under this lease
+    assert (
+        why_stop(queue, job.id, claim.lease, parent)
+        == f"job {job.id} is queued under another lease"
+    )
