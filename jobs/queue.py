@@ -104,14 +104,32 @@ class JobQueue:
         self.path = Path(path)
         self.max_attempts = max_attempts
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
+        self._use_wal()
+        # several processes open one file at once (snowfire up starts them together): the schema
+        # and the migration of an older file happen under the write lock, read again inside it
+        with self._write() as conn:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
             have = {row["name"] for row in conn.execute("PRAGMA table_info(jobs)")}
             for name, sql_type in _ADDED.items():
                 if name not in have:
                     conn.execute(f"ALTER TABLE jobs ADD COLUMN {name} {sql_type}")
             conn.execute(_KEY_INDEX)
+
+    def _use_wal(self, wait: float = 30.0) -> None:
+        # switching the journal mode does not wait on the busy handler: retry while another
+        # process holds the file for its own switch
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                with self._connect() as conn:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

@@ -251,6 +251,24 @@ def test_an_older_queue_file_gains_the_new_columns(tmp_path):
     assert [j.id for j in queue.list()] == [job.id, "old"]
 
 
+def test_many_processes_open_one_fresh_queue_file_at_once(tmp_path):
+    # snowfire up starts the API and three workers together: each creates or migrates the file
+    path = tmp_path / "queue.sqlite"
+    code = (
+        "import sys, time; from jobs import JobQueue\n"
+        "time.sleep(max(0.0, float(sys.argv[2]) - time.time()))\n"  # all start together
+        "JobQueue(sys.argv[1]).submit('train', {})"
+    )
+    start = str(time.time() + 2.0)
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(path), start], stderr=subprocess.PIPE)
+        for _ in range(8)
+    ]
+    errors = [p.communicate()[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, "\n".join(errors)
+    assert len(JobQueue(path).list()) == 8
+
+
 def test_tether_reasons_to_stop(queue):
     from jobs.tether import why_stop
 
