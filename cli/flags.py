@@ -1,7 +1,7 @@
 """Command-line flags derived from a config dataclass, so a default or a help text lives once.
 
-Every field of the config becomes `--field-name` (underscores as dashes), with the field's
-type, its `metadata["help"]` and `metadata["choices"]`; a field without a default is a
+Every field of the config (see `options.option`) becomes `--field-name` (underscores as
+dashes), with the field's type, help and choices; a field without a default is a
 required flag. Flags not given stay out of the parsed namespace (argparse.SUPPRESS), so
 `config_from_args` leaves the dataclass's own defaults in place and its `__post_init__`
 checks every value. By type:
@@ -64,6 +64,8 @@ def add_config_arguments(
         help_text = f.metadata.get("help")
         if help_text is None:
             raise TypeError(f"{cls.__name__}.{f.name}: no metadata['help'] to show in --help")
+        if f.default not in (dataclasses.MISSING, None) and not isinstance(f.default, bool):
+            help_text += f" (default: {f.default})"
         help_text = help_text.replace("%", "%%")
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         kw: dict[str, Any] = {"dest": f.name, "help": help_text, "default": argparse.SUPPRESS}
@@ -90,7 +92,7 @@ def add_config_arguments(
             kw["choices"] = typing.get_args(base)
         else:
             raise TypeError(f"{cls.__name__}.{f.name}: no flag for type {hints[f.name]!r}")
-        if "choices" in f.metadata:
+        if f.metadata.get("choices"):
             kw["choices"] = tuple(f.metadata["choices"])
         parser.add_argument(flag, **kw)
 

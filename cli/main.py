@@ -1,19 +1,24 @@
-"""Argument parsing for `snowfire <command>`; each command imports its package lazily."""
+"""Argument parsing for `snowfire <command>`; each command imports its package lazily.
+
+The flags of extract, train and finetune are derived from their configs (extractor.ExtractOptions,
+heads.TrainConfig, finetune.FinetuneConfig: cli/flags.py), so a default, a choice or a help
+text is written once, and a bad value is refused when the config is built.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
 
+from .flags import add_config_arguments, config_from_args
+
 
 def _extract(args: argparse.Namespace) -> int:
-    from extractor import run_extract
+    from extractor import ExtractOptions, run_extract
 
-    options = {k: v for k, v in vars(args).items() if k not in ("func", "command", "verbose")}
-    for info in run_extract(options):
+    for info in run_extract(config_from_args(ExtractOptions, args)):
         print(
             f"{info.id}: {info.num_examples} examples x {info.num_layers} layers x {info.dim} "
             f"({info.dtype}) in {args.store}"
@@ -40,34 +45,25 @@ def _jobs(args: argparse.Namespace) -> int:
     return run_worker(args.home, args.kind, once=args.once, poll=args.poll, lease=args.lease)
 
 
+def _print_metrics(prefix: str, metrics: dict[str, dict[str, float]], out: str) -> None:
+    for split, values in metrics.items():
+        print(f"{prefix} {split}: " + ", ".join(f"{k} {v:.4f}" for k, v in values.items()))
+    print(f"run written to {out}")
+
+
 def _train(args: argparse.Namespace) -> int:
     from heads import TrainConfig, train
 
-    hparams = json.loads(args.hparams) if args.hparams else {}
-    config = TrainConfig(
-        store=args.store,
-        encoder=args.encoder,
-        task=args.task,
-        head=args.head,
-        data=args.data,
-        out=args.out,
-        seed=args.seed,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        patience=args.patience,
-        pair_encoding=args.pair_encoding,
-        featureset_prefix=args.featureset,
-        layer=args.layer,
-        hparams=hparams,
-        progress=not args.quiet,
-    )
-    metrics = train(config)
-    for split, values in metrics.items():
-        shown = ", ".join(f"{k} {v:.4f}" for k, v in values.items())
-        print(f"{args.task} {args.head} {split}: {shown}")
-    print(f"run written to {args.out}")
+    config = config_from_args(TrainConfig, args)
+    _print_metrics(f"{config.task} {config.head}", train(config), config.out)
+    return 0
+
+
+def _finetune(args: argparse.Namespace) -> int:
+    from finetune import FinetuneConfig, train
+
+    config = config_from_args(FinetuneConfig, args)
+    _print_metrics(f"{config.task} finetune", train(config), config.out)
     return 0
 
 
@@ -85,18 +81,6 @@ def _baseline(args: argparse.Namespace) -> int:
     metrics = evaluate(args.task, gold, scores.tolist())
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
     print(f"{args.task} {args.split} cosine of mean-pooled layer {args.layer} ({info.id}): {shown}")
-    return 0
-
-
-def _finetune(args: argparse.Namespace) -> int:
-    from finetune import from_args, train
-
-    metrics = train(from_args(args))
-    for split, values in metrics.items():
-        print(
-            f"{args.task} finetune {split}: " + ", ".join(f"{k} {v:.4f}" for k, v in values.items())
-        )
-    print(f"run written to {args.out}")
     return 0
 
 
@@ -125,30 +109,20 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(out=Path(args.out), port=args.port)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="snowfire", description=__doc__)
-    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    sub = p.add_subparsers(dest="command", required=True)
+# -- one function per command's flags
 
-    e = sub.add_parser("extract", help="run an encoder once, store all layers")
-    e.add_argument("--encoder", required=True, help="minilm | hf:NAME_OR_DIR | elmo:OPTS,WEIGHTS")
-    e.add_argument("--store", required=True, help="store directory")
-    e.add_argument("--task", help="task name (conll2003, sst2, mnli, mrpc, stsb, sick-e, ...)")
-    e.add_argument("--data", help="task data directory (one folder per task)")
-    e.add_argument("--split", action="append", help="split to extract (repeatable; default all)")
-    e.add_argument("--input", help="raw text: one sentence per line, or JSONL")
-    e.add_argument("--name", help="name for a raw-text feature set (default: file stem)")
-    e.add_argument("--pair-encoding", choices=["joint", "separate"], default="joint")
-    e.add_argument("--dtype", choices=["float16", "float32"], default="float16")
-    e.add_argument("--token-budget", type=int, default=8192, help="padded tokens per batch")
-    e.add_argument("--segment-tokens", type=int, default=None, help="tokens per commit")
-    e.add_argument("--max-length", type=int, default=None, help="window length (<= model max)")
-    e.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: GPU if present)")
-    e.add_argument("--elmo-state", choices=["fixed", "stateful"], default="fixed")
-    e.add_argument("--batch-size", type=int, default=32, help="sentences per batch (ELMo)")
-    e.add_argument("--quiet", action="store_true", help="no progress bar")
-    e.set_defaults(func=_extract)
 
+def _add_config_command(sub, name: str, help: str, config: str, func) -> None:
+    """A command whose flags are the fields of `config` ("package:Class", imported here)."""
+    import importlib
+
+    module, _, cls = config.partition(":")
+    parser = sub.add_parser(name, help=help)
+    add_config_arguments(parser, getattr(importlib.import_module(module), cls))
+    parser.set_defaults(func=func)
+
+
+def _add_service(sub) -> None:
     s = sub.add_parser("serve", help="serve a store over REST")
     s.add_argument("--store", default=None, help="store directory (env SNOWFIRE_STORE)")
     s.add_argument("--host", default=None, help="default 127.0.0.1 (env SNOWFIRE_HOST)")
@@ -171,62 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--port", type=int, default=8000)
     u.set_defaults(func=_jobs)
 
-    t = sub.add_parser("train", help="train a head on cached features (never runs the encoder)")
-    t.add_argument("--store", required=True, help="store directory or http://HOST:PORT")
-    t.add_argument("--encoder", required=True, help="the encoder spec the features came from")
-    t.add_argument("--task", required=True)
-    t.add_argument("--head", required=True)
-    t.add_argument("--data", required=True, help="task data directory (labels)")
-    t.add_argument("--out", required=True, help="run directory")
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--epochs", type=int, default=20)
-    t.add_argument("--batch-size", type=int, default=32)
-    t.add_argument("--lr", type=float, default=1e-3)
-    t.add_argument("--weight-decay", type=float, default=0.01)
-    t.add_argument("--patience", type=int, default=3, help="epochs without dev gain")
-    t.add_argument("--pair-encoding", choices=["joint", "separate"], default=None)
-    t.add_argument("--featureset", default=None, help="feature-set id prefix when ambiguous")
-    t.add_argument("--layer", type=int, default=None, help="the layer a probe reads")
-    t.add_argument("--hparams", default=None, help='head options as JSON, e.g. {"hidden": 300}')
-    t.add_argument("--quiet", action="store_true")
-    t.set_defaults(func=_train)
 
-    f = sub.add_parser(
-        "finetune",
-        help="🔥 fine-tune the whole encoder (the baseline); re-run the same command to resume",
-        argument_default=argparse.SUPPRESS,
-    )
-    for flag, what in (
-        ("--encoder", "minilm | hf:DIR | elmo:..."),
-        ("--task", "task name"),
-        ("--data", "task data directory"),
-        ("--out", "run directory"),
-    ):
-        f.add_argument(flag, required=True, help=what)
-    for flag, kind in (
-        ("--seed", int),
-        ("--epochs", int),
-        ("--batch-size", int),
-        ("--lr", float),
-        ("--warmup", float),
-        ("--weight-decay", float),
-        ("--discriminative", float),
-        ("--max-length", int),
-        ("--dropout", float),
-        ("--patience", int),
-        ("--max-grad-norm", float),
-        ("--max-train-examples", int),
-        ("--checkpoint-every", int),
-        ("--device", str),
-    ):
-        f.add_argument(flag, type=kind)
-    f.add_argument("--recipe", choices=["bert", "elmo"], help="default: the encoder family's")
-    f.add_argument("--schedule", choices=["linear", "slanted"])
-    for flag in ("--gradual-unfreezing", "--bi-attention", "--crf"):
-        f.add_argument(flag, action=argparse.BooleanOptionalAction)
-    f.add_argument("--quiet", dest="progress", action="store_false")
-    f.set_defaults(func=_finetune)
-
+def _add_store_tools(sub) -> None:
     b = sub.add_parser("baseline", help="zero-training STS baseline: cosine of mean-pooled texts")
     b.add_argument("--store", required=True)
     b.add_argument("--encoder", required=True)
@@ -253,12 +173,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     x.set_defaults(func=_export)
 
+
+def _add_demo(sub) -> None:
     d = sub.add_parser(
         "demo", help="extract, serve, fetch over REST, train heads, fine-tune, print dev metrics"
     )
     d.add_argument("--out", default="demo_out", help="working directory for the demo")
     d.add_argument("--port", type=int, default=0, help="service port (0: a free one)")
     d.set_defaults(func=_demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="snowfire", description=__doc__.splitlines()[0])
+    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = p.add_subparsers(dest="command", required=True)
+    _add_config_command(
+        sub, "extract", "run an encoder once, store all layers", "extractor.options:ExtractOptions",
+        _extract,
+    )  # fmt: skip
+    _add_service(sub)
+    _add_config_command(
+        sub, "train", "train a head on cached features (never runs the encoder)",
+        "heads.config:TrainConfig", _train,
+    )  # fmt: skip
+    _add_config_command(
+        sub, "finetune",
+        "🔥 fine-tune the whole encoder (the baseline); re-run the same command to resume",
+        "finetune.config:FinetuneConfig", _finetune,
+    )  # fmt: skip
+    _add_store_tools(sub)
+    _add_demo(sub)
     return p
 
 
@@ -272,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return args.func(args)
-    except (ValueError, KeyError, OSError, RuntimeError, StoreError) as err:
+    except (ValueError, TypeError, KeyError, OSError, RuntimeError, StoreError) as err:
         if args.verbose:
             raise
         print(f"snowfire {args.command}: error: {err}", file=sys.stderr)

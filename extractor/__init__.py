@@ -3,6 +3,7 @@
 from .base import Encoded, Encoder, Prepared, TextInput
 from .encoders import MINILM_NAME, encoder_name, load_encoder, minilm_dir
 from .inputs import InputSet, gather_inputs, run_extract
+from .options import ExtractOptions, encoder_family
 from .run import EXTRACTOR_VERSION, ExtractConfig, extract
 
 __all__ = [
@@ -12,6 +13,8 @@ __all__ = [
     "InputSet",
     "Encoder",
     "ExtractConfig",
+    "ExtractOptions",
+    "encoder_family",
     "Prepared",
     "TextInput",
     "encoder_name",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Encoder
+from .options import encoder_family
 
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -77,10 +78,8 @@ def load_encoder(
         )
         encoder.identity["spec"] = spec  # listed with the feature sets, not hashed into keys
         return encoder
-    raise ValueError(
-        f"unknown encoder {spec!r}: expected 'minilm', 'hf:NAME_OR_DIR', "
-        "'elmo:OPTIONS.json,WEIGHTS.hdf5' or 'elmo:DIR'"
-    )
+    encoder_family(spec)  # raises, naming the forms
+    raise AssertionError(f"encoder spec {spec!r} passed encoder_family but was not loaded")
 
 
 def describe(encoder: Encoder) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from cache import FeatureSetInfo, Store, file_sha256
 
 from .base import TextInput
 from .encoders import load_encoder
+from .options import ExtractOptions
 from .run import ExtractConfig, extract
 
 
@@ -69,45 +70,29 @@ def gather_inputs(
     return out
 
 
-def run_extract(params: dict[str, Any]) -> list[FeatureSetInfo]:
-    """`snowfire extract` with its options by name (as the CLI and job params spell them)."""
-    p = {
-        "pair_encoding": "joint",
-        "max_length": None,
-        "device": None,
-        "elmo_state": "fixed",
-        "batch_size": 32,
-        "dtype": "float16",
-        "token_budget": 8192,
-        "segment_tokens": None,
-        "quiet": False,
-        "task": None,
-        "data": None,
-        "split": None,
-        "input": None,
-        "name": None,
-        **params,
-    }
+def run_extract(options: ExtractOptions | dict[str, Any]) -> list[FeatureSetInfo]:
+    """`snowfire extract`: its options, or the same by name (a job's params)."""
+    opts = options if isinstance(options, ExtractOptions) else ExtractOptions(**options)
     inputs = gather_inputs(
-        task=p["task"], data=p["data"], splits=p["split"], input=p["input"], name=p["name"]
+        task=opts.task, data=opts.data, splits=opts.split, input=opts.input, name=opts.name
     )
     encoder = load_encoder(
-        p["encoder"],
-        pair_encoding=p["pair_encoding"],
-        max_length=p["max_length"],
-        device=p["device"],
-        elmo_state=p["elmo_state"],
-        batch_size=p["batch_size"],
+        opts.encoder,
+        pair_encoding=opts.pair_encoding,
+        max_length=opts.max_length,
+        device=opts.device,
+        elmo_state=opts.elmo_state,
+        batch_size=opts.batch_size,
     )
-    store = Store(p["store"])
+    store = Store(opts.store)
     made = []
     for item in inputs:
         config = ExtractConfig(
-            dtype=p["dtype"],
-            token_budget=p["token_budget"],
-            segment_tokens=p["segment_tokens"],
-            batch_size=p["batch_size"],
-            progress=not p["quiet"],
+            dtype=opts.dtype,
+            token_budget=opts.token_budget,
+            segment_tokens=opts.segment_tokens,
+            batch_size=opts.batch_size,
+            progress=opts.progress,
             source=item.source,
         )
         made.append(

@@ -19,6 +19,7 @@ from cache import FeatureSetInfo, Store, digest, example_key, versions
 
 from .base import Encoder, Prepared, TextInput
 from .batching import bucket_batches, ordered_batches
+from .options import BATCH_SIZE, DTYPE, TOKEN_BUDGET
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +31,10 @@ EXTRACTOR_VERSION = 1
 class ExtractConfig:
     """How to extract (what is stored does not depend on these, except dtype)."""
 
-    dtype: str = "float16"  # storage dtype: float16 (default) or float32
-    token_budget: int = 8192  # padded tokens per forward batch
+    dtype: str = DTYPE  # storage dtype: float16 (default) or float32
+    token_budget: int = TOKEN_BUDGET  # padded tokens per forward batch
     segment_tokens: int | None = None  # tokens per committed segment; None: about 64 MB
-    batch_size: int = 32  # examples per batch for ordered (stateful) encoders
+    batch_size: int = BATCH_SIZE  # examples per batch for ordered (stateful) encoders
     progress: bool = True
     source: dict[str, Any] = field(default_factory=dict)  # where the text came from
 

@@ -10,16 +10,28 @@ data and metrics, and the pretrained weights through `extractor`.
 Dimension glossary: B batch, L layers, T words, S subword pieces, D hidden size, K tags/classes.
 """
 
-from .bert import BertFinetuner
-from .bilm_file import save_bilm, tf_arrays
-from .config import FinetuneConfig, add_arguments, from_args
-from .elmo import ElmoFinetuner
-from .model import build_model, predict
-from .optim import group_rates, lr_multiplier, param_groups, trainable_depth, unfreeze
-from .output import OutputLayer, TagScores
-from .recipe import RECIPES, SCHEDULES, Recipe
-from .rundir import read_predictions
-from .train import build_optimizer, train
+_WHERE = {
+    "BertFinetuner": "bert",
+    "save_bilm": "bilm_file",
+    "tf_arrays": "bilm_file",
+    "FinetuneConfig": "config",
+    "ElmoFinetuner": "elmo",
+    "build_model": "model",
+    "predict": "model",
+    "group_rates": "optim",
+    "lr_multiplier": "optim",
+    "param_groups": "optim",
+    "trainable_depth": "optim",
+    "unfreeze": "optim",
+    "OutputLayer": "output",
+    "TagScores": "output",
+    "RECIPES": "recipe",
+    "SCHEDULES": "recipe",
+    "Recipe": "recipe",
+    "read_predictions": "rundir",
+    "build_optimizer": "trainer",
+    "train": "trainer",
+}
 
 __all__ = [
     "RECIPES",
@@ -30,10 +42,8 @@ __all__ = [
     "OutputLayer",
     "Recipe",
     "TagScores",
-    "add_arguments",
     "build_optimizer",
     "build_model",
-    "from_args",
     "group_rates",
     "lr_multiplier",
     "param_groups",
@@ -45,3 +55,12 @@ __all__ = [
     "trainable_depth",
     "unfreeze",
 ]
+
+
+def __getattr__(name: str):
+    # names load on first use: the config (the CLI, job params) loads no torch
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

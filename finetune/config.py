@@ -1,7 +1,8 @@
 """The one config of a 🔥 fine-tuning run (recorded in RUN/config.json and RUN/checkpoint.pt).
 
-The CLI builds it; defaults live here and, for the optimisation settings, in the recipe of
-the encoder family (finetune/recipe.py). `FinetuneConfig.from_json` reads the `finetune`
+Defaults, help and ranges live here (the `snowfire finetune` flags and the finetune job's
+params are derived from them) and, for the optimisation settings, in the recipe of the
+encoder family (finetune/recipe.py). `FinetuneConfig.from_json` reads the `finetune`
 section of a run's config.json back, so a run directory is enough to repeat the run.
 """
 
@@ -10,130 +11,99 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from extractor.options import ENCODER_FORMS, encoder_family
+from options import check, option
+
 from .recipe import FAMILY_RECIPE, RECIPE_FIELDS, RECIPES, SCHEDULES, resolve
 
 
 @dataclass(frozen=True)
 class FinetuneConfig:
-    """Everything that defines a fine-tuning run. Field by field:
+    """Everything that defines a fine-tuning run; each field's help says what it does.
 
-    encoder: encoder spec as for `extractor.load_encoder`: "minilm", "hf:NAME_OR_DIR",
-        "elmo:OPTIONS.json,WEIGHTS.hdf5" or "elmo:DIR".
-    task: task name (`tasks.TASKS`), e.g. "sst2", "stsb", "conll2003".
-    data: the task data directory (one sub-folder per task, as `tasks.read_split` reads it).
-    out: the run directory; an existing RUN/checkpoint.pt there is resumed, a finished run
-        there is returned as it is.
-    seed: seeds the output-layer initialisation, the data order and dropout.
-    epochs: passes over the training data (the maximum, with early stopping).
-    batch_size: examples per optimiser step (also per evaluation batch).
-    recipe: the optimisation recipe, "bert" or "elmo" (finetune/recipe.py); None picks the
-        encoder family's ("bert" for minilm and hf:..., "elmo" for elmo:...). The five
-        settings below override one value of it each; None keeps the recipe's.
-    lr: peak learning rate of the top parameter group (the task's output layer); recipe:
-        5e-5 (bert), 1e-3 (elmo).
-    warmup: fraction of all steps spent rising to the peak rate ("linear": BERT's warm-up;
-        "slanted": the cut fraction of slanted triangular rates); recipe: 0.1.
-    schedule: "linear" (linear warm-up, then linear decay to 0; BERT) or "slanted" (slanted
-        triangular rates, Howard & Ruder 2018, ratio 32); see `finetune.optim`.
-    weight_decay: AdamW's decoupled weight decay (not on biases and norm weights).
-    discriminative: each lower layer group gets this factor times the rate of the group above
-        it (Howard & Ruder 2018; the paper used 0.4 for ELMo); 1.0 is one rate for all
-        layers (recipe bert).
-    gradual_unfreezing: at epoch e only the top e layer groups train (the head is the top
-        group, so epoch 1 trains the head alone); see `finetune.optim.unfreeze`; recipe elmo:
-        on single-text tasks (the paper: SST-2 and NER), bert: never.
-    max_length: BERT family: word pieces per input including special tokens; longer inputs
-        are truncated (pairs: the longer text first). Unused by ELMo (no limit).
-    dropout: dropout on the representation fed to the output layer.
-    patience: stop after this many epochs without a better dev primary metric.
-    max_grad_norm: clip the gradient norm to this (0 turns clipping off).
-    device: "cpu", "cuda", "cuda:1"; None picks the GPU when present. fp16 autocast on GPU.
-    max_train_examples: train on N examples drawn at random (with `seed`, kept in file order)
-        for quick runs; None for all. Files like STS-B's are sorted by genre, so not the first N.
-    bi_attention: ELMo pairs: cross-sentence bi-attention and ESIM's enhanced pooling
-        (False: max-pool each sentence and concatenate, the paper's Table 3 ablation).
-    crf: ELMo tagging: a CRF output layer (False: a per-word softmax).
-    checkpoint_every: also write RUN/checkpoint.pt every this many steps (0: once per epoch).
-    progress: show a progress bar per epoch and print one line per epoch.
+    `recipe` picks the optimisation recipe ("bert" or "elmo", finetune/recipe.py; None: the
+    encoder family's); lr, warmup, schedule, discriminative and gradual_unfreezing override
+    one value of it each (None keeps the recipe's). Checked when built.
     """
 
-    encoder: str
-    task: str
-    data: str
-    out: str
-    seed: int = 0
-    epochs: int = 3
-    batch_size: int = 32
-    recipe: str | None = None
-    lr: float | None = None
-    warmup: float | None = None
-    schedule: str | None = None
-    weight_decay: float = 0.01
-    discriminative: float | None = None
-    gradual_unfreezing: bool | None = None
-    max_length: int = 128
-    dropout: float = 0.1
-    patience: int = 3
-    max_grad_norm: float = 1.0
-    device: str | None = None
-    max_train_examples: int | None = None
-    bi_attention: bool = True
-    crf: bool = True
-    checkpoint_every: int = 0
-    progress: bool = True
+    encoder: str = option(help=f"the encoder to fine-tune: {ENCODER_FORMS}")
+    task: str = option(help="task name (sst2, stsb, conll2003, mnli, mrpc, sick-e, sick-r, ...)")
+    data: str = option(help="task data directory (one folder per task)")
+    out: str = option(
+        help="run directory; a checkpoint there is resumed, a finished run returned as it is"
+    )
+    seed: int = option(0, "seeds the output layer's initialisation, the data order and dropout")
+    epochs: int = option(
+        3, "passes over the training data (the maximum, with early stopping)", ge=1
+    )
+    batch_size: int = option(32, "examples per optimiser step (and per evaluation batch)", ge=1)
+    recipe: str | None = option(
+        None, "optimisation recipe; default: the encoder family's (bert: minilm and hf:..., "
+        "elmo: elmo:...)", choices=tuple(RECIPES),
+    )  # fmt: skip
+    lr: float | None = option(
+        None, "peak learning rate of the top group (the output layer); recipe: 5e-5 (bert), "
+        "1e-3 (elmo)", gt=0,
+    )  # fmt: skip
+    warmup: float | None = option(
+        None, "fraction of all steps spent rising to the peak rate (linear: BERT's warm-up; "
+        "slanted: the cut fraction); recipe: 0.1", ge=0, lt=1,
+    )  # fmt: skip
+    schedule: str | None = option(
+        None, "linear: warm-up then linear decay to 0 (BERT); slanted: slanted triangular "
+        "rates (Howard & Ruder 2018, ratio 32)", choices=SCHEDULES,
+    )  # fmt: skip
+    weight_decay: float = option(
+        0.01, "AdamW's decoupled weight decay (not on biases and norm weights)", ge=0
+    )
+    discriminative: float | None = option(
+        None, "each lower layer group trains at this factor times the rate of the group above "
+        "(the paper: 0.4 for ELMo; recipe bert: 1.0, one rate)", gt=0, le=1,
+    )  # fmt: skip
+    gradual_unfreezing: bool | None = option(
+        None, "at epoch e only the top e layer groups train (the output layer is the top "
+        "group); recipe elmo: on single-text tasks, bert: never",
+    )  # fmt: skip
+    max_length: int = option(
+        128, "BERT family: pieces per input with special tokens (longer: truncated, the longer "
+        "text of a pair first); unused by ELMo", ge=1,
+    )  # fmt: skip
+    dropout: float = option(
+        0.1, "dropout on the representation fed to the output layer", ge=0, lt=1
+    )
+    patience: int = option(3, "stop after this many epochs without a better dev metric", ge=1)
+    max_grad_norm: float = option(1.0, "clip the gradient norm to this (0: no clipping)", ge=0)
+    device: str | None = option(
+        None, "cpu, cuda, cuda:1 (default: the GPU when present; fp16 autocast on GPU)"
+    )
+    max_train_examples: int | None = option(
+        None, "train on N examples drawn at random with the seed, kept in file order (quick "
+        "runs); default: all", ge=1,
+    )  # fmt: skip
+    bi_attention: bool = option(
+        True, "ELMo pairs: bi-attention and ESIM's enhanced pooling (off: max-pool each text "
+        "and concatenate, the paper's Table 3 ablation)",
+    )  # fmt: skip
+    crf: bool = option(True, "ELMo tagging: a CRF output layer (off: a per-word softmax)")
+    checkpoint_every: int = option(
+        0, "also write RUN/checkpoint.pt every this many steps (0: once per epoch)", ge=0
+    )
+    progress: bool = option(True, "show a progress bar per epoch and one line per epoch")
 
     def __post_init__(self) -> None:
+        check(self)
         for name in ("encoder", "task", "data", "out"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise TypeError(f"FinetuneConfig.{name}: expected a non-empty str")
-        if self.family not in FAMILY_RECIPE:
-            raise ValueError(
-                f"FinetuneConfig.encoder: expected 'minilm', 'hf:NAME_OR_DIR' or 'elmo:...', "
-                f"got {self.encoder!r}"
-            )
-        positive = ("epochs", "batch_size", "max_length")
-        for name in positive:
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(
-                    f"FinetuneConfig.{name}: expected an int >= 1, got {getattr(self, name)!r}"
-                )
-        if self.recipe is not None and self.recipe not in RECIPES:
-            raise ValueError(
-                f"FinetuneConfig.recipe: expected one of {tuple(RECIPES)} or None, "
-                f"got {self.recipe!r}"
-            )
-        if self.lr is not None and not self.lr > 0:
-            raise ValueError(f"FinetuneConfig.lr: expected > 0 or None, got {self.lr!r}")
-        if self.warmup is not None and not 0.0 <= self.warmup < 1.0:
-            raise ValueError(f"FinetuneConfig.warmup: expected in [0, 1), got {self.warmup!r}")
-        if self.schedule is not None and self.schedule not in SCHEDULES:
-            raise ValueError(
-                f"FinetuneConfig.schedule: expected one of {SCHEDULES}, got {self.schedule!r}"
-            )
-        if self.discriminative is not None and not 0.0 < self.discriminative <= 1.0:
-            raise ValueError(
-                f"FinetuneConfig.discriminative: expected in (0, 1], got {self.discriminative!r}"
-            )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"FinetuneConfig.dropout: expected in [0, 1), got {self.dropout!r}")
-        if self.weight_decay < 0 or self.max_grad_norm < 0 or self.checkpoint_every < 0:
-            raise ValueError(
-                "FinetuneConfig: weight_decay, max_grad_norm and checkpoint_every must be >= 0"
-            )
-        if self.patience < 1:
-            raise ValueError(f"FinetuneConfig.patience: expected >= 1, got {self.patience!r}")
-        if self.max_train_examples is not None and self.max_train_examples < 1:
-            raise ValueError(
-                f"FinetuneConfig.max_train_examples: expected >= 1 or None, "
-                f"got {self.max_train_examples!r}"
-            )
+            if not getattr(self, name):
+                raise ValueError(f"FinetuneConfig.{name}: expected a non-empty string")
+        try:
+            encoder_family(self.encoder)
+        except ValueError as err:
+            raise ValueError(f"FinetuneConfig.encoder: {err}") from err
 
     @property
     def family(self) -> str:
         """ "hf" (BERT family, incl. the bundled minilm) or "elmo"."""
-        if self.encoder == "minilm":
-            return "hf"
-        return self.encoder.split(":", 1)[0]
+        return encoder_family(self.encoder)
 
     @property
     def recipe_name(self) -> str:
@@ -169,55 +139,3 @@ class FinetuneConfig:
         if unknown:
             raise ValueError(f"FinetuneConfig: unknown fields {unknown}; expected {sorted(known)}")
         return cls(**raw)
-
-
-def _field_help() -> dict[str, str]:
-    """Each field's description, read from the FinetuneConfig docstring (one source)."""
-    helps: dict[str, str] = {}
-    name = None
-    for line in (FinetuneConfig.__doc__ or "").splitlines():
-        head, sep, text = line.strip().partition(": ")
-        if sep and line.startswith("    ") and not line.startswith("     ") and head.isidentifier():
-            name, helps[head] = head, text
-        elif name and line.startswith("        "):
-            helps[name] += " " + line.strip()
-    return {k: v.replace("%", "%%") for k, v in helps.items()}
-
-
-def add_arguments(parser) -> None:
-    """Add `--encoder --task --data --out` (required) and one `--flag` per other field to an
-    argparse parser (`snowfire finetune`); `from_args` builds the config back."""
-    import argparse
-
-    helps = _field_help()
-    for f in fields(FinetuneConfig):
-        flag = "--" + f.name.replace("_", "-")
-        if f.name in ("encoder", "task", "data", "out"):
-            parser.add_argument(flag, required=True, help=helps.get(f.name))
-        elif isinstance(f.default, bool) or f.name == "gradual_unfreezing":
-            parser.add_argument(
-                flag,
-                action=argparse.BooleanOptionalAction,
-                default=f.default,
-                help=helps.get(f.name),
-            )
-        else:
-            kind = {
-                "lr": float, "warmup": float, "discriminative": float, "schedule": str,
-                "recipe": str, "max_train_examples": int, "device": str,
-            }.get(f.name, type(f.default))  # fmt: skip
-            choices = {"schedule": SCHEDULES, "recipe": tuple(RECIPES)}.get(f.name)
-            parser.add_argument(
-                flag, type=kind, default=f.default, choices=choices, help=helps.get(f.name)
-            )
-
-
-def from_args(args) -> FinetuneConfig:
-    """The config from parsed flags named like the fields (`--batch-size` -> batch_size).
-
-    Fields missing from `args` keep their defaults, so a parser built with
-    `argument_default=argparse.SUPPRESS` leaves every default here; attributes that are not
-    fields (command, func, verbose) are ignored.
-    """
-    given = {f.name: getattr(args, f.name) for f in fields(FinetuneConfig) if hasattr(args, f.name)}
-    return FinetuneConfig(**given)

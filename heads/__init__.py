@@ -10,16 +10,25 @@ K tags / classes; in the heads also Sa, Sb the pieces of text a and b of a pair,
 own hidden width (each LSTM direction).
 """
 
-from .base import Head
-from .batch import IGNORE_INDEX, KINDS, HeadBatch, collate
-from .bcn import BCN
-from .esim import ESIM
-from .pooled import PooledHead
-from .probe import Probe
-from .registry import HEADS, HeadSpec, build_head
-from .scalar_mix import ScalarMix
-from .tagger import Tagger, TagScores
-from .train import TrainConfig, train
+_WHERE = {
+    "Head": "base",
+    "IGNORE_INDEX": "batch",
+    "KINDS": "batch",
+    "HeadBatch": "batch",
+    "collate": "batch",
+    "BCN": "bcn",
+    "TrainConfig": "config",
+    "ESIM": "esim",
+    "PooledHead": "pooled",
+    "Probe": "probe",
+    "HEADS": "registry",
+    "HeadSpec": "registry",
+    "build_head": "registry",
+    "ScalarMix": "scalar_mix",
+    "Tagger": "tagger",
+    "TagScores": "tagger",
+    "train": "trainer",
+}
 
 __all__ = [
     "BCN",
@@ -40,3 +49,12 @@ __all__ = [
     "collate",
     "train",
 ]
+
+
+def __getattr__(name: str):
+    # names load on first use: `from heads.config import TrainConfig` (the CLI) loads no torch
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

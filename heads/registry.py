@@ -89,6 +89,28 @@ def build_head(
     hparams: the head's own hyper-parameters (see `HEADS[name].hparams()`); unknown ones fail.
     Refuses with the reason a head that cannot model the task.
     """
+    check_head(name, kind, pair, hparams)
+    spec = HEADS[name]
+    allowed = spec.hparams()
+    chosen = {**allowed, **hparams}
+    if name == "mlp" and chosen["hidden"] < 1:
+        raise ValueError(f"the mlp head needs hidden >= 1, got {chosen['hidden']} (use 'linear')")
+    head = spec.cls(num_layers, dim, num_labels, kind=kind, **spec.fixed, **chosen)
+    head.config = {
+        "name": name,
+        "kind": kind,
+        "pair": pair,
+        "num_layers": num_layers,
+        "dim": dim,
+        "num_labels": num_labels,
+        **chosen,
+    }
+    return head
+
+
+def check_head(name: str, kind: str, pair: bool, hparams: dict[str, Any]) -> None:
+    """Refuse, with the reason and the heads that can, a head that cannot model a task of
+    `kind` on single texts or pairs, or hyper-parameters the head does not take."""
     if name not in HEADS:
         raise ValueError(f"unknown head {name!r}; known heads: {', '.join(HEADS)}")
     if kind not in KINDS:
@@ -113,20 +135,6 @@ def build_head(
             f"unknown hyper-parameter(s) {unknown} for head {name!r}; "
             f"it takes: {', '.join(allowed) or 'none'}"
         )
-    chosen = {**allowed, **hparams}
-    if name == "mlp" and chosen["hidden"] < 1:
-        raise ValueError(f"the mlp head needs hidden >= 1, got {chosen['hidden']} (use 'linear')")
-    head = spec.cls(num_layers, dim, num_labels, kind=kind, **spec.fixed, **chosen)
-    head.config = {
-        "name": name,
-        "kind": kind,
-        "pair": pair,
-        "num_layers": num_layers,
-        "dim": dim,
-        "num_labels": num_labels,
-        **chosen,
-    }
-    return head
 
 
 def _suited(kind: str, pair: bool) -> str:

@@ -1,6 +1,6 @@
 """The kinds of job, in one place: what each runs, the config its params fill, what it needs.
 
-    extract   `snowfire extract`: extractor.ExtractConfig -> {"featuresets": [summaries]}
+    extract   `snowfire extract`: extractor.ExtractOptions -> {"featuresets": [summaries]}
     train     `snowfire train`:   heads.TrainConfig       -> {split: {metric: value}}
     finetune  `snowfire finetune`: finetune.FinetuneConfig -> {split: {metric: value}}
 
@@ -25,8 +25,7 @@ def _run_extract(params: dict[str, Any]) -> dict[str, Any]:
 def _run_train(params: dict[str, Any]) -> dict[str, Any]:
     from heads import TrainConfig, train
 
-    options = {k: v for k, v in params.items() if k != "featureset"}
-    return train(TrainConfig(**options, featureset_prefix=params["featureset"]))
+    return train(TrainConfig(**params))
 
 
 def _run_finetune(params: dict[str, Any]) -> dict[str, Any]:
@@ -36,19 +35,19 @@ def _run_finetune(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _extract_config() -> type:
-    from extractor import ExtractConfig
+    from extractor.options import ExtractOptions
 
-    return ExtractConfig
+    return ExtractOptions
 
 
 def _train_config() -> type:
-    from heads import TrainConfig
+    from heads.config import TrainConfig
 
     return TrainConfig
 
 
 def _finetune_config() -> type:
-    from finetune import FinetuneConfig
+    from finetune.config import FinetuneConfig
 
     return FinetuneConfig
 

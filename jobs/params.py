@@ -1,107 +1,76 @@
 """A job's `params`, checked at submission: the matching command's options by name.
 
-    extract   the options of `snowfire extract` (encoder, task, data, split, input, ...)
-    train     the options of `snowfire train` (encoder, task, head, data, out, epochs, ...)
+    extract   the fields of `extractor.ExtractOptions` (encoder, task, data, split, input, ...)
+    train     the fields of `heads.TrainConfig` (encoder, task, head, data, out, epochs, ...)
     finetune  the fields of `finetune.FinetuneConfig` (encoder, task, data, out, epochs, ...)
 
-Unknown names, wrong JSON types (no coercion: "3" is not an int), an unknown task, encoder
-spec form or head, a head that cannot model the task, missing task data: InvalidJobError (422)
-with the reason. Defaults: `store` HOME/store, `out` HOME/runs/<job id>, `data` HOME/tasks;
+The models are derived from those dataclasses (types, choices, bounds, defaults), and the
+config is then built, so a job is refused exactly where the command would be. Unknown names,
+wrong JSON types (no coercion: "3" is not an int), an unknown task, encoder spec form or head,
+a head that cannot model the task, missing task data: InvalidJobError (422) with the reason.
+Defaults: `store` HOME/store, `out` HOME/runs/<job id>, `data` HOME/tasks;
 relative paths are relative to HOME. The stored params are the resolved ones.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from .errors import InvalidJobError
 from .home import Home
 from .kinds import JOB_KINDS
 
-_ENCODER_FORMS = "'minilm', 'hf:NAME_OR_DIR', 'elmo:OPTIONS.json,WEIGHTS.hdf5' or 'elmo:DIR'"
-
-
-def check_encoder(spec: str) -> str:
-    kind, sep, rest = spec.partition(":")
-    if spec == "minilm" or (sep and kind in ("hf", "elmo") and rest.strip()):
-        return spec
-    raise ValueError(f"unknown encoder spec {spec!r}: expected {_ENCODER_FORMS}")
-
-
-def check_task(name: str) -> str:
-    from tasks import TASKS
-
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}: expected one of {', '.join(TASKS)}")
-    return name
+#: Params a job may leave out, filled from the data directory (HOME/store, HOME/tasks,
+#: HOME/runs/<job id>).
+_FROM_HOME = ("store", "data", "out")
 
 
 class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    _encoder = field_validator("encoder", check_fields=False)(check_encoder)
-    _task = field_validator("task", check_fields=False)(lambda v: v if v is None else check_task(v))
+
+def _field_type(hint: Any, choices: tuple | None) -> Any:
+    """The pydantic type of a config field: its hint, with `choices` as a Literal."""
+    if not choices:
+        return hint
+    literal = Literal[tuple(choices)]  # type: ignore[valid-type]
+    args = typing.get_args(hint)
+    optional = type(None) in args
+    if any(typing.get_origin(a) is list for a in args) or typing.get_origin(hint) is list:
+        literal = list[literal]
+    return literal | None if optional else literal
 
 
-class ExtractParams(_Params):
-    """`snowfire extract`: either `task` (+ `data`, `split`) or `input`."""
-
-    encoder: str
-    store: str | None = None
-    task: str | None = None
-    data: str | None = None
-    split: list[Literal["train", "dev", "test"]] | None = None
-    input: str | None = None
-    name: str | None = None
-    pair_encoding: Literal["joint", "separate"] = "joint"
-    dtype: Literal["float16", "float32"] = "float16"
-    token_budget: int = Field(8192, gt=0)
-    segment_tokens: int | None = Field(None, gt=0)
-    max_length: int | None = Field(None, gt=0)
-    device: str | None = None
-    elmo_state: Literal["fixed", "stateful"] = "fixed"
-    batch_size: int = Field(32, gt=0)
-
-
-class TrainParams(_Params):
-    """`snowfire train` (`hparams` is a JSON object here, not a string)."""
-
-    encoder: str
-    task: str
-    head: str
-    store: str | None = None
-    data: str | None = None
-    out: str | None = None
-    seed: int = 0
-    epochs: int = Field(20, gt=0)
-    batch_size: int = Field(32, gt=0)
-    lr: float = Field(1e-3, gt=0)
-    weight_decay: float = Field(0.01, ge=0)
-    patience: int = Field(3, gt=0)
-    pair_encoding: Literal["joint", "separate"] | None = None
-    featureset: str | None = None
-    layer: int | None = Field(None, ge=0)
-    hparams: dict[str, Any] = Field(default_factory=dict)
-
-
-def _finetune_model() -> type[BaseModel]:
-    """FinetuneConfig's fields as a strict pydantic model (`out` optional: HOME/runs/<id>)."""
-    from finetune import FinetuneConfig
-
-    hints = typing.get_type_hints(FinetuneConfig)
-    spec = {}
-    for f in dataclasses.fields(FinetuneConfig):
-        default = f.default if f.default is not dataclasses.MISSING else ...
-        if f.name in ("out", "data"):
+@cache
+def params_model(kind: str) -> type[BaseModel]:
+    """The strict pydantic model of a `kind` job's params, derived from the fields of its
+    config dataclass (type, choices, bounds, default); store/data/out may be left out."""
+    cls = JOB_KINDS[kind].config()
+    hints = typing.get_type_hints(cls)
+    spec: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in _FROM_HOME:
             spec[f.name] = (str | None, None)
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = Field(default_factory=f.default_factory)
         else:
-            spec[f.name] = (hints[f.name], default)
-    return create_model("FinetuneParams", __base__=_Params, **spec)
+            default = ...
+        bounds = f.metadata.get("bounds") or {}
+        kind_type = _field_type(hints[f.name], f.metadata.get("choices"))
+        if bounds:
+            kind_type = typing.Annotated[kind_type, Field(**bounds)]
+        spec[f.name] = (kind_type, default)
+    return create_model(f"{cls.__name__}Params", __base__=_Params, **spec)
 
 
 def validate_params(kind: str, params: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
@@ -109,19 +78,22 @@ def validate_params(kind: str, params: dict[str, Any], home: Home, job_id: str) 
     if kind not in JOB_KINDS:
         raise InvalidJobError(f"unknown job kind {kind!r}: expected one of {', '.join(JOB_KINDS)}")
     try:
-        model = {"extract": ExtractParams, "train": TrainParams}.get(kind)
-        if model is None:
-            model = _finetune_model()
-        checked = model.model_validate(params).model_dump()
+        checked = params_model(kind).model_validate(params).model_dump()
     except ImportError as err:
         raise InvalidJobError(f"{kind} jobs are not available here: {err}") from err
     except ValidationError as err:
         errors = [{**e, "loc": ("params", *e["loc"])} for e in err.errors()]
         raise InvalidJobError(describe_validation(errors)) from err
+    config = JOB_KINDS[kind].config()
     try:
-        return _RESOLVE[kind](checked, home, job_id)
+        resolved = _RESOLVE[kind](checked, home, job_id)
+        config(**resolved)  # the config's own checks, the command's too
+        _RESOLVE_AFTER[kind](resolved)
+        return resolved
     except (ValueError, TypeError, OSError) as err:  # OSError: missing task data
-        raise InvalidJobError(f"params: {err}") from err
+        # "TrainConfig.head: ..." -> "params.head: ...", as pydantic names a field
+        text = re.sub(rf"^{config.__name__}(\.|: )", lambda m: "params" + m.group(1), str(err))
+        raise InvalidJobError(text if text.startswith("params") else f"params: {text}") from err
 
 
 def _splits(task: str, data: str, needed: list[str]) -> None:
@@ -136,61 +108,40 @@ def _splits(task: str, data: str, needed: list[str]) -> None:
 
 
 def _extract(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
-    if (p["task"] is None) == (p["input"] is None):
-        raise ValueError("give either 'task' (task data in 'data') or 'input' (a text file)")
     p["store"] = home.path(p["store"] or "store")
     if p["input"] is not None:
         p["input"] = home.path(p["input"])
+    elif p["task"] is not None:
+        p["data"] = home.path(p["data"] or "tasks")
+    return p
+
+
+def _extract_files(p: dict[str, Any]) -> None:
+    if p["input"] is not None:
         if not Path(p["input"]).is_file():
             raise ValueError(f"input: no file {p['input']}")
-        return p
-    p["data"] = home.path(p["data"] or "tasks")
+        return
     _splits(p["task"], p["data"], p["split"] or [])
     from tasks import available_splits
 
     if not available_splits(p["task"], p["data"]):
         raise ValueError(f"no split of {p['task']} in {p['data']}")
-    return p
 
 
-def _train(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
-    from heads import HEADS
-    from tasks import get_task
-
-    spec, head = get_task(p["task"]), HEADS.get(p["head"])
-    if head is None:
-        raise ValueError(f"unknown head {p['head']!r}: expected one of {', '.join(HEADS)}")
-    texts = "pair" if spec.pair else "single"
-    if spec.kind not in head.kinds or head.texts not in ("any", texts):
-        suited = [n for n, h in HEADS.items() if spec.kind in h.kinds and h.texts in ("any", texts)]
-        raise ValueError(
-            f"head {p['head']!r} cannot model {p['task']} ({spec.kind} on {texts} texts); "
-            f"heads that can: {', '.join(suited)}"
-        )
-    unknown = sorted(set(p["hparams"]) - set(head.hparams()))
-    if unknown:
-        raise ValueError(
-            f"unknown hparams {unknown} for head {p['head']!r}; it takes: "
-            f"{', '.join(head.hparams()) or 'none'}"
-        )
-    p["store"] = home.path(p["store"] or "store")
+def _run_dirs(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
+    if "store" in p:
+        p["store"] = home.path(p["store"] or "store")
     p["data"] = home.path(p["data"] or "tasks")
     p["out"] = home.path(p["out"] or f"runs/{job_id}")
-    _splits(p["task"], p["data"], ["train", "dev"])
     return p
 
 
-def _finetune(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
-    from finetune import FinetuneConfig
-
-    p["data"] = home.path(p["data"] or "tasks")
-    p["out"] = home.path(p["out"] or f"runs/{job_id}")
-    FinetuneConfig(**p)  # its own range checks, before looking for data
+def _train_files(p: dict[str, Any]) -> None:
     _splits(p["task"], p["data"], ["train", "dev"])
-    return p
 
 
-_RESOLVE = {"extract": _extract, "train": _train, "finetune": _finetune}
+_RESOLVE = {"extract": _extract, "train": _run_dirs, "finetune": _run_dirs}
+_RESOLVE_AFTER = {"extract": _extract_files, "train": _train_files, "finetune": _train_files}
 
 
 def describe_validation(errors) -> str:

@@ -132,7 +132,7 @@ def test_killed_after_metrics_before_config_finishes_from_the_checkpoint(
     cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "b", epochs=2)
     # a kill between writing metrics.json and the final config.json: the config still lacks
     # "seconds" and the last epoch's checkpoint is still there
-    module = importlib.import_module("finetune.train")  # `finetune.train` is the function
+    module = importlib.import_module("finetune.trainer")
     real = module.write_json
 
     def kill_at_final_config(path, obj):

@@ -106,15 +106,16 @@ TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
         ({"kind": "train", "params": {"encoder": "minilm", "task": "sst2"}},
          "params.head: Field required"),
         ({"kind": "train", "params": {**TRAIN, "epochs": 0}},
-         "params.epochs: Input should be greater than 0 (got 0)"),
+         "params.epochs: Input should be greater than or equal to 1 (got 0)"),
         ({"kind": "train", "params": {**TRAIN, "head": "transformer"}},
-         "params: unknown head 'transformer': expected one of linear, mlp, probe, bcn, esim, "
+         "params.head: unknown head 'transformer'; known heads: linear, mlp, probe, bcn, esim, "
          "bilstm-crf, bilstm-softmax, crf, softmax"),
         ({"kind": "train", "params": {**TRAIN, "head": "esim"}},
-         "params: head 'esim' cannot model sst2 (classification on single texts); heads that "
-         "can: linear, mlp, probe, bcn"),
+         "params.head: head 'esim' reads pair texts but the task has single texts; heads for "
+         "classification on single texts: linear, mlp, probe, bcn"),
         ({"kind": "train", "params": {**TRAIN, "hparams": {"hiden": 3}}},
-         "params: unknown hparams ['hiden'] for head 'linear'; it takes: dropout"),
+         "params.hparams: unknown hyper-parameter(s) ['hiden'] for head 'linear'; it takes: "
+         "dropout"),
         ({"kind": "train", "params": {**TRAIN, "task": "mnli"}},
          "params: no train/dev split of mnli in HOME/tasks (expected "
          "HOME/tasks/mnli/train.tsv, HOME/tasks/mnli/dev_matched.tsv)"),
@@ -142,7 +143,7 @@ def test_finetune_params_are_the_finetune_config_fields(client, home):
     base = {"encoder": "minilm", "task": "sst2"}
     r = client.post("/v1/jobs", json={"kind": "finetune", "params": {**base, "lr": -1.0}})
     assert r.status_code == 422
-    assert r.json()["detail"] == "params: FinetuneConfig.lr: expected > 0 or None, got -1.0"
+    assert r.json()["detail"] == "params.lr: Input should be greater than 0 (got -1.0)"
     r = client.post("/v1/jobs", json={"kind": "finetune", "params": {**base, "head": "esim"}})
     assert (r.status_code, r.json()["detail"]) == (
         422, "params.head: Extra inputs are not permitted (got 'esim')")  # fmt: skip

@@ -11,38 +11,14 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from .config import TrainConfig
+
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Everything that defines a head run (recorded in RUN/config.json)."""
-
-    store: str  # store directory or http://HOST:PORT of the service
-    encoder: str  # encoder spec the features were extracted with (e.g. "minilm")
-    task: str  # task name (tasks.TASKS)
-    head: str  # head name (heads.HEADS)
-    data: str  # task data directory: labels, and which splits exist
-    out: str  # run directory
-    seed: int = 0
-    epochs: int = 20
-    batch_size: int = 32
-    lr: float = 1e-3  # AdamW
-    weight_decay: float = 0.01  # AdamW, decoupled
-    patience: int = 3  # epochs without dev improvement before stopping
-    pair_encoding: str | None = None  # pick joint/separate feature sets when both exist
-    featureset_prefix: str | None = None  # disambiguate feature sets by id prefix
-    layer: int | None = None  # the layer a probe reads
-    hparams: dict[str, Any] = field(default_factory=dict)  # head options
-    max_memory_gb: float = 4.0  # preload a split's features up to this size, else stream
-    progress: bool = True
-    device: str | None = None
 
 
 def _targets(spec, examples) -> np.ndarray | list:
@@ -80,11 +56,11 @@ def _featureset(reader, cfg: TrainConfig, split: str, n_examples: int):
             encoder=cfg.encoder, task=cfg.task, split=split, pair_encoding=cfg.pair_encoding
         )
     except FeatureSetNotFoundError:
-        if cfg.featureset_prefix is not None:
+        if cfg.featureset is not None:
             hits = [
                 fs
                 for fs in reader.list_featuresets()
-                if fs.id.startswith(cfg.featureset_prefix) and fs.split == split
+                if fs.id.startswith(cfg.featureset) and fs.split == split
             ]
         else:
             hits = _same_text(reader, cfg, split)

@@ -1,0 +1,76 @@
+"""The config of a ❄️ head run: every field with its help, choices and range (options.option);
+the CLI flags of `snowfire train` and the train job's params are derived from it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from options import check, option
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a head run (recorded in RUN/config.json). Checked when built."""
+
+    store: str = option(help="store directory or http://HOST:PORT of the service")
+    encoder: str = option(help="the encoder spec the features were extracted with (e.g. minilm)")
+    task: str = option(help="task name (conll2003, sst2, mnli, mrpc, stsb, sick-e, sick-r, ...)")
+    head: str = option(help="head name (linear, mlp, probe, bcn, esim, bilstm-crf, ...)")
+    data: str = option(help="task data directory (labels, and which splits exist)")
+    out: str = option(help="run directory")
+    seed: int = option(0, "seeds the head's initialisation, the data order and dropout")
+    epochs: int = option(
+        20, "passes over the training data (the maximum, with early stopping)", ge=1
+    )
+    batch_size: int = option(32, "examples per optimiser step", ge=1)
+    lr: float = option(1e-3, "learning rate (AdamW)", gt=0)
+    weight_decay: float = option(0.01, "AdamW's decoupled weight decay", ge=0)
+    patience: int = option(3, "epochs without a better dev metric before stopping", ge=1)
+    pair_encoding: str | None = option(
+        None,
+        "pick the joint or separate feature sets when both exist",
+        choices=("joint", "separate"),
+    )
+    featureset: str | None = option(None, "feature-set id prefix, when several match")
+    layer: int | None = option(None, "the layer a probe reads (default: a scalar mix)", ge=0)
+    hparams: dict[str, Any] = option(
+        help='head options as JSON, e.g. {"hidden": 300}', factory=dict
+    )
+    max_memory_gb: float = option(
+        4.0, "preload a split's features up to this size (GB), else stream them", gt=0
+    )
+    progress: bool = option(True, "show a progress bar")
+    device: str | None = option(None, "cpu, cuda, cuda:1 (default: the GPU when present)")
+
+    def __post_init__(self) -> None:
+        check(self)
+        for name in ("store", "encoder", "task", "head", "data", "out"):
+            if not getattr(self, name):
+                raise ValueError(f"TrainConfig.{name}: expected a non-empty string")
+        from extractor.options import encoder_family
+        from tasks import get_task
+
+        from .registry import check_head
+
+        try:
+            encoder_family(self.encoder)
+        except ValueError as err:
+            raise ValueError(f"TrainConfig.encoder: {err}") from err
+        try:
+            spec = get_task(self.task)
+        except ValueError as err:
+            raise ValueError(f"TrainConfig.task: {err}") from err
+        try:
+            check_head(self.head, spec.kind, spec.pair, self.hparams)
+        except ValueError as err:
+            raise ValueError(f"TrainConfig.head: {err}") from err
+        except TypeError as err:  # hyper-parameters the head does not take
+            raise ValueError(f"TrainConfig.hparams: {err}") from err
+        if self.layer is not None and self.head != "probe":
+            raise ValueError(
+                f"TrainConfig.layer: only the probe head reads one layer, not {self.head!r}"
+            )
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,95 @@
+"""Config fields that carry their own help, choices and range, so every config checks itself.
+
+    lr: float = option(1e-3, "peak learning rate (AdamW)", gt=0)
+
+`option(...)` is a `dataclasses.field` whose metadata holds the help text, the allowed values
+(`choices`) and the bounds (`ge`, `gt`, `le`, `lt`). `check(config)` (called from a config's
+`__post_init__`) refuses a value of the wrong type or outside them with an error naming the
+config, the field, what was expected and what was given. The command-line flags (cli/flags.py)
+and the job parameter models (jobs/params.py) are derived from the same fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any
+
+_BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+
+
+def option(
+    default: Any = dataclasses.MISSING,
+    help: str = "",
+    *,
+    choices: tuple | None = None,
+    factory: Any = dataclasses.MISSING,
+    **bounds: float,
+) -> Any:
+    """A dataclass field with `help`, optional `choices` and bounds (ge, gt, le, lt)."""
+    unknown = set(bounds) - set(_BOUNDS)
+    if unknown:
+        raise TypeError(f"option: unknown bounds {sorted(unknown)}; expected {sorted(_BOUNDS)}")
+    if not help:
+        raise TypeError("option: every field needs a help text")
+    metadata = {"help": help, "choices": choices, "bounds": bounds}
+    return dataclasses.field(default=default, default_factory=factory, metadata=metadata)
+
+
+def _base(hint: Any) -> tuple[Any, bool]:
+    """(`X`, True) for `X | None`, (hint, False) otherwise."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return hint, False
+
+
+def _type_ok(value: Any, base: Any) -> bool:
+    origin = typing.get_origin(base) or base
+    if base is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if base is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin is list:
+        (item,) = typing.get_args(base) or (Any,)
+        return isinstance(value, list) and (item is Any or all(_type_ok(v, item) for v in value))
+    if origin is dict:
+        return isinstance(value, dict)
+    if base is Any:
+        return True
+    return isinstance(value, origin)
+
+
+def check(config: Any) -> None:
+    """Refuse any field of dataclass `config` with the wrong type, outside its choices or
+    outside its bounds: ValueError (TypeError for a wrong type) naming `Config.field`."""
+    cls = type(config)
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        value = getattr(config, f.name)
+        base, optional = _base(hints[f.name])
+        where = f"{cls.__name__}.{f.name}"
+        if value is None:
+            if optional:
+                continue
+            raise TypeError(f"{where}: expected a value, got None")
+        if not _type_ok(value, base):
+            shown = getattr(base, "__name__", str(base))
+            raise TypeError(f"{where}: expected {shown}, got {value!r} ({type(value).__name__})")
+        choices = f.metadata.get("choices")
+        values = value if isinstance(value, list) else [value]
+        if choices is not None and any(v not in choices for v in values):
+            raise ValueError(
+                f"{where}: expected one of {', '.join(map(str, choices))}, got {value!r}"
+            )
+        for name, bound in (f.metadata.get("bounds") or {}).items():
+            ok = {
+                "ge": value >= bound,
+                "gt": value > bound,
+                "le": value <= bound,
+                "lt": value < bound,
+            }
+            if not ok[name]:
+                raise ValueError(f"{where}: expected {_BOUNDS[name]} {bound}, got {value!r}")

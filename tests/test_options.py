@@ -1,0 +1,150 @@
+"""One source for every option: the config dataclasses check themselves, and the CLI flags and
+the job params are derived from them (defaults, choices, bounds, help)."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+from cli.main import build_parser, main
+from extractor import ExtractConfig, ExtractOptions
+from finetune import FinetuneConfig
+from heads import TrainConfig
+from options import check, option
+
+TRAIN = dict(store="s", encoder="minilm", task="sst2", head="linear", data="d", out="o")
+
+
+@dataclasses.dataclass(frozen=True)
+class Toy:
+    n: int = option(1, "a count", ge=1)
+    rate: float = option(0.5, "a rate", gt=0, lt=1)
+    mode: str = option("a", "a mode", choices=("a", "b"))
+    picks: list[str] | None = option(None, "picks", choices=("x", "y"))
+    maybe: int | None = option(None, "maybe a count", ge=0)
+
+    def __post_init__(self) -> None:
+        check(self)
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"),
+    [
+        ({"n": 0}, ValueError, r"Toy.n: expected >= 1, got 0"),
+        ({"n": True}, TypeError, r"Toy.n: expected int, got True \(bool\)"),
+        ({"rate": 1}, ValueError, r"Toy.rate: expected < 1, got 1"),
+        ({"rate": 0.0}, ValueError, r"Toy.rate: expected > 0, got 0.0"),
+        ({"mode": "c"}, ValueError, r"Toy.mode: expected one of a, b, got 'c'"),
+        ({"picks": ["x", "z"]}, ValueError, r"Toy.picks: expected one of x, y, got \['x', 'z'\]"),
+        ({"picks": "x"}, TypeError, r"Toy.picks: expected list"),
+        ({"maybe": -1}, ValueError, r"Toy.maybe: expected >= 0, got -1"),
+        ({"mode": None}, TypeError, r"Toy.mode: expected a value, got None"),
+    ],
+)
+def test_check_refuses_type_choice_and_bound_with_the_field(change, error, message):
+    with pytest.raises(error, match=message):
+        Toy(**change)
+
+
+def test_check_accepts_values_inside():
+    assert Toy(n=3, rate=0.25, mode="b", picks=["y", "x"], maybe=0).rate == 0.25
+    assert Toy(n=2, maybe=None).maybe is None
+
+
+def test_an_int_is_a_float_but_a_bool_is_not_an_int():
+    @dataclasses.dataclass(frozen=True)
+    class Rate:
+        r: float = option(1.0, "a rate", ge=0)
+
+        def __post_init__(self) -> None:
+            check(self)
+
+    assert Rate(2).r == 2
+    with pytest.raises(TypeError, match="Rate.r: expected float"):
+        Rate("2")
+
+
+def test_an_option_needs_help_and_known_bounds():
+    with pytest.raises(TypeError, match="help"):
+        option(1)
+    with pytest.raises(TypeError, match="unknown bounds"):
+        option(1, "x", min=0)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"epochs": 0}, "TrainConfig.epochs: expected >= 1, got 0"),
+        ({"lr": 0.0}, "TrainConfig.lr: expected > 0, got 0.0"),
+        ({"task": "imdb"}, "TrainConfig.task: unknown task 'imdb'"),
+        ({"encoder": "bert"}, "TrainConfig.encoder: unknown encoder spec 'bert'"),
+        ({"head": "esim"}, "TrainConfig.head: head 'esim' reads pair texts"),
+        ({"hparams": {"hiden": 3}}, r"TrainConfig.hparams: unknown hyper-parameter\(s\)"),
+        ({"layer": 2}, "TrainConfig.layer: only the probe head reads one layer"),
+        ({"pair_encoding": "both"}, "TrainConfig.pair_encoding: expected one of joint, separate"),
+    ],
+)
+def test_train_config_refuses_bad_values_when_built(change, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**(TRAIN | change))
+    assert TrainConfig(**(TRAIN | {"head": "probe", "layer": 2})).layer == 2
+
+
+def test_extract_options_checks():
+    base = dict(encoder="minilm", store="s")
+    with pytest.raises(ValueError, match="give either 'task'"):
+        ExtractOptions(**base)
+    with pytest.raises(ValueError, match="give either 'task'"):
+        ExtractOptions(**base, task="sst2", data="d", input="t.txt")
+    with pytest.raises(ValueError, match="ExtractOptions.data: task 'sst2' needs"):
+        ExtractOptions(**base, task="sst2")
+    with pytest.raises(ValueError, match="ExtractOptions.token_budget: expected >= 1, got 0"):
+        ExtractOptions(**base, input="t.txt", token_budget=0)
+    with pytest.raises(ValueError, match="ExtractOptions.split: expected one of train, dev, test"):
+        ExtractOptions(**base, task="sst2", data="d", split=["val"])
+
+
+def _cli_default(command: str, dest: str):
+    sub = build_parser()._subparsers._group_actions[0].choices[command]
+    return {a.dest: a for a in sub._actions}[dest]
+
+
+def test_one_default_for_each_option_everywhere():
+    from jobs.params import params_model
+
+    budget = ExtractOptions.__dataclass_fields__["token_budget"].default
+    assert budget == ExtractConfig().token_budget == 8192
+    assert params_model("extract").model_fields["token_budget"].default == budget
+    assert f"(default: {budget})" in _cli_default("extract", "token_budget").help
+    assert params_model("train").model_fields["epochs"].default == TrainConfig(**TRAIN).epochs
+    fields = {f.name for f in dataclasses.fields(FinetuneConfig)}
+    assert set(params_model("finetune").model_fields) == fields
+    assert set(params_model("train").model_fields) == {
+        f.name for f in dataclasses.fields(TrainConfig)
+    }
+
+
+def test_the_cli_refuses_a_bad_value_with_the_field_not_a_traceback(capsys):
+    argv = "train --store s --encoder minilm --task sst2 --head linear --data d --out o --epochs 0"
+    assert main(argv.split()) == 2
+    assert (
+        "snowfire train: error: TrainConfig.epochs: expected >= 1, got 0" in capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit):  # a choice argparse already knows
+        main("extract --encoder minilm --store s --input t --dtype int8".split())
+
+
+def test_the_cli_parser_loads_no_heavy_package_and_train_stays_a_function():
+    code = (
+        "import sys; from cli.main import build_parser; build_parser()\n"
+        "heavy = [m for m in ('torch', 'zarr', 'pydantic', 'fastapi') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "import heads.trainer, finetune.trainer\n"
+        "from heads import train as h; from finetune import train as f\n"
+        "assert callable(h) and callable(f) and h.__module__ == 'heads.trainer', (h, f)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
