@@ -1,4 +1,4 @@
-"""The files of a fine-tuning run directory, laid out like a ❄️ head run (`heads/train.py`):
+"""The files of a fine-tuning run directory, laid out like a ❄️ head run (`heads/trainer.py`):
 
 RUN/config.json             the FinetuneConfig, resolved learning rates, encoder identity,
                             versions, example counts, seconds

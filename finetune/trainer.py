@@ -20,7 +20,9 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -48,6 +50,66 @@ log = logging.getLogger(__name__)
 RESUMABLE_CHANGES = ("out", "device", "progress", "checkpoint_every")
 
 
+@dataclass
+class TrainState:
+    """Where a run is, besides the weights: saved in every checkpoint, so a killed run resumes
+    at the same batch with the same early-stopping state."""
+
+    epoch: int = 1  # the epoch under way (or next)
+    batch: int = 0  # batches of it done
+    step: int = 0  # optimiser steps in all
+    best: float = -math.inf  # best dev primary metric so far
+    best_epoch: int | None = None
+    bad: int = 0  # epochs since the best
+    stopped: bool = False  # early stopping hit
+    history: list[dict[str, Any]] = field(default_factory=list)  # one record per epoch
+    loss_sum: float = 0.0  # this epoch's summed training loss ...
+    loss_n: int = 0  # ... over this many examples
+    seconds: float = 0.0  # training time before this process
+
+
+@dataclass
+class _Fit:
+    """What trains, on which device: saved to and restored from RUN/checkpoint.pt."""
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    scaler: torch.amp.GradScaler
+    device: torch.device
+    amp: bool  # fp16 autocast + loss scaling (GPU only)
+
+    def save(self, path: Path, cfg: FinetuneConfig, state: TrainState) -> None:
+        rng = {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if self.amp else None,
+        }
+        atomic_save(
+            {
+                "config": cfg.to_json(),
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "scaler": self.scaler.state_dict(),
+                "rng": rng,
+                "state": asdict(state),
+            },
+            path,
+        )
+
+    def restore(self, path: Path, cfg: FinetuneConfig) -> TrainState:
+        ckpt = torch.load(path, map_location=self.device, weights_only=True)
+        _check_same_config(ckpt["config"], cfg, path)
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.scheduler.load_state_dict(ckpt["scheduler"])
+        self.scaler.load_state_dict(ckpt["scaler"])
+        torch.set_rng_state(ckpt["rng"]["torch"].cpu())
+        if self.amp and ckpt["rng"].get("cuda") is not None:
+            torch.cuda.set_rng_state_all([t.cpu() for t in ckpt["rng"]["cuda"]])
+        return TrainState(**ckpt["state"])
+
+
 def train(
     cfg: FinetuneConfig, *, on_step: Callable[[int, nn.Module], None] | None = None
 ) -> dict[str, dict[str, float]]:
@@ -56,23 +118,78 @@ def train(
     on_step: for tests; called as on_step(0, model) before the first step of a fresh run and
         on_step(step, model) after every optimiser step (raise from it to simulate a kill).
     """
-    from tqdm import tqdm
-
-    from tasks import available_splits, evaluate, get_task, read_split
-
     if not isinstance(cfg, FinetuneConfig):
         raise TypeError(f"train: expected a FinetuneConfig, got {type(cfg).__name__}")
     started = time.perf_counter()
     torch.manual_seed(cfg.seed)
     device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    amp = device.type == "cuda"  # fp16 autocast + loss scaling on GPU only
     out_dir = Path(cfg.out)
     finished = _finished(out_dir, cfg)
     if finished is not None:
         return finished
     (out_dir / "predictions").mkdir(parents=True, exist_ok=True)
+    spec, examples = _examples(cfg)
+    steps_per_epoch = math.ceil(len(examples["train"]) / cfg.batch_size)
+    total_steps = steps_per_epoch * cfg.epochs
 
-    # -- data: every split present; train must have labels
+    # -- model, optimiser, schedule
+    model, identity = build_model(cfg, spec)
+    model.to(device)
+    if hasattr(model, "refresh_state"):
+        model.refresh_state()  # on the device
+    optimizer, scheduler = build_optimizer(model, cfg, total_steps)
+    amp = device.type == "cuda"
+    fit = _Fit(
+        model, optimizer, scheduler, torch.amp.GradScaler(device.type, enabled=amp), device, amp
+    )
+    run_info = _run_info(cfg, spec, fit, identity, examples, total_steps)
+    write_json(out_dir / "config.json", run_info)
+
+    # -- resume, or start fresh
+    ckpt_path = out_dir / CHECKPOINT
+    if ckpt_path.is_file():
+        state = fit.restore(ckpt_path, cfg)
+        log.info("resuming %s at epoch %d, batch %d", out_dir, state.epoch, state.batch)
+    else:
+        state = TrainState()
+        if on_step is not None:
+            on_step(0, model)
+    clock = time.perf_counter() - state.seconds
+
+    def checkpoint() -> None:
+        state.seconds = time.perf_counter() - clock
+        fit.save(ckpt_path, cfg, state)
+
+    # -- loop
+    for epoch in range(state.epoch, cfg.epochs + 1):
+        if state.stopped:
+            break
+        trainable = unfreeze(model.layer_groups(), epoch, cfg.settings()["gradual_unfreezing"])
+        _train_epoch(fit, cfg, examples["train"], epoch, state, checkpoint, on_step)
+        record = _end_epoch(fit, cfg, spec, examples["dev"], epoch, state, out_dir)
+        record.update(trainable=trainable, seconds=round(time.perf_counter() - clock, 2))
+        state.history.append(record)
+        write_log(out_dir / "log.jsonl", state.history)
+        if cfg.progress:
+            print(
+                f"epoch {epoch}: loss {record['train_loss']:.4f} "
+                f"dev {spec.metric} {record['dev'][spec.metric]:.4f}"
+            )
+        state.epoch, state.batch, state.loss_sum, state.loss_n = epoch + 1, 0, 0.0, 0
+        checkpoint()
+
+    metrics = _finish(fit, cfg, spec, examples, out_dir)
+    run_info.update(best_epoch=state.best_epoch, seconds=round(time.perf_counter() - started, 2))
+    write_json(out_dir / "config.json", run_info)  # with "seconds": the run is finished
+    ckpt_path.unlink(missing_ok=True)
+    return metrics
+
+
+def _examples(cfg: FinetuneConfig):
+    """The task's spec and its examples per split present (train and dev needed, with gold
+    labels); `max_train_examples` drawn at random with the seed, kept in file order."""
+    from tasks import available_splits, get_task, read_split
+
     spec = get_task(cfg.task)
     splits = available_splits(cfg.task, cfg.data)
     for needed in ("train", "dev"):
@@ -86,23 +203,15 @@ def train(
         examples["train"] = [examples["train"][i] for i in sorted(keep)]  # files can be sorted
     if gold_of(spec, examples["train"]) is None or gold_of(spec, examples["dev"]) is None:
         raise ValueError(f"{cfg.task}: the train and dev splits in {cfg.data} need gold labels")
-    train_set = examples["train"]
-    steps_per_epoch = math.ceil(len(train_set) / cfg.batch_size)
-    total_steps = steps_per_epoch * cfg.epochs
+    return spec, examples
 
-    # -- model, optimiser, schedule
-    model, identity = build_model(cfg, spec)
-    model.to(device)
-    if hasattr(model, "refresh_state"):
-        model.refresh_state()  # on the device
-    groups = model.layer_groups()  # top-down: output layer first
-    settings = cfg.settings()
-    optimizer, scheduler = build_optimizer(model, cfg, total_steps)
-    scaler = torch.amp.GradScaler(device.type, enabled=amp)
-    run_info = {
+
+def _run_info(cfg: FinetuneConfig, spec, fit: _Fit, identity, examples, total_steps: int):
+    """What RUN/config.json records about the run (`seconds` is added when it finishes)."""
+    return {
         "finetune": cfg.to_json(),
         "recipe": cfg.recipe_record(),
-        "peak_lr": settings["lr"],
+        "peak_lr": cfg.settings()["lr"],
         "layer_groups": [
             {
                 "name": g["name"],
@@ -110,7 +219,7 @@ def train(
                 "lr": g["lr"],
                 "parameters": sum(p.numel() for p in g["params"]),
             }
-            for g in optimizer.param_groups
+            for g in fit.optimizer.param_groups
         ],
         "encoder": identity,
         "task": {"name": spec.name, "kind": spec.kind, "pair": spec.pair, "metric": spec.metric},
@@ -119,142 +228,93 @@ def train(
         "seed": cfg.seed,
         "versions": versions(),
     }
-    write_json(out_dir / "config.json", run_info)
 
-    # -- resume, or start fresh
-    state = {
-        "epoch": 1,
-        "batch": 0,
-        "step": 0,
-        "best": -math.inf,
-        "best_epoch": None,
-        "bad": 0,
-        "stopped": False,
-        "history": [],
-        "loss_sum": 0.0,
-        "loss_n": 0,
-        "seconds": 0.0,
+
+def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, checkpoint, on_step):
+    """The batches of `epoch` from `state.batch` on (the order is a function of seed and
+    epoch, so a resumed epoch sees the same batches)."""
+    from tqdm import tqdm
+
+    model, device = fit.model, fit.device
+    if state.batch == 0 and hasattr(model, "refresh_state"):
+        model.refresh_state()  # ELMo: mid-epoch resumption keeps the restored state
+    model.train()
+    order = np.random.default_rng([cfg.seed, epoch]).permutation(len(train_set))
+    bar = tqdm(
+        total=len(train_set),
+        initial=min(state.batch * cfg.batch_size, len(train_set)),
+        desc=f"epoch {epoch}",
+        unit="ex",
+        disable=not cfg.progress,
+        leave=False,
+    )
+    for i in range(state.batch, math.ceil(len(train_set) / cfg.batch_size)):
+        idx = order[i * cfg.batch_size : (i + 1) * cfg.batch_size]
+        batch = to_device(model.collate([train_set[j] for j in idx]), device)
+        with torch.autocast(device.type, dtype=torch.float16, enabled=fit.amp):
+            _, loss = model(batch)
+        fit.optimizer.zero_grad(set_to_none=True)
+        fit.scaler.scale(loss).backward()
+        if cfg.max_grad_norm > 0:
+            fit.scaler.unscale_(fit.optimizer)
+            nn.utils.clip_grad_norm_(
+                [p for p in model.parameters() if p.grad is not None], cfg.max_grad_norm
+            )
+        fit.scaler.step(fit.optimizer)
+        fit.scaler.update()
+        fit.scheduler.step()
+        state.step += 1
+        state.batch = i + 1
+        state.loss_sum += loss.item() * len(idx)
+        state.loss_n += len(idx)
+        bar.update(len(idx))
+        bar.set_postfix(loss=f"{state.loss_sum / state.loss_n:.4f}")
+        if cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0:
+            checkpoint()
+        if on_step is not None:
+            on_step(state.step, model)
+    bar.close()
+
+
+def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out_dir: Path):
+    """Score dev, keep the best weights (RUN/best.pt), update early stopping; the epoch's
+    log record."""
+    from tasks import evaluate
+
+    preds = decode(spec, predict(fit.model, dev_set, cfg.batch_size, fit.device))
+    dev = evaluate(cfg.task, gold_of(spec, dev_set), preds)
+    score = dev[spec.metric]
+    key = -math.inf if math.isnan(score) else score  # a constant prediction has no pearson
+    if key > state.best or state.best_epoch is None:
+        state.best, state.best_epoch, state.bad = key, epoch, 0
+        atomic_save(fit.model.state_dict(), out_dir / BEST)
+    else:
+        state.bad += 1
+        state.stopped = state.bad >= cfg.patience
+    return {
+        "epoch": epoch,
+        "step": state.step,
+        "train_loss": state.loss_sum / max(state.loss_n, 1),
+        "lr": fit.scheduler.get_last_lr()[0],
+        "dev": dev,
     }
-    ckpt_path = out_dir / CHECKPOINT
-    if ckpt_path.is_file():
-        ckpt = torch.load(ckpt_path, map_location=device, weights_only=True)
-        _check_same_config(ckpt["config"], cfg, ckpt_path)
-        model.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        scheduler.load_state_dict(ckpt["scheduler"])
-        scaler.load_state_dict(ckpt["scaler"])
-        torch.set_rng_state(ckpt["rng"]["torch"].cpu())
-        if amp and ckpt["rng"].get("cuda") is not None:
-            torch.cuda.set_rng_state_all([t.cpu() for t in ckpt["rng"]["cuda"]])
-        state = ckpt["state"]
-        log.info("resuming %s at epoch %d, batch %d", out_dir, state["epoch"], state["batch"])
-    elif on_step is not None:
-        on_step(0, model)
-    clock = time.perf_counter() - state["seconds"]
 
-    def checkpoint() -> None:
-        state["seconds"] = time.perf_counter() - clock
-        rng = {
-            "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if amp else None,
-        }
-        atomic_save(
-            {
-                "config": cfg.to_json(),
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "scaler": scaler.state_dict(),
-                "rng": rng,
-                "state": state,
-            },
-            ckpt_path,
-        )
 
-    # -- loop
-    for epoch in range(state["epoch"], cfg.epochs + 1):
-        if state["stopped"]:
-            break
-        trainable = unfreeze(groups, epoch, settings["gradual_unfreezing"])
-        if state["batch"] == 0 and hasattr(model, "refresh_state"):
-            model.refresh_state()  # ELMo: mid-epoch resumption keeps the restored state
-        model.train()
-        order = np.random.default_rng([cfg.seed, epoch]).permutation(len(train_set))
-        bar = tqdm(
-            total=len(train_set),
-            initial=min(state["batch"] * cfg.batch_size, len(train_set)),
-            desc=f"epoch {epoch}",
-            unit="ex",
-            disable=not cfg.progress,
-            leave=False,
-        )
-        for i in range(state["batch"], steps_per_epoch):
-            idx = order[i * cfg.batch_size : (i + 1) * cfg.batch_size]
-            batch = to_device(model.collate([train_set[j] for j in idx]), device)
-            with torch.autocast(device.type, dtype=torch.float16, enabled=amp):
-                _, loss = model(batch)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            if cfg.max_grad_norm > 0:
-                scaler.unscale_(optimizer)
-                nn.utils.clip_grad_norm_(
-                    [p for p in model.parameters() if p.grad is not None], cfg.max_grad_norm
-                )
-            scaler.step(optimizer)
-            scaler.update()
-            scheduler.step()
-            state["step"] += 1
-            state["batch"] = i + 1
-            state["loss_sum"] += loss.item() * len(idx)
-            state["loss_n"] += len(idx)
-            bar.update(len(idx))
-            bar.set_postfix(loss=f"{state['loss_sum'] / state['loss_n']:.4f}")
-            if cfg.checkpoint_every and state["step"] % cfg.checkpoint_every == 0:
-                checkpoint()
-            if on_step is not None:
-                on_step(state["step"], model)
-        bar.close()
+def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path) -> dict[str, dict[str, float]]:
+    """Every split scored with the best weights: predictions, metrics.json, the encoder."""
+    from tasks import evaluate
 
-        preds = decode(spec, predict(model, examples["dev"], cfg.batch_size, device))
-        dev = evaluate(cfg.task, gold_of(spec, examples["dev"]), preds)
-        score = dev[spec.metric]
-        key = -math.inf if math.isnan(score) else score  # a constant prediction has no pearson
-        if key > state["best"] or state["best_epoch"] is None:
-            state["best"], state["best_epoch"], state["bad"] = key, epoch, 0
-            atomic_save(model.state_dict(), out_dir / BEST)
-        else:
-            state["bad"] += 1
-            state["stopped"] = state["bad"] >= cfg.patience
-        record = {
-            "epoch": epoch,
-            "step": state["step"],
-            "train_loss": state["loss_sum"] / max(state["loss_n"], 1),
-            "lr": scheduler.get_last_lr()[0],
-            "trainable": trainable,
-            "dev": dev,
-            "seconds": round(time.perf_counter() - clock, 2),
-        }
-        state["history"].append(record)
-        write_log(out_dir / "log.jsonl", state["history"])
-        if cfg.progress:
-            print(f"epoch {epoch}: loss {record['train_loss']:.4f} dev {spec.metric} {score:.4f}")
-        state.update(epoch=epoch + 1, batch=0, loss_sum=0.0, loss_n=0)
-        checkpoint()
-
-    # -- evaluate every split with the best weights, write the run
-    model.load_state_dict(torch.load(out_dir / BEST, map_location=device, weights_only=True))
+    model = fit.model
+    model.load_state_dict(torch.load(out_dir / BEST, map_location=fit.device, weights_only=True))
     metrics = {}
-    for split in splits:
-        preds = decode(spec, predict(model, examples[split], cfg.batch_size, device))
-        write_predictions(out_dir / "predictions" / f"{split}.tsv", spec, examples[split], preds)
-        gold = gold_of(spec, examples[split])
+    for split, split_examples in examples.items():
+        preds = decode(spec, predict(model, split_examples, cfg.batch_size, fit.device))
+        write_predictions(out_dir / "predictions" / f"{split}.tsv", spec, split_examples, preds)
+        gold = gold_of(spec, split_examples)
         if gold is not None:
             metrics[split] = evaluate(cfg.task, gold, preds)
     model.save_encoder(out_dir / "encoder")
     write_json(out_dir / "metrics.json", metrics)
-    run_info.update(best_epoch=state["best_epoch"], seconds=round(time.perf_counter() - started, 2))
-    write_json(out_dir / "config.json", run_info)  # with "seconds": the run is finished
-    ckpt_path.unlink(missing_ok=True)
     return metrics
 
 
