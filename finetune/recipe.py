@@ -31,7 +31,9 @@ class Recipe:
     lr: peak rate of the top group (the output layer); warmup: fraction of steps rising to it;
     schedule: "linear" or "slanted" (see finetune/optim.py); discriminative: rate factor per
     layer group going down (1.0: one rate); gradual_unfreezing: one more group trains per
-    epoch from the top; unfreeze_pairs: also on sentence-pair tasks (the paper: no).
+    epoch from the top; unfreeze_pairs: also on sentence-pair tasks (the paper: no);
+    grid_lrs: the peak rates of `--grid` (bert: BERT's 2e-5, 3e-5, 5e-5; elmo: the recipe's
+    rate halved and doubled).
     """
 
     name: str
@@ -41,6 +43,7 @@ class Recipe:
     discriminative: float
     gradual_unfreezing: bool
     unfreeze_pairs: bool = True
+    grid_lrs: tuple[float, ...] = ()  # the peak rates `snowfire finetune --grid` tries
 
     def for_task(self, pair: bool) -> Recipe:
         """The recipe as it applies to a task (gradual unfreezing only where it is used)."""
@@ -57,13 +60,15 @@ class Recipe:
 RECIPES: dict[str, Recipe] = {
     "bert": Recipe(
         "bert", lr=5e-5, warmup=0.1, schedule="linear", discriminative=1.0,
-        gradual_unfreezing=False,
+        gradual_unfreezing=False, grid_lrs=(2e-5, 3e-5, 5e-5),
     ),
     "elmo": Recipe(
         "elmo", lr=1e-3, warmup=0.1, schedule="slanted", discriminative=0.4,
-        gradual_unfreezing=True, unfreeze_pairs=False,
+        gradual_unfreezing=True, unfreeze_pairs=False, grid_lrs=(5e-4, 1e-3, 2e-3),
     ),
 }  # fmt: skip
+#: The epoch counts `snowfire finetune --grid` tries (Devlin et al. 2019, A.3: 2, 3, 4).
+GRID_EPOCHS = (2, 3, 4)
 #: The recipe of each encoder family ("hf": every BERT-family spec, the bundled minilm too).
 FAMILY_RECIPE = {"hf": "bert", "elmo": "elmo"}
 

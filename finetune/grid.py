@@ -1,0 +1,180 @@
+"""`snowfire finetune --grid`: the paper tuned the rate and the epochs on dev; so does this.
+
+    RUN/grid/lr=<rate>[-epochs=<e>]/   one ordinary 🔥 run per sub-run (resumable like any)
+    RUN/grid.json                      every cell's dev score, the chosen cell, how it was run
+    RUN/grid.md, RUN/grid.png          the same as a table and a plot (dev score by epochs)
+    RUN/metrics.json, predictions/     the chosen cell's run, copied; config.json says so
+
+A cell (rate r, epochs e) is what `snowfire finetune --lr r --epochs e` scores on dev: the best
+dev epoch of up to e epochs. Two ways to fill the grid:
+
+    shared (default)  one run per rate with the largest epoch count; cell (r, e) is its best
+                      dev score over epochs 1..e. Cheaper by a factor of len(epochs), but the
+                      warm-up and decay span the largest count, so a cell with fewer epochs is
+                      an approximation of its own run. The chosen cell is then trained as its
+                      own run (reused when it is the largest count).
+    exact             one run per cell.
+
+The choice reads dev only (ties: the smaller rate, then fewer epochs); test is never looked at.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .config import FinetuneConfig
+from .recipe import GRID_EPOCHS, RECIPES
+from .rundir import write_json
+
+
+def grid_values(cfg: FinetuneConfig, lrs=None, epochs=None) -> tuple[tuple, tuple]:
+    """The rates (the recipe's grid unless given) and epoch counts (GRID_EPOCHS unless given)."""
+    lrs = tuple(lrs or RECIPES[cfg.recipe_name].grid_lrs)
+    epochs = tuple(sorted(set(epochs or GRID_EPOCHS)))
+    if not lrs or any(not (isinstance(r, float) and r > 0) for r in lrs):
+        raise ValueError(f"grid rates: expected positive floats, got {lrs!r}")
+    if not epochs or any(not (isinstance(e, int) and e >= 1) for e in epochs):
+        raise ValueError(f"grid epochs: expected ints >= 1, got {epochs!r}")
+    return lrs, epochs
+
+
+def _dev_by_epoch(run: Path, metric: str) -> dict[int, float]:
+    rows = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines() if line]
+    return {r["epoch"]: r["dev"][metric] for r in rows}
+
+
+def _best_upto(curve: dict[int, float], e: int) -> float:
+    seen = [v for k, v in curve.items() if k <= e and v == v]  # NaN (constant output) skipped
+    return max(seen) if seen else float("nan")
+
+
+def run_grid(cfg: FinetuneConfig, *, lrs=None, epochs=None, exact: bool = False) -> dict[str, Any]:
+    """Fill the grid, pick on dev, write RUN (see the module doc); the chosen run's metrics."""
+    from tasks import get_task
+
+    from .trainer import train
+
+    lrs, epochs = grid_values(cfg, lrs, epochs)
+    if cfg.lr is not None:
+        raise ValueError(f"--grid tries the rates {lrs} itself: drop --lr {cfg.lr:g}")
+    metric = get_task(cfg.task).metric
+    out = Path(cfg.out)
+    done = _finished(out, cfg, lrs, epochs, exact)
+    if done is not None:
+        return done
+    cells: list[dict[str, Any]] = []
+    runs: dict[tuple[float, int], Path] = {}
+    for lr in lrs:
+        if exact:
+            for e in epochs:
+                run = out / "grid" / f"lr={lr:g}-epochs={e}"
+                train(replace(cfg, lr=lr, epochs=e, patience=e, out=str(run)))
+                runs[lr, e] = run
+                cells.append(
+                    {"lr": lr, "epochs": e, "dev": _best_upto(_dev_by_epoch(run, metric), e)}
+                )
+            continue
+        top = max(epochs)
+        run = out / "grid" / f"lr={lr:g}"
+        train(replace(cfg, lr=lr, epochs=top, patience=top, out=str(run)))
+        runs[lr, top] = run
+        curve = _dev_by_epoch(run, metric)
+        cells += [{"lr": lr, "epochs": e, "dev": _best_upto(curve, e)} for e in epochs]
+    scored = [c for c in cells if c["dev"] == c["dev"]]
+    if not scored:
+        raise RuntimeError(
+            f"grid of {out}: no cell has a dev {metric} (every run predicted a constant)"
+        )
+    chosen = max(scored, key=lambda c: (c["dev"], -c["lr"], -c["epochs"]))
+    key = (chosen["lr"], chosen["epochs"])
+    if key not in runs:  # shared mode, fewer epochs than the rate's run: train the cell itself
+        run = out / "grid" / f"lr={key[0]:g}-epochs={key[1]}"
+        train(replace(cfg, lr=key[0], epochs=key[1], patience=key[1], out=str(run)))
+        runs[key] = run
+    chosen_run = runs[key]
+    metrics = json.loads((chosen_run / "metrics.json").read_text())
+    record = {
+        "metric": metric,
+        "mode": "exact" if exact else "shared",
+        "lrs": list(lrs),
+        "epochs": list(epochs),
+        "cells": cells,
+        "chosen": {**chosen, "run": str(chosen_run), "dev_of_its_run": metrics["dev"][metric]},
+    }
+    _write(out, cfg, record, chosen_run, metrics)
+    return metrics
+
+
+def _finished(out: Path, cfg: FinetuneConfig, lrs, epochs, exact: bool):
+    """The metrics of a grid already finished in `out` with the same settings, else None."""
+    if not ((out / "grid.json").is_file() and (out / "metrics.json").is_file()):
+        return None
+    info = json.loads((out / "config.json").read_text())["grid"]
+    same = (
+        info["base"]
+        == cfg.to_json() | {"out": info["base"]["out"], "progress": info["base"]["progress"]}
+        and info["lrs"] == list(lrs)
+        and info["epochs"] == list(epochs)
+        and info["mode"] == ("exact" if exact else "shared")
+    )
+    if not same:
+        raise ValueError(f"{out} holds another grid (see its grid.json): use a new --out")
+    return json.loads((out / "metrics.json").read_text())
+
+
+def _write(out: Path, cfg: FinetuneConfig, record, chosen_run: Path, metrics) -> None:
+    write_json(out / "grid.json", record)
+    (out / "grid.md").write_text(grid_table(record))
+    _plot(record, out / "grid.png")
+    if (out / "predictions").exists():
+        shutil.rmtree(out / "predictions")
+    shutil.copytree(chosen_run / "predictions", out / "predictions")
+    info = json.loads((chosen_run / "config.json").read_text())
+    info["grid"] = {k: v for k, v in record.items() if k != "cells"} | {"base": cfg.to_json()}
+    write_json(out / "config.json", info)
+    write_json(out / "metrics.json", metrics)  # last: its presence says the grid is done
+
+
+def grid_table(record: dict[str, Any]) -> str:
+    """Markdown: one row per rate, one column per epoch count, dev scores x100, the chosen bold."""
+    chosen = record["chosen"]
+    head = "| rate \\ epochs | " + " | ".join(str(e) for e in record["epochs"]) + " |"
+    lines = [head, "|" + " --- |" * (len(record["epochs"]) + 1)]
+    for lr in record["lrs"]:
+        row = []
+        for e in record["epochs"]:
+            (cell,) = [c for c in record["cells"] if c["lr"] == lr and c["epochs"] == e]
+            text = f"{100 * cell['dev']:.1f}"
+            row.append(f"**{text}**" if (lr, e) == (chosen["lr"], chosen["epochs"]) else text)
+        lines.append(f"| {lr:g} | " + " | ".join(row) + " |")
+    return (
+        f"dev {record['metric']} by peak rate and epochs ({record['mode']} grid); chosen: "
+        f"rate {chosen['lr']:g}, {chosen['epochs']} epochs\n\n" + "\n".join(lines) + "\n"
+    )
+
+
+def _plot(record: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for lr in record["lrs"]:
+        cells = sorted((c for c in record["cells"] if c["lr"] == lr), key=lambda c: c["epochs"])
+        ax.plot(
+            [c["epochs"] for c in cells], [100 * c["dev"] for c in cells], "o-", label=f"{lr:g}"
+        )
+    chosen = record["chosen"]
+    ax.plot([chosen["epochs"]], [100 * chosen["dev"]], "k*", markersize=14, label="chosen")
+    ax.set_xlabel("epochs")
+    ax.set_ylabel(f"dev {record['metric']} (x100)")
+    ax.set_xticks(record["epochs"])
+    ax.legend(title="peak rate", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
