@@ -155,6 +155,7 @@ def train(
         if on_step is not None:
             on_step(0, model)
     clock = time.perf_counter() - state.seconds
+    earlier = state.seconds  # trained by the processes before this one (0 when fresh)
 
     def checkpoint() -> None:
         state.seconds = time.perf_counter() - clock
@@ -179,7 +180,9 @@ def train(
         checkpoint()
 
     metrics = _finish(fit, cfg, spec, examples, out_dir)
-    run_info.update(best_epoch=state.best_epoch, seconds=round(time.perf_counter() - started, 2))
+    # a resumed run counts the time of the processes before it too (kept in the checkpoint)
+    seconds = time.perf_counter() - started + earlier
+    run_info.update(best_epoch=state.best_epoch, seconds=round(seconds, 2))
     write_json(out_dir / "config.json", run_info)  # with "seconds": the run is finished
     ckpt_path.unlink(missing_ok=True)
     return metrics

@@ -149,3 +149,26 @@ def test_killed_after_metrics_before_config_finishes_from_the_checkpoint(
     assert train(cfg, on_step=_kill_after(1)) == reference  # evaluates again, trains no step
     _same(_outputs(tmp_path / "a"), _outputs(tmp_path / "b"))
     assert "seconds" in json.loads((tmp_path / "b" / "config.json").read_text())
+
+
+def test_a_resumed_run_counts_the_time_before_the_kill(tiny_bert_dir, tmp_path):
+    import time
+
+    from finetune import train
+
+    data = write_sst2(tmp_path / "data", sizes=(("train", 24), ("dev", 8)))
+    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1,
+                  checkpoint_every=1)  # fmt: skip
+
+    def slow_then_killed(step, model):
+        time.sleep(0.75)  # step 2 is checkpointed after the first sleep, then killed
+        if step == 2:
+            raise Killed("killed after step 2")
+
+    with pytest.raises(Killed):
+        train(cfg, on_step=slow_then_killed)
+    started = time.perf_counter()
+    train(cfg)
+    this_process = time.perf_counter() - started
+    seconds = json.loads((tmp_path / "run" / "config.json").read_text())["seconds"]
+    assert seconds >= this_process + 0.7, (seconds, this_process)
