@@ -40,6 +40,13 @@ class FireRow:
     best_epoch: int | None
     train_used: int
     train_all: int
+    recipe: str = "bert"  # the recipe's name, with any explicit overrides (see recipe_text)
+
+
+def recipe_text(record: dict) -> str:
+    """A run's config.json "recipe" as a table cell: "bert", or "bert, lr 2e-05" etc."""
+    overrides = ", ".join(f"{k} {v}" for k, v in sorted(record.get("overrides", {}).items()))
+    return record["name"] + (f", {overrides}" if overrides else "")
 
 
 def write_rows(path: Path, rows: list[SnowRow]) -> None:
@@ -124,9 +131,9 @@ def comparison(snow: list[SnowRow], fire: dict[str, FireRow], out_png: Path) -> 
         if row.task not in best or row.score > best[row.task].score:
             best[row.task] = row
     lines = [
-        "| task | metric | ❄️ best head | ❄️ dev | ❄️ train (s) | 🔥 dev | 🔥 wall (s) | "
+        "| task | metric | ❄️ best head | ❄️ dev | ❄️ train (s) | 🔥 dev | 🔥 recipe | 🔥 wall (s) | "
         "🔥 epochs (best) | 🔥 training examples | Δ = 🔥 − ❄️ | paper Δ, BERT-base |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     both = [t for t in fire if t in best]  # in the order of the 🔥 runs
     for task in both:
@@ -135,7 +142,7 @@ def comparison(snow: list[SnowRow], fire: dict[str, FireRow], out_png: Path) -> 
         delta = 100 * (f.score - s.score)
         lines.append(
             f"| {task} | {f.metric} | {s.head} | {100 * s.score:.1f} | {s.seconds:.0f} | "
-            f"**{100 * f.score:.1f}** | {f.seconds:.0f} | {f.epochs} ({f.best_epoch}) "
+            f"**{100 * f.score:.1f}** | {f.recipe} | {f.seconds:.0f} | {f.epochs} ({f.best_epoch}) "
             f"| {used} | **{delta:+.1f}** | {PAPER_DELTA[task]:+.1f} |"
         )
     if both:
@@ -150,14 +157,15 @@ SECTION = """## To tune or not to tune: ❄️ vs 🔥 per task
 
 ![best head vs fine-tuning per task]({fire_png})
 
-🔥: `snowfire finetune --encoder minilm --task T --data ../shared/data --out RUN` (+ the caps
-in `experiments/tune_or_not.py`; recipe bert, this encoder's default): the [CLS] vector (NER: each
-word's first piece) into one output layer, every weight trained with one peak rate 5e-5, AdamW,
-10% linear warm-up then linear decay, batch 32, max 128 pieces; dev score of the best epoch.
+🔥: `snowfire finetune --encoder minilm --task T --data ../shared/data --out RUN` with no
+optimisation flag (+ the caps in `experiments/tune_or_not.py`), so each cell used the recipe of
+the encoder's family, named in the 🔥 recipe column (bert: the [CLS] vector, NER: each word's
+first piece, into one output layer, every weight trained with one peak rate 5e-5, AdamW, 10%
+linear warm-up then linear decay, batch 32, max 128 pieces); dev score of the best epoch.
 ❄️: the best head of the task from the table below, trained on features extracted once.
-Wall times: two 🔥 runs at a time shared the machine's 2 cores (one torch thread each; at times
-a third job too; SST-2 ran last, with two threads), so a run alone is faster; the ❄️ times
-exclude the one extraction per dataset (see the notes).
+Wall times: the 🔥 runs ran one after another with one torch thread (the other core was busy
+with other work at times); a run killed and resumed counts the time of both processes. The ❄️
+times exclude the one extraction per dataset (see the notes).
 """
 
 

@@ -20,7 +20,7 @@ import argparse
 import json
 from pathlib import Path
 
-from report import FireRow, SnowRow, check_score, read_rows, section
+from report import FireRow, SnowRow, check_score, read_rows, recipe_text, section
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,6 +82,7 @@ def fire_rows(runs: Path, data: str) -> dict[str, FireRow]:
             best_epoch=config["best_epoch"],
             train_used=config["num_examples"]["train"],
             train_all=len(read_split(task, data, "train")),
+            recipe=recipe_text(config.get("recipe", {"name": "(none recorded)"})),
         )
     return out
 
