@@ -117,9 +117,17 @@ def train(
 
     on_step: for tests; called as on_step(0, model) before the first step of a fresh run and
         on_step(step, model) after every optimiser step (raise from it to simulate a kill).
+    The run directory is held for the whole run (tasks.runs.hold_run).
     """
     if not isinstance(cfg, FinetuneConfig):
         raise TypeError(f"train: expected a FinetuneConfig, got {type(cfg).__name__}")
+    from tasks.runs import hold_run
+
+    with hold_run(cfg.out):  # one process at a time: a second attempt fails at once
+        return _train(cfg, on_step)
+
+
+def _train(cfg: FinetuneConfig, on_step) -> dict[str, dict[str, float]]:
     started = time.perf_counter()
     torch.manual_seed(cfg.seed)
     device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -96,8 +97,53 @@ def _subset(targets, idx):
     return [targets[i] for i in idx] if isinstance(targets, list) else targets[idx]
 
 
+#: What a head run writes in its directory (cleared before a new attempt).
+RUN_FILES = ("config.json", "metrics.json", "log.jsonl", "scalar_mix.json", "head.json",
+             "weights.safetensors", "predictions")  # fmt: skip
+#: Config fields that may differ when a finished run is asked for again.
+_INCIDENTAL = ("out", "progress", "device", "max_memory_gb")
+
+
 def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
-    """Fit a head; write the run directory; return metrics per split."""
+    """Fit a head; write the run directory; return metrics per split.
+
+    The run directory is held by this process for the whole run (tasks.runs.hold_run: a retry
+    of the same job while this one lives fails at once). A finished run of the same config
+    there is returned as it is; what a killed attempt left (no metrics.json) is cleared first,
+    so a run never continues on top of half-written files.
+    """
+    from tasks.runs import hold_run
+
+    out = Path(cfg.out)
+    with hold_run(out):
+        done = _finished(out, cfg)
+        if done is not None:
+            return done
+        for name in RUN_FILES:
+            target = out / name
+            if target.is_dir():
+                shutil.rmtree(target)
+            else:
+                target.unlink(missing_ok=True)
+        return _fit(cfg)
+
+
+def _finished(out: Path, cfg: TrainConfig) -> dict[str, dict[str, float]] | None:
+    if not (out / "metrics.json").is_file():
+        return None
+    saved = json.loads((out / "config.json").read_text())["train"]
+    now = asdict(cfg)
+    diff = sorted(k for k in now if k not in _INCIDENTAL and saved.get(k) != now[k])
+    if diff:
+        detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now[k]!r}" for k in diff)
+        raise ValueError(
+            f"{out} holds a finished run of another config ({detail}): use a new --out"
+        )
+    log.info("%s: already finished (use a new --out to train again)", out)
+    return json.loads((out / "metrics.json").read_text())
+
+
+def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
     import torch
     from tqdm import tqdm
 
@@ -247,6 +293,8 @@ def _write_predictions(path: Path, spec, examples, preds) -> None:
 def _write_run(out_dir: Path, cfg: TrainConfig, head, info, metrics, seconds: float) -> None:
     from safetensors.torch import save_file
 
+    from tasks.runs import atomic_write_text
+
     from .scalar_mix import ScalarMix
 
     mixes = {
@@ -264,5 +312,5 @@ def _write_run(out_dir: Path, cfg: TrainConfig, head, info, metrics, seconds: fl
         "features_manifest": info.manifest | {"keys": None},
         "seconds": round(seconds, 2),
     }
-    (out_dir / "config.json").write_text(json.dumps(config, indent=2, default=str))
-    (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    atomic_write_text(out_dir / "config.json", json.dumps(config, indent=2, default=str))
+    atomic_write_text(out_dir / "metrics.json", json.dumps(metrics, indent=2))  # last: done

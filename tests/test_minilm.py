@@ -53,5 +53,5 @@ def test_hub_name_offline_fails_clearly(monkeypatch):
 
 
 def test_unknown_spec_is_refused():
-    with pytest.raises(ValueError, match="unknown encoder 'bert'"):
+    with pytest.raises(ValueError, match="unknown encoder spec 'bert'"):
         load_encoder("bert")

@@ -242,3 +242,37 @@ def test_wrong_encoder_and_wrong_head_are_refused(
     ]
     assert snowfire(args) == 2
     assert "esim" in capsys.readouterr().err
+
+
+def test_a_finished_head_run_is_returned_and_a_killed_one_cleared(
+    tiny_bert_dir,
+    data_dir,
+    store_dir,
+    tmp_path,
+    monkeypatch,  # noqa: F811
+):
+    run = tmp_path / "run"
+    # what a killed attempt leaves: a log, a stale prediction file, no metrics.json
+    (run / "predictions").mkdir(parents=True)
+    (run / "predictions" / "stale.tsv").write_text("half")
+    (run / "log.jsonl").write_text('{"epoch": 1, "half')
+    first = _train(tiny_bert_dir, data_dir, store_dir, run, "sst2", "linear")
+    assert not (run / "predictions" / "stale.tsv").exists()
+    assert all(json.loads(line) for line in (run / "log.jsonl").read_text().splitlines())
+    stamp = (run / "weights.safetensors").stat().st_mtime_ns
+
+    import heads.trainer
+
+    def no_fit(cfg):
+        raise AssertionError("a finished run trained again")
+
+    monkeypatch.setattr(heads.trainer, "_fit", no_fit)
+    assert _train(tiny_bert_dir, data_dir, store_dir, run, "sst2", "linear") == first
+    assert (run / "weights.safetensors").stat().st_mtime_ns == stamp
+    from cli.main import main as snowfire
+
+    argv = ["train", "--store", str(store_dir), "--encoder", f"hf:{tiny_bert_dir}", "--task",
+            "sst2", "--head", "linear", "--data", str(data_dir), "--out", str(run), "--quiet",
+            "--epochs", "3", "--lr", "0.5"]  # fmt: skip
+    assert snowfire(argv) == 2  # another config: refused, the finished run untouched
+    assert (run / "weights.safetensors").stat().st_mtime_ns == stamp
