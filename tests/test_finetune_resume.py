@@ -111,13 +111,19 @@ def test_a_finished_run_is_returned_not_trained_again(tiny_bert_dir, tmp_path):
     metrics = train(cfg)
     run = tmp_path / "run"
     assert not (run / "checkpoint.pt").exists()  # dropped once the run finished
-    before = {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()}
+
+    def outputs():  # the run's files (not RUN/.lock, which names its latest holder)
+        return {
+            p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file() and p.name != ".lock"
+        }
+
+    before = outputs()
 
     def no_training(step, model):
         raise AssertionError(f"trained again (step {step})")
 
     assert train(cfg, on_step=no_training) == metrics
-    assert {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()} == before
+    assert outputs() == before
 
 
 def test_killed_after_metrics_before_config_finishes_from_the_checkpoint(
