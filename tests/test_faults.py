@@ -210,3 +210,105 @@ print(json.dumps(mine))
     assert sorted(claimed) == sorted(ids)  # every job claimed, none twice
     queue = JobQueue(home / "queue.sqlite")
     assert {j.status for j in queue.list(limit=1000)} == {"done"}
+
+
+def _extract_argv(model: Path, inp: Path, store: Path) -> list[str]:
+    return python_command("cli", "extract", "--encoder", f"hf:{model}", "--input", str(inp),
+                          "--store", str(store), "--segment-tokens", "96", "--token-budget",
+                          "256", "--quiet")  # fmt: skip
+
+
+def _sentences(n: int, tag: str) -> str:
+    base = "the man plays guitar in the park and a dog runs over the street".split() * 3
+    return "\n".join(" ".join(base[: 3 + i % 30] + [tag, str(i)]) for i in range(n)) + "\n"
+
+
+def test_eight_readers_beside_an_extraction_see_whole_sets_only(tiny_bert_dir, tmp_path):
+    from cache import Store
+
+    store = tmp_path / "store"
+    (tmp_path / "a.txt").write_text(_sentences(40, "first"))
+    (tmp_path / "b.txt").write_text(_sentences(300, "second"))
+    subprocess.run(_extract_argv(tiny_bert_dir, tmp_path / "a.txt", store), check=True, env=ENV)
+    (first,) = Store(store).list_featuresets()
+    expected = Store(store).read(first.id, indices=list(range(first.num_examples)))
+    writer = subprocess.Popen(_extract_argv(tiny_bert_dir, tmp_path / "b.txt", store), env=ENV)
+    errors: list[str] = []
+    seen_absent, seen_whole, reads = [0], [0], [0]
+
+    def reader(i: int) -> None:
+        while writer.poll() is None:
+            try:
+                s = Store(store)
+                sets = {fs.id: fs for fs in s.list_featuresets()}
+                got = s.read(first.id, indices=list(range(first.num_examples)))
+                if (
+                    not (got.offsets == expected.offsets).all()
+                    or not (got.features == expected.features).all()
+                ):
+                    errors.append(f"reader {i}: the first set read back different numbers")
+                new = [fs for fs in sets.values() if fs.id != first.id]
+                if not new:
+                    seen_absent[0] += 1
+                for fs in new:
+                    batch = s.read(fs.id, indices=list(range(fs.num_examples)))
+                    if fs.num_examples != 300 or len(batch.offsets) != 301:
+                        errors.append(f"reader {i}: a partial set {fs.id}: {fs.num_examples}")
+                    seen_whole[0] += 1
+                reads[0] += 1
+            except Exception as err:  # noqa: BLE001  (any error is the failure counted)
+                errors.append(f"reader {i}: {type(err).__name__}: {err}")
+
+    threads = [threading.Thread(target=reader, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    writer.wait(300)
+    for t in threads:
+        t.join()
+    assert writer.returncode == 0
+    assert errors == [], errors[:5]
+    assert seen_absent[0] > 0 and reads[0] > 8  # the readers did overlap the writer
+    assert len(Store(store).list_featuresets()) == 2
+
+
+def _mount_tmpfs(path: Path, size: str) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                          capture_output=True)  # fmt: skip
+    return done.returncode == 0
+
+
+def test_a_full_disk_during_extraction_keeps_the_store_and_the_rerun_is_identical(
+    tiny_bert_dir, tmp_path
+):
+    from cache import Store
+    from tests.test_resume import _tree
+
+    (tmp_path / "a.txt").write_text(_sentences(20, "first"))
+    (tmp_path / "b.txt").write_text(_sentences(300, "second"))
+    reference = tmp_path / "reference"
+    for name in ("a.txt", "b.txt"):
+        subprocess.run(
+            _extract_argv(tiny_bert_dir, tmp_path / name, reference), check=True, env=ENV
+        )
+    need = sum(p.stat().st_size for p in reference.rglob("*") if p.is_file())
+    disk = tmp_path / "disk"
+    if not _mount_tmpfs(disk, str(need // 2)):
+        pytest.skip("cannot mount a tmpfs here (needs root): no small disk to fill")
+    try:
+        store = disk / "store"
+        subprocess.run(_extract_argv(tiny_bert_dir, tmp_path / "a.txt", store), check=True, env=ENV)
+        before = _tree(store)
+        failed = subprocess.run(_extract_argv(tiny_bert_dir, tmp_path / "b.txt", store), env=ENV,
+                                capture_output=True, text=True)  # fmt: skip
+        assert failed.returncode != 0, "the disk did not fill up"
+        assert "No space left on device" in failed.stderr, failed.stderr[-2000:]
+        (first,) = Store(store).list_featuresets()  # readable; the unfinished set not listed
+        assert Store(store).read(first.id, indices=[0, 1]).offsets.shape == (3,)
+        after = _tree(store)
+        assert {k: v for k, v in after.items() if k in before} == before  # nothing stored lost
+        subprocess.run(["mount", "-o", f"remount,size={need * 4}", str(disk)], check=True)
+        subprocess.run(_extract_argv(tiny_bert_dir, tmp_path / "b.txt", store), check=True, env=ENV)
+        assert _tree(store) == _tree(reference)  # byte-identical to a run that never failed
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
