@@ -7,8 +7,13 @@ import json
 import math
 from typing import Any
 
-#: Bump when the stored bytes for the same encoder + text could change (layout, dtype rules).
-STORE_FORMAT_VERSION = 1
+#: Bump when the stored bytes or the keys for the same encoder + text could change (layout,
+#: dtype rules, what the encoder identity covers). 2: the identity covers the extractor
+#: version, the precision policy and the model's config.json; labels (spec, name) left out.
+STORE_FORMAT_VERSION = 2
+#: Identity fields that label an encoder but do not change its output: the spec the user typed
+#: and the name, which for `hf:DIR` is a path. Listed with the feature sets, never hashed.
+LABEL_FIELDS = ("spec", "name")
 
 
 def canonical_json(obj: Any) -> str:
@@ -44,11 +49,20 @@ def digest(obj: Any, length: int = 32) -> str:
 def encoder_id(identity: dict[str, Any], dtype: str) -> str:
     """Id of the example pool for one encoder identity stored at one dtype.
 
-    The `spec` the user typed (which may hold a path) is left out: the same weights reached by
-    another path or name share one pool; the weights and tokenizer hashes tell encoders apart.
+    The label fields (`LABEL_FIELDS`: the spec the user typed and the name, either of which may
+    be a path) are left out: the same weights reached by another path or name share one pool;
+    the content hashes (weights, tokenizer, config), the precision policy, the pair encoding and
+    the extractor version tell encoders apart.
     """
-    content = {k: v for k, v in identity.items() if k != "spec"}
-    return digest({"encoder": content, "dtype": dtype, "format": STORE_FORMAT_VERSION}, 16)
+    return digest(
+        {"encoder": identity_content(identity), "dtype": dtype, "format": STORE_FORMAT_VERSION},
+        16,
+    )
+
+
+def identity_content(identity: dict[str, Any]) -> dict[str, Any]:
+    """The part of an encoder identity that decides the stored bytes (labels left out)."""
+    return {k: v for k, v in identity.items() if k not in LABEL_FIELDS}
 
 
 def example_key(pool_id: str, payload: dict[str, Any]) -> str:

@@ -51,25 +51,36 @@ class Store:
         self._keys_cache: dict[str, list[str]] = {}
         # fs_id -> (inode, mtime, size of its .json, info): a read parses the manifest once
         self._info_cache: dict[str, tuple[tuple[int, int, int], FeatureSetInfo]] = {}
+        self._format_checked = False
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
+
+    def check_format(self) -> None:
+        """Refuse a directory that is not a store of this format (reads and writes both): a
+        store of another format has other keys, and mixing them would serve wrong features."""
+        if self._format_checked:
+            return
+        root = self.path / "zarr.json"
+        if not root.exists():
+            return  # nothing written yet: reads find no feature set
+        attrs = json.loads(root.read_text()).get("attributes", {})
+        if attrs.get("format") != "snowfire-store":
+            raise IncompatibleStoreError(f"{self.path} is a zarr store but not a snowfire store")
+        if attrs.get("version") != STORE_FORMAT_VERSION:
+            raise IncompatibleStoreError(
+                f"{self.path}: written as snowfire store format {attrs.get('version')}, this "
+                f"snowfire reads and writes format {STORE_FORMAT_VERSION} only (its content keys "
+                "differ). Extract again into a new store; this one is left as it is."
+            )
+        self._format_checked = True
 
     # ---------------------------------------------------------------- writing
     def ensure(self) -> None:
         """Create the root group if the directory is new; refuse a foreign directory."""
         root = self.path / "zarr.json"
         if root.exists():
-            attrs = json.loads(root.read_text()).get("attributes", {})
-            if attrs.get("format") != "snowfire-store":
-                raise IncompatibleStoreError(
-                    f"{self.path} is a zarr store but not a snowfire store"
-                )
-            if attrs.get("version") != STORE_FORMAT_VERSION:
-                raise IncompatibleStoreError(
-                    f"{self.path}: store format {attrs.get('version')}, "
-                    f"this snowfire reads {STORE_FORMAT_VERSION}"
-                )
+            self.check_format()
             return
         if self.path.exists() and any(self.path.iterdir()):
             raise IncompatibleStoreError(f"{self.path} exists, is not empty and is not a store")
@@ -163,12 +174,14 @@ class Store:
         return list(dict.fromkeys(k for k in keys if k not in index))
 
     def list_featuresets(self) -> list[FeatureSetInfo]:
+        self.check_format()
         fs_dir = self.path / "featuresets"
         if not fs_dir.is_dir():
             return []
         return [_info(json.loads(p.read_text())) for p in sorted(fs_dir.glob("[!.]*.json"))]
 
     def get_featureset(self, fs_id: str) -> FeatureSetInfo:
+        self.check_format()
         path = self.path / "featuresets" / f"{fs_id}.json"
         try:
             st = None if "/" in fs_id else path.stat()
@@ -261,6 +274,7 @@ class Store:
         return self.read_keys(info.encoder_id, list(keys), layer_list)
 
     def read_keys(self, pool_id: str, keys: list[str], layers: list[int] | None) -> ExampleBatch:
+        self.check_format()
         index = self._pool_index(pool_id)
         if any(k not in index for k in keys):
             index = self._pool_index(pool_id, refresh=True)

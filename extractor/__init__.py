@@ -1,10 +1,10 @@
 """Text -> all-layer activations of a frozen encoder, written once into the store."""
 
-from .base import Encoded, Encoder, Prepared, TextInput
+from .base import EXTRACTOR_VERSION, Encoded, Encoder, Prepared, TextInput
 from .encoders import MINILM_NAME, encoder_name, load_encoder, minilm_dir
 from .inputs import InputSet, gather_inputs, run_extract
 from .options import ExtractOptions, encoder_family
-from .run import EXTRACTOR_VERSION, ExtractConfig, extract
+from .run import ExtractConfig, extract
 
 __all__ = [
     "EXTRACTOR_VERSION",

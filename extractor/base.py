@@ -15,6 +15,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
+#: Bump when the extraction procedure (tokenising, windows, stitching, the encoders' forward
+#: passes) could store other bytes for the same model and text. Every encoder identity
+#: carries it, so it is part of every content key.
+EXTRACTOR_VERSION = 1
+
 
 @dataclass(frozen=True)
 class TextInput:

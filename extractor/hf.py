@@ -15,13 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from .base import Encoded, Prepared, TextInput
+from .base import EXTRACTOR_VERSION, Encoded, Prepared, TextInput
 from .windows import plan_windows, stitch
 
 log = logging.getLogger(__name__)
-
-#: Bump when this file could produce different bytes for the same model and text.
-HF_EXTRACTOR_VERSION = 1
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack")
 _TOKENIZER_FILES = (
@@ -73,6 +70,42 @@ def _hash_files(paths: list[Path]) -> str:
     return h.hexdigest()
 
 
+def hf_identity(
+    model_dir: Path,
+    config,
+    *,
+    name: str,
+    spec: str,
+    revision: str | None = None,
+    pair_encoding: str | None = None,
+    max_length: int | None = None,
+    precision: str = "float32",
+) -> dict[str, Any]:
+    """What a BERT-family encoder is, for content keys and run records: the hashes of its
+    weight files, tokenizer files and config.json (never its path), how pairs are encoded, the
+    window length, the precision policy ("float32", or "float16-autocast" on a GPU) and the
+    extractor version. `name` and `spec` are labels (cache.keys.LABEL_FIELDS), not hashed."""
+    model_dir = Path(model_dir)
+    weights = [p for p in model_dir.iterdir() if p.suffix in _WEIGHT_SUFFIXES]
+    tok_files = [model_dir / f for f in _TOKENIZER_FILES if (model_dir / f).is_file()]
+    return {
+        "kind": "hf",
+        "name": name,
+        "spec": spec,
+        "revision": revision or getattr(config, "_commit_hash", None),
+        "model_type": config.model_type,
+        "weights_sha256": _hash_files(weights),
+        "tokenizer_sha256": _hash_files(tok_files),
+        "config_sha256": _hash_files([model_dir / "config.json"]),
+        "num_layers": config.num_hidden_layers + 1,
+        "dim": config.hidden_size,
+        "pair_encoding": pair_encoding,
+        "max_length": max_length,
+        "precision": precision,
+        "extractor_version": EXTRACTOR_VERSION,
+    }
+
+
 class HFEncoder:
     """An encoder over any transformers `AutoModel` that returns hidden states."""
 
@@ -113,22 +146,11 @@ class HFEncoder:
         self.num_layers = config.num_hidden_layers + 1
         self.dim = config.hidden_size
         self._uses_types = getattr(config, "type_vocab_size", 0) > 1
-        weights = [p for p in model_dir.iterdir() if p.suffix in _WEIGHT_SUFFIXES]
-        tok_files = [model_dir / f for f in _TOKENIZER_FILES if (model_dir / f).is_file()]
-        self.identity: dict[str, Any] = {
-            "kind": "hf",
-            "name": name,
-            "spec": spec,
-            "revision": revision or getattr(config, "_commit_hash", None),
-            "model_type": config.model_type,
-            "weights_sha256": _hash_files(weights),
-            "tokenizer_sha256": _hash_files(tok_files),
-            "num_layers": self.num_layers,
-            "dim": self.dim,
-            "pair_encoding": pair_encoding,
-            "max_length": self.max_length,
-            "extractor_version": HF_EXTRACTOR_VERSION,
-        }
+        self.identity = hf_identity(
+            model_dir, config, name=name, spec=spec, revision=revision,
+            pair_encoding=pair_encoding, max_length=self.max_length,
+            precision="float16-autocast" if self.device.type == "cuda" else "float32",
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ tokenising
     def _sequence(self, words_a, words_b) -> dict[str, Any]:

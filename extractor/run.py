@@ -17,14 +17,11 @@ from typing import Any
 
 from cache import FeatureSetInfo, Store, digest, example_key, versions
 
-from .base import Encoder, Prepared, TextInput
+from .base import EXTRACTOR_VERSION, Encoder, Prepared, TextInput
 from .batching import bucket_batches, ordered_batches
 from .options import BATCH_SIZE, DTYPE, TOKEN_BUDGET
 
 log = logging.getLogger(__name__)
-
-#: Bump when the extraction procedure could change stored bytes.
-EXTRACTOR_VERSION = 1
 
 
 @dataclass(frozen=True)

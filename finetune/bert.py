@@ -172,24 +172,3 @@ class BertFinetuner(nn.Module):
         folder.mkdir(parents=True, exist_ok=True)
         self.encoder.save_pretrained(folder)
         self.tokenizer.save_pretrained(folder)
-
-
-def hf_identity(spec: str, model_dir: Path, model: BertFinetuner) -> dict[str, Any]:
-    """What the starting encoder was: spec, model type, sha256 of its weight files."""
-    from cache import file_sha256
-
-    config = model.encoder.config
-    weights = (
-        sorted(p for p in Path(model_dir).iterdir() if p.suffix in (".safetensors", ".bin", ".pt"))
-        if Path(model_dir).is_dir()
-        else []
-    )
-    return {
-        "kind": "hf",
-        "spec": spec,
-        "model_type": config.model_type,
-        "revision": getattr(config, "_commit_hash", None),
-        "weights_sha256": {p.name: file_sha256(p) for p in weights},
-        "num_layers": model.num_layers,
-        "dim": config.hidden_size,
-    }

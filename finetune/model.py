@@ -15,11 +15,13 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
     """The model for `cfg.encoder` and the task, and the identity of the starting encoder."""
     num_labels = 1 if spec.kind == "regression" else len(spec.labels)
     if cfg.family == "hf":
-        from extractor import minilm_dir
+        from extractor import MINILM_NAME, minilm_dir
+        from extractor.hf import hf_identity, resolve_model_dir
 
-        from .bert import BertFinetuner, hf_identity
+        from .bert import BertFinetuner
 
-        model_dir = minilm_dir() if cfg.encoder == "minilm" else cfg.encoder.split(":", 1)[1]
+        name = MINILM_NAME if cfg.encoder == "minilm" else cfg.encoder.split(":", 1)[1]
+        model_dir = minilm_dir() if cfg.encoder == "minilm" else resolve_model_dir(name)
         model = BertFinetuner(
             model_dir,
             kind=spec.kind,
@@ -28,7 +30,9 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
             dropout=cfg.dropout,
             max_length=cfg.max_length,
         )
-        return model, hf_identity(cfg.encoder, Path(model_dir), model)
+        # the extractor's identity of the starting encoder: the same hashes a store keys on
+        config = model.encoder.config
+        return model, hf_identity(Path(model_dir), config, name=name, spec=cfg.encoder)
     from cache import file_sha256
     from extractor.elmo import ElmoBiLM, resolve_spec
 

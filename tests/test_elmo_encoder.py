@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import torch
 
+from extractor import EXTRACTOR_VERSION
 from extractor.base import TextInput
-from extractor.elmo import ELMO_VERSION, ElmoBiLM, ElmoEncoder, batch_to_ids
+from extractor.elmo import ElmoBiLM, ElmoEncoder, batch_to_ids
 from extractor.elmo.state import CarriedState, broadcast_state, warmup_state
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
@@ -84,7 +85,7 @@ def test_identity_and_protocol_fields(fixed):
     ident = fixed.identity
     assert ident["kind"] == "elmo" and ident["name"] == "allennlp_elmo"
     assert ident["state_policy"] == "fixed" and ident["pair_encoding"] == "separate"
-    assert ident["elmo_version"] == ELMO_VERSION
+    assert ident["extractor_version"] == EXTRACTOR_VERSION
     assert ident["options_sha256"].startswith("117cb6d2fb87")  # fixtures README
     assert ident["weights_sha256"].startswith("dfdfd3001b59")
     assert len(ident["warmup_sha256"]) == 64

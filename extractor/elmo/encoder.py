@@ -19,13 +19,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..base import Encoded, Prepared, TextInput
+from ..base import EXTRACTOR_VERSION, Encoded, Prepared, TextInput
 from .bilm import ElmoBiLM
 from .chars import pad_ids, sentence_to_ids
 from .lstm import LstmState
 from .state import CarriedState, broadcast_state, warmup_sha256, warmup_state
 
-ELMO_VERSION = 1  # bump when the output bytes for the same files and policy could change
 STATE_POLICIES = ("fixed", "stateful")
 
 
@@ -106,7 +105,8 @@ class ElmoEncoder:
             "weights_sha256": weights_sha256,
             "state_policy": state,
             "pair_encoding": "separate",
-            "elmo_version": ELMO_VERSION,
+            "precision": "float32",
+            "extractor_version": EXTRACTOR_VERSION,
         }
         if state == "fixed":
             self.identity["warmup_sha256"] = warmup_sha256()
