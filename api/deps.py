@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 from fastapi import Depends, Header, HTTPException, Request
 
 from cache import Store
+from cache.wire import JSON, SAFETENSORS
 
-from .schemas import JSON, SAFETENSORS
 from .settings import Settings
 
 Format = Literal["safetensors", "json"]

@@ -4,26 +4,18 @@ The store does not know a selection's token count before reading it, so a respon
 `read_chunk_examples` at a time and refused (413) as soon as it passes its cap: memory stays
 bounded by the cap plus one chunk, and a request under the cap reads each example once.
 
-Safetensors body (`application/x-safetensors`), n examples, N tokens:
-    features     (N, Lsel, D) float16|float32, the store's dtype
-    offsets      (n + 1,) int64
-    word_ids     (N,) int32
-    type_ids     (N,) int8
-    pair_starts  (n,) int64
-    metadata     format, featureset, dtype, layers (JSON list), keys (JSON list)
+The safetensors body is cache/wire.py's format (one encoder and decoder for service and client).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from cache import ExampleBatch, RequestTooLargeError, Store
+from cache.wire import SAFETENSORS, body_bytes
 
-from .schemas import SAFETENSORS, WIRE_FORMAT, FeaturesJSON, FeaturesRequest
+from .schemas import FeaturesJSON, FeaturesRequest
 from .settings import Settings
 
 
@@ -39,12 +31,6 @@ class Cap:
 
 def feature_values(batch: ExampleBatch) -> int:
     return int(batch.features.size)
-
-
-def body_bytes(batch: ExampleBatch) -> int:
-    """Bytes of the safetensors body, to within its few-hundred-byte header."""
-    arrays = (batch.features, batch.offsets, batch.word_ids, batch.type_ids, batch.pair_starts)
-    return sum(a.nbytes for a in arrays) + sum(len(k) + 4 for k in batch.keys)
 
 
 def json_cap(settings: Settings) -> Cap:
@@ -90,26 +76,6 @@ def read_capped(
             )
         parts.append(part)
     return parts[0] if len(parts) == 1 else ExampleBatch.concat(parts)
-
-
-def to_safetensors(batch: ExampleBatch, fs_id: str) -> bytes:
-    from safetensors.numpy import save
-
-    tensors = {
-        "features": np.ascontiguousarray(batch.features),
-        "offsets": np.ascontiguousarray(batch.offsets, dtype=np.int64),
-        "word_ids": np.ascontiguousarray(batch.word_ids, dtype=np.int32),
-        "type_ids": np.ascontiguousarray(batch.type_ids, dtype=np.int8),
-        "pair_starts": np.ascontiguousarray(batch.pair_starts, dtype=np.int64),
-    }
-    metadata = {
-        "format": WIRE_FORMAT,
-        "featureset": fs_id,
-        "dtype": str(batch.features.dtype),
-        "layers": json.dumps([int(layer) for layer in batch.layers]),
-        "keys": json.dumps(list(batch.keys)),
-    }
-    return save(tensors, metadata=metadata)
 
 
 def to_json(batch: ExampleBatch, fs_id: str) -> FeaturesJSON:

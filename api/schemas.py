@@ -6,10 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 
-SAFETENSORS = "application/x-safetensors"
-JSON = "application/json"
-#: Bumped when the tensors or metadata of a features response change meaning.
-WIRE_FORMAT = "snowfire-features/1"
+from cache.wire import WIRE_FORMAT
 
 
 class Limits(BaseModel):

@@ -8,7 +8,6 @@ earlier ones weighed; a request the service still refuses (413) is halved and re
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -23,12 +22,10 @@ from .errors import (
     StoreError,
 )
 from .types import ExampleBatch, FeatureSetInfo
+from .wire import SAFETENSORS, body_bytes, decode
 
 log = logging.getLogger(__name__)
 
-SAFETENSORS = "application/x-safetensors"
-#: The features wire format this client reads (api/features.py writes it).
-WIRE_FORMAT = "snowfire-features/1"
 #: Store errors by class name, as the service reports them in `"error"`.
 _ERRORS = {
     name: cls
@@ -133,7 +130,7 @@ class RemoteStore:
                 continue
             parts.append(part)
             start += len(chunk)
-            per_example = max(1, _nbytes(part) // len(chunk))
+            per_example = max(1, body_bytes(part) // len(chunk))
             step = max(1, target // per_example)
         return parts[0] if len(parts) == 1 else ExampleBatch.concat(parts)
 
@@ -146,7 +143,7 @@ class RemoteStore:
             "POST", f"/v1/featuresets/{_quote(fs_id)}/features", json=body,
             headers={"Accept": SAFETENSORS},
         )  # fmt: skip
-        return _decode(response.content)
+        return decode(response.content)
 
     def _first_step(self, fs_id: str, layers: list | None) -> int:
         """Examples in the first request: about half the body cap at the set's mean length."""
@@ -190,31 +187,6 @@ class RemoteStore:
         if cls is None:
             raise StoreError(f"{method} {self.url}{path}: HTTP {response.status_code}: {detail}")
         raise cls(detail)
-
-
-def _decode(body: bytes) -> ExampleBatch:
-    """An ExampleBatch from a safetensors features body."""
-    from safetensors.numpy import load
-
-    n = int.from_bytes(body[:8], "little")
-    meta = json.loads(body[8 : 8 + n]).get("__metadata__", {})
-    if meta.get("format") != WIRE_FORMAT:
-        raise StoreError(f"features body in format {meta.get('format')!r}, expected {WIRE_FORMAT}")
-    t = load(body)
-    return ExampleBatch(
-        features=t["features"],  # (N, Lsel, D)
-        offsets=t["offsets"],  # (n + 1,)
-        word_ids=t["word_ids"],  # (N,)
-        type_ids=t["type_ids"],  # (N,)
-        pair_starts=t["pair_starts"],  # (n,)
-        layers=json.loads(meta["layers"]),
-        keys=json.loads(meta["keys"]),
-    )
-
-
-def _nbytes(batch: ExampleBatch) -> int:
-    arrays = (batch.features, batch.offsets, batch.word_ids, batch.type_ids, batch.pair_starts)
-    return sum(a.nbytes for a in arrays) + sum(len(k) + 4 for k in batch.keys)
 
 
 def _plain(x: Any) -> Any:

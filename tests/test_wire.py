@@ -1,0 +1,59 @@
+"""The features wire format (cache/wire.py): exact round trip, the size estimate, refusals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from cache import ExampleBatch, StoreError
+from cache.wire import WIRE_FORMAT, body_bytes, decode, encode
+
+
+def _batch(dtype: str, n: int = 5, layers=(0, 2)) -> ExampleBatch:
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 9, size=n)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    tokens = int(offsets[-1])
+    return ExampleBatch(
+        features=rng.standard_normal((tokens, len(layers), 16)).astype(dtype),
+        offsets=offsets,
+        word_ids=rng.integers(-1, 6, size=tokens).astype(np.int32),
+        type_ids=rng.integers(0, 2, size=tokens).astype(np.int8),
+        pair_starts=rng.integers(0, 4, size=n).astype(np.int64),
+        layers=list(layers),
+        keys=[f"{i:032x}" for i in range(n)],
+    )
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_round_trip_is_bit_exact(dtype):
+    batch = _batch(dtype)
+    back = decode(encode(batch, "fs-1"))
+    assert back.features.dtype == np.dtype(dtype)
+    assert back.features.tobytes() == batch.features.tobytes()
+    for name in ("offsets", "word_ids", "type_ids", "pair_starts"):
+        assert np.array_equal(getattr(back, name), getattr(batch, name)), name
+    assert back.layers == [0, 2] and back.keys == batch.keys
+
+
+@pytest.mark.parametrize("n", [1, 5, 200])
+def test_the_size_estimate_is_the_body_within_its_header(n):
+    batch = _batch("float16", n=n)
+    size = len(encode(batch, "fs-1"))
+    assert body_bytes(batch) <= size <= body_bytes(batch) + 1024
+
+
+def test_another_format_or_a_broken_body_is_refused():
+    body = bytearray(encode(_batch("float32"), "fs-1"))
+    n = int.from_bytes(body[:8], "little")
+    header = json.loads(body[8 : 8 + n])
+    header["__metadata__"]["format"] = "snowfire-features/0"
+    text = json.dumps(header, separators=(",", ":")).encode().ljust(n)
+    assert len(text) == n
+    other = bytes(body[:8]) + text + bytes(body[8 + n :])
+    with pytest.raises(StoreError, match=f"format 'snowfire-features/0', expected {WIRE_FORMAT}"):
+        decode(other)
+    with pytest.raises(StoreError, match="not safetensors"):
+        decode(b"\x05\x00\x00\x00\x00\x00\x00\x00{nope")
