@@ -29,24 +29,11 @@ from typing import Any
 import torch
 from torch import nn
 
+from heads.esim import enhance
+from heads.sequence import masked_max, masked_mean
+
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
-
-
-def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """(B, T, D) -> (B, D): sum_t m_t x_t / max(1, sum_t m_t)."""
-    m = mask.unsqueeze(-1).to(x.dtype)  # (B, T, 1)
-    return (x * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)  # (B, D)
-
-
-def masked_max(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """(B, T, D) -> (B, D): max over real positions."""
-    return x.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(dim=1).values  # (B, D)
-
-
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Softmax over the last axis restricted to `mask` (broadcastable, >= 1 True per row)."""
-    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)  # (..., T)
 
 
 class ElmoFinetuner(nn.Module):
@@ -89,13 +76,10 @@ class ElmoFinetuner(nn.Module):
 
     @torch.no_grad()
     def refresh_state(self) -> None:
-        """Warm-up state of the current weights (as `extractor.elmo.state.warmup_state`)."""
-        from extractor.elmo import WARMUP_SENTENCES, batch_to_ids
+        """The warm-up state of the current weights (`extractor.elmo.state.warmup_state`)."""
+        from extractor.elmo.state import warmup_state
 
-        state = self.bilm.zero_state(1, self.warm_h.device)
-        for sentence in WARMUP_SENTENCES:
-            ids = batch_to_ids([sentence.split()]).to(self.warm_h.device)  # (1, T+2, C)
-            _, _, state = self.bilm(ids, state)
+        state = warmup_state(self.bilm, self.warm_h.device)  # h (2, n, 1, P), c (2, n, 1, C)
         self.warm_h.copy_(state.h)
         self.warm_c.copy_(state.c)
 
@@ -157,11 +141,7 @@ class ElmoFinetuner(nn.Module):
         if not self.bi_attention:
             v = torch.cat([masked_max(a, mask_a), masked_max(b, mask_b)], dim=-1)  # (B, 2D)
             return self.output(v, labels)
-        e = torch.bmm(a, b.transpose(1, 2))  # (B, Ta, Tb)
-        a_tilde = torch.bmm(masked_softmax(e, mask_b[:, None, :]), b)  # (B, Ta, D)
-        b_tilde = torch.bmm(masked_softmax(e.transpose(1, 2), mask_a[:, None, :]), a)  # (B, Tb, D)
-        m_a = torch.cat([a, a_tilde, a - a_tilde, a * a_tilde], dim=-1)  # (B, Ta, 4D)
-        m_b = torch.cat([b, b_tilde, b - b_tilde, b * b_tilde], dim=-1)  # (B, Tb, 4D)
+        m_a, m_b = enhance(a, b, mask_a, mask_b)  # (B, Ta, 4D), (B, Tb, 4D)
         v = torch.cat(
             [
                 masked_mean(m_a, mask_a),

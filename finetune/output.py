@@ -13,26 +13,15 @@ Shapes: B batch, T words, D input width, K classes or tags. Losses are computed 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-KINDS = ("classification", "regression", "tagging")
-IGNORE_INDEX = -100  # a tag position without a gold tag (padding, a truncated word)
+from heads.batch import IGNORE_INDEX
+from heads.tagger import TagScores, decode_tags, tag_loss
+from tasks.registry import KINDS
 
-
-class TagScores(NamedTuple):
-    """A tagger's output: tag scores of the words the encoder saw, and each sentence's length.
-
-    emissions: (B, T, K); mask: (B, T) bool, a prefix of each row; lengths: (B,) words of each
-    sentence, >= mask.sum(1) (BERT truncation can drop a sentence's last words).
-    """
-
-    emissions: torch.Tensor
-    mask: torch.Tensor
-    lengths: torch.Tensor
+__all__ = ["IGNORE_INDEX", "KINDS", "OutputLayer", "TagScores"]
 
 
 class OutputLayer(nn.Module):
@@ -85,15 +74,7 @@ class OutputLayer(nn.Module):
         if mask is None:
             raise ValueError("OutputLayer: tagging needs the (B, T) word mask")
         scores = TagScores(z, mask, mask.sum(dim=1) if lengths is None else lengths)
-        if labels is None:
-            return scores, None
-        if self.crf is None:
-            gold = labels.masked_fill(~mask, IGNORE_INDEX)  # (B, T)
-            return scores, F.cross_entropy(
-                z.flatten(0, 1), gold.flatten(), ignore_index=IGNORE_INDEX
-            )
-        gold = labels.masked_fill(~mask, 0)  # (B, T), the CRF indexes with every position
-        return scores, -self.crf(z, gold, mask=mask, reduction="mean")
+        return scores, tag_loss(scores, labels, self.crf)
 
     @torch.no_grad()
     def predict(self, output: torch.Tensor | TagScores) -> list:
@@ -102,15 +83,8 @@ class OutputLayer(nn.Module):
             return output.argmax(dim=-1).tolist()
         if self.kind == "regression":
             return output.tolist()
-        emissions, mask, lengths = output
-        if self.crf is not None:
-            paths = self.crf.decode(emissions, mask=mask)
-        else:
-            best = emissions.argmax(dim=-1)  # (B, T)
-            paths = [
-                row[:n].tolist() for row, n in zip(best, mask.sum(dim=1).tolist(), strict=True)
-            ]
+        paths = decode_tags(output, self.crf)  # the words the encoder saw
         return [
             p + [self.pad_tag] * (int(n) - len(p))
-            for p, n in zip(paths, lengths.tolist(), strict=True)
+            for p, n in zip(paths, output.lengths.tolist(), strict=True)
         ]

@@ -13,7 +13,7 @@ own hidden width (each LSTM direction).
 _WHERE = {
     "Head": "base",
     "IGNORE_INDEX": "batch",
-    "KINDS": "batch",
+    "KINDS": "batch",  # defined in tasks.registry
     "HeadBatch": "batch",
     "collate": "batch",
     "BCN": "bcn",

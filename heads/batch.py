@@ -27,8 +27,8 @@ import numpy as np
 import torch
 
 from cache import ExampleBatch
+from tasks.registry import KINDS
 
-KINDS = ("classification", "regression", "tagging")
 IGNORE_INDEX = -100  # padded tag positions (what nn.CrossEntropyLoss ignores)
 
 

@@ -34,6 +34,22 @@ from .scalar_mix import ScalarMix
 from .sequence import BiLSTM, masked_max, masked_mean, masked_softmax
 
 
+def enhance(
+    a: torch.Tensor, b: torch.Tensor, mask_a: torch.Tensor, mask_b: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """ESIM's local inference (Chen et al. 2017): each position of a attends over b and vice
+    versa (e = a b^T, softmax over the other side's real positions), then [x; x~; x - x~; x * x~].
+
+    a (B, Sa, E), b (B, Sb, E), masks (B, Sa), (B, Sb) -> m_a (B, Sa, 4E), m_b (B, Sb, 4E).
+    Used by the ESIM head and by the 🔥 ELMo model's bi-attention."""
+    e = torch.bmm(a, b.transpose(1, 2))  # (B, Sa, Sb)
+    a_tilde = torch.bmm(masked_softmax(e, mask_b[:, None, :]), b)  # (B, Sa, E)
+    b_tilde = torch.bmm(masked_softmax(e.transpose(1, 2), mask_a[:, None, :]), a)  # (B, Sb, E)
+    m_a = torch.cat([a, a_tilde, a - a_tilde, a * a_tilde], dim=-1)  # (B, Sa, 4E)
+    m_b = torch.cat([b, b_tilde, b - b_tilde, b * b_tilde], dim=-1)  # (B, Sb, 4E)
+    return m_a, m_b
+
+
 class ESIM(Head):
     """ESIM over the scalar-mixed features of text a and text b."""
 
@@ -79,11 +95,7 @@ class ESIM(Head):
         a = self.encoder(self.dropout(x_a), mask_a)  # (B, Sa, 2H)
         b = self.encoder(self.dropout(x_b), mask_b)  # (B, Sb, 2H)
 
-        e = torch.bmm(a, b.transpose(1, 2))  # (B, Sa, Sb)
-        a_tilde = torch.bmm(masked_softmax(e, mask_b[:, None, :]), b)  # (B, Sa, 2H)
-        b_tilde = torch.bmm(masked_softmax(e.transpose(1, 2), mask_a[:, None, :]), a)  # (B, Sb, 2H)
-        m_a = torch.cat([a, a_tilde, a - a_tilde, a * a_tilde], dim=-1)  # (B, Sa, 8H)
-        m_b = torch.cat([b, b_tilde, b - b_tilde, b * b_tilde], dim=-1)  # (B, Sb, 8H)
+        m_a, m_b = enhance(a, b, mask_a, mask_b)  # (B, Sa, 8H), (B, Sb, 8H)
 
         v_a = self.composition(self.dropout(self.projection(m_a)), mask_a)  # (B, Sa, 2H)
         v_b = self.composition(self.dropout(self.projection(m_b)), mask_b)  # (B, Sb, 2H)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tasks.predictions import decode, gold_of, write_predictions
+
 from .config import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -224,7 +226,7 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
         preds = _predict(
             head, sources["dev"], targets["dev"], spec.kind, cfg.batch_size, word_level, device
         )
-        dev = evaluate(cfg.task, _gold(spec, examples["dev"]), _decode(spec, preds))
+        dev = evaluate(cfg.task, gold_of(spec, examples["dev"]), decode(spec, preds))
         score = dev[spec.metric]
         record = {
             "epoch": epoch,
@@ -249,45 +251,16 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
     # -- evaluate every split, write the run
     metrics = {}
     for split in splits:
-        preds = _decode(
+        preds = decode(
             spec,
             _predict(
                 head, sources[split], targets[split], spec.kind, cfg.batch_size, word_level, device
             ),
         )
-        metrics[split] = evaluate(cfg.task, _gold(spec, examples[split]), preds)
-        _write_predictions(out_dir / "predictions" / f"{split}.tsv", spec, examples[split], preds)
+        metrics[split] = evaluate(cfg.task, gold_of(spec, examples[split]), preds)
+        write_predictions(out_dir / "predictions" / f"{split}.tsv", spec, examples[split], preds)
     _write_run(out_dir, cfg, head, info, metrics, time.perf_counter() - started)
     return metrics
-
-
-def _gold(spec, examples) -> list:
-    if spec.kind == "tagging":
-        return [list(e.tags) for e in examples]
-    if spec.kind == "regression":
-        return [float(e.label) for e in examples]
-    return [str(e.label) for e in examples]
-
-
-def _decode(spec, preds) -> list:
-    if spec.kind == "tagging":
-        return [[spec.labels[t] for t in seq] for seq in preds]
-    if spec.kind == "regression":
-        return [float(p) for p in preds]
-    return [spec.labels[int(p)] for p in preds]
-
-
-def _write_predictions(path: Path, spec, examples, preds) -> None:
-    with open(path, "w") as f:
-        if spec.kind == "tagging":  # CoNLL: token gold predicted, blank line between sentences
-            for ex, seq in zip(examples, preds, strict=True):
-                for word, gold, pred in zip(ex.words_a, ex.tags, seq, strict=True):
-                    f.write(f"{word} {gold} {pred}\n")
-                f.write("\n")
-            return
-        f.write("index\tgold\tpredicted\n")
-        for ex, pred in zip(examples, preds, strict=True):
-            f.write(f"{ex.index}\t{ex.label}\t{pred}\n")
 
 
 def _write_run(out_dir: Path, cfg: TrainConfig, head, info, metrics, seconds: float) -> None:
