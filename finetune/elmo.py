@@ -29,8 +29,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from heads.esim import enhance
-from heads.sequence import masked_max, masked_mean
+from heads.esim import enhance, pool_pair
+from heads.sequence import masked_max
 
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
@@ -142,15 +142,7 @@ class ElmoFinetuner(nn.Module):
             v = torch.cat([masked_max(a, mask_a), masked_max(b, mask_b)], dim=-1)  # (B, 2D)
             return self.output(v, labels)
         m_a, m_b = enhance(a, b, mask_a, mask_b)  # (B, Ta, 4D), (B, Tb, 4D)
-        v = torch.cat(
-            [
-                masked_mean(m_a, mask_a),
-                masked_max(m_a, mask_a),
-                masked_mean(m_b, mask_b),
-                masked_max(m_b, mask_b),
-            ],
-            dim=-1,
-        )  # (B, 16D)
+        v = pool_pair(m_a, m_b, mask_a, mask_b)  # (B, 16D)
         return self.output(v, labels)
 
     def predict(self, output: torch.Tensor | TagScores) -> list:

@@ -50,6 +50,16 @@ def enhance(
     return m_a, m_b
 
 
+def pool_pair(
+    v_a: torch.Tensor, v_b: torch.Tensor, mask_a: torch.Tensor, mask_b: torch.Tensor
+) -> torch.Tensor:
+    """ESIM's pooling: [mean(v_a); max(v_a); mean(v_b); max(v_b)] over the real positions.
+    (B, Sa, E), (B, Sb, E) -> (B, 4E)."""
+    parts = [masked_mean(v_a, mask_a), masked_max(v_a, mask_a)]
+    parts += [masked_mean(v_b, mask_b), masked_max(v_b, mask_b)]
+    return torch.cat(parts, dim=-1)  # (B, 4E)
+
+
 class ESIM(Head):
     """ESIM over the scalar-mixed features of text a and text b."""
 
@@ -99,15 +109,7 @@ class ESIM(Head):
 
         v_a = self.composition(self.dropout(self.projection(m_a)), mask_a)  # (B, Sa, 2H)
         v_b = self.composition(self.dropout(self.projection(m_b)), mask_b)  # (B, Sb, 2H)
-        v = torch.cat(
-            [
-                masked_mean(v_a, mask_a),
-                masked_max(v_a, mask_a),
-                masked_mean(v_b, mask_b),
-                masked_max(v_b, mask_b),
-            ],
-            dim=-1,
-        )  # (B, 8H)
+        v = pool_pair(v_a, v_b, mask_a, mask_b)  # (B, 8H)
         if self.pooled:
             u, w = masked_mean(x_a, mask_a), masked_mean(x_b, mask_b)  # (B, D), (B, D)
             top_a = masked_mean(batch.features_a[:, :, -1], mask_a)  # (B, D)
