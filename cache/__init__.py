@@ -10,7 +10,15 @@ from .errors import (
     StoreError,
 )
 from .export import export_hdf5
-from .keys import STORE_FORMAT_VERSION, canonical_json, digest, encoder_id, example_key, file_sha256
+from .keys import (
+    STORE_FORMAT_VERSION,
+    canonical_json,
+    digest,
+    encoder_id,
+    example_key,
+    file_sha256,
+    identity_content,
+)
 from .provenance import versions
 from .remote import RemoteStore
 from .store import Store
@@ -43,6 +51,7 @@ __all__ = [
     "example_key",
     "export_hdf5",
     "file_sha256",
+    "identity_content",
     "open_reader",
     "versions",
 ]

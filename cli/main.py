@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from .flags import add_config_arguments, config_from_args
+from .predict import add_parser as add_predict_parser
 
 
 def _extract(args: argparse.Namespace) -> int:
@@ -241,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     _add_grid(finetune)
     _add_store_tools(sub)
+    add_predict_parser(sub)
     _add_demo(sub)
     return p
 

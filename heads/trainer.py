@@ -259,13 +259,16 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
         )
         metrics[split] = evaluate(cfg.task, gold_of(spec, examples[split]), preds)
         write_predictions(out_dir / "predictions" / f"{split}.tsv", spec, examples[split], preds)
-    _write_run(out_dir, cfg, head, info, metrics, time.perf_counter() - started)
+    _write_run(out_dir, cfg, head, info, metrics, time.perf_counter() - started, layers)
     return metrics
 
 
-def _write_run(out_dir: Path, cfg: TrainConfig, head, info, metrics, seconds: float) -> None:
+def _write_run(
+    out_dir: Path, cfg: TrainConfig, head, info, metrics, seconds: float, layers
+) -> None:
     from safetensors.torch import save_file
 
+    from tasks import get_task
     from tasks.runs import atomic_write_text
 
     from .scalar_mix import ScalarMix
@@ -279,6 +282,17 @@ def _write_run(out_dir: Path, cfg: TrainConfig, head, info, metrics, seconds: fl
         str(out_dir / "weights.safetensors"),
         metadata={"head": cfg.head, "task": cfg.task, "featureset": info.id},
     )
+    # what rebuilds the head without the training data: heads/predict.py reads it
+    head_json = {
+        "head": head.config,  # build_head(**config)
+        "layers": layers,  # the store layers it reads (a probe: one), None: all
+        "task": cfg.task,
+        "labels": list(get_task(cfg.task).labels or []),
+        "featureset": info.id,
+        "encoder": info.encoder,
+        "dtype": info.dtype,
+    }
+    atomic_write_text(out_dir / "head.json", json.dumps(head_json, indent=2, default=str))
     config = {
         "train": asdict(cfg),
         "featureset": info.summary(),

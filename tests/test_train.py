@@ -276,3 +276,46 @@ def test_a_finished_head_run_is_returned_and_a_killed_one_cleared(
             "--epochs", "3", "--lr", "0.5"]  # fmt: skip
     assert snowfire(argv) == 2  # another config: refused, the finished run untouched
     assert (run / "weights.safetensors").stat().st_mtime_ns == stamp
+
+
+@pytest.mark.parametrize(
+    ("task", "head", "split"),
+    [("sst2", "linear", "dev"), ("stsb", "esim", "dev"), ("conll2003", "bilstm-crf", "dev")],
+)
+def test_predict_from_a_saved_run_equals_the_runs_own_predictions(
+    tiny_bert_dir, data_dir, store_dir, tmp_path, task, head, split
+):
+    from cache import Store
+
+    run = tmp_path / "run"
+    _train(tiny_bert_dir, data_dir, store_dir, run, task, head)
+    fs = Store(store_dir).find_featureset(encoder=f"hf:{tiny_bert_dir}", task=task, split=split)
+    out = tmp_path / "again.tsv"
+    argv = ["predict", "--run", str(run), "--store", str(store_dir), "--featureset", fs.id,
+            "--out", str(out)]  # fmt: skip
+    assert snowfire(argv) == 0
+    assert out.read_text() == (run / "predictions" / f"{split}.tsv").read_text()
+
+
+def test_predict_on_a_text_file_runs_the_runs_encoder(tiny_bert_dir, data_dir, store_dir, tmp_path):
+    from tasks import read_split
+
+    run = tmp_path / "run"
+    _train(tiny_bert_dir, data_dir, store_dir, run, "sst2", "linear")
+    texts = tmp_path / "dev.txt"
+    texts.write_text(
+        "".join(" ".join(e.words_a) + "\n" for e in read_split("sst2", data_dir, "dev"))
+    )
+    out = tmp_path / "texts.tsv"
+    assert snowfire(["predict", "--run", str(run), "--input", str(texts), "--out", str(out)]) == 0
+    _, want = _tsv(run / "predictions" / "dev.tsv")
+    gold, got = _tsv(out)
+    assert got == want and set(gold) == {""}  # the same predictions; a text file has no gold
+
+
+def test_predict_needs_a_saved_head(tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    argv = ["predict", "--run", str(tmp_path / "run"), "--store", "s", "--featureset", "x",
+            "--out", str(tmp_path / "o.tsv")]  # fmt: skip
+    assert snowfire(argv) == 2
+    assert f"{tmp_path / 'run'}: no head.json" in capsys.readouterr().err

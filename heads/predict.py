@@ -1,0 +1,116 @@
+"""Predictions of a saved ❄️ run on other features: the head rebuilt from RUN/head.json and
+RUN/weights.safetensors, never retrained.
+
+    predict_featureset(run, store, featureset, out)   features already in a store
+    predict_texts(run, texts, out, store=None)        a text file: the run's encoder extracts
+                                                      it first (into `store`, or a temporary one)
+
+The output has the run's `predictions/<split>.tsv` format (tasks/predictions.py); the gold
+column is filled when the feature set is a split of the run's task and its data is at hand.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from cache import identity_content, open_reader
+from tasks import Example, get_task, read_split
+from tasks.predictions import decode, write_predictions
+
+
+def load_head(run: str | Path):
+    """(head in eval mode, the run's head.json) from a finished ❄️ run directory."""
+    from safetensors.torch import load_file
+
+    from .registry import build_head
+
+    run = Path(run)
+    meta_path = run / "head.json"
+    if not meta_path.is_file():
+        raise FileNotFoundError(
+            f"{run}: no head.json — not a finished ❄️ run, or one made before heads saved it "
+            "(train it again to predict from it)"
+        )
+    meta = json.loads(meta_path.read_text())
+    head = build_head(**meta["head"])
+    head.load_state_dict(load_file(str(run / "weights.safetensors")))
+    return head.eval(), meta
+
+
+def _examples(run: Path, meta: dict[str, Any], info, reader, data: str | None) -> list[Example]:
+    """The examples behind a feature set: the task split's own (with gold) when it is one of
+    the run's task and its data is found, else the stored words without gold."""
+    if info.task == meta["task"] and info.split is not None:
+        data = data or json.loads((run / "config.json").read_text())["train"]["data"]
+        try:
+            examples = read_split(meta["task"], data, info.split)
+        except OSError:
+            examples = None
+        if examples is not None and len(examples) == info.num_examples:
+            return examples
+    texts = reader.featureset_texts(info.id)
+    return [
+        Example(index=i, words_a=tuple(t["a"]), words_b=None if t["b"] is None else tuple(t["b"]))
+        for i, t in enumerate(texts)
+    ]
+
+
+def predict_featureset(
+    run: str | Path, store: str, featureset: str, out: str | Path, *, data: str | None = None,
+    batch_size: int = 64,
+) -> list:  # fmt: skip
+    """Predict every example of `featureset` in `store` with the run's head; write `out`."""
+    import torch
+
+    from .batch import collate
+    from .data import FeatureSource
+
+    run = Path(run)
+    head, meta = load_head(run)
+    spec = get_task(meta["task"])
+    reader = open_reader(store)
+    info = reader.get_featureset(featureset)
+    if identity_content(info.encoder) != identity_content(meta["encoder"]):
+        raise ValueError(
+            f"feature set {featureset} was made by another encoder than the run's head was "
+            f"trained on ({info.encoder.get('spec')} vs {meta['encoder'].get('spec')}): "
+            "extract the texts with the run's encoder"
+        )
+    source = FeatureSource(reader, info, meta["layers"], max_bytes=int(4e9))
+    word_level = spec.kind == "tagging"
+    preds: list = [None] * info.num_examples
+    with torch.inference_mode():
+        for idx, eb in source.iterate(batch_size):
+            out_, _ = head(collate(eb, None, kind=spec.kind, word_level=word_level))
+            for i, p in zip(idx, head.predict(out_), strict=True):
+                preds[i] = p
+    labels = decode(spec, preds)
+    write_predictions(Path(out), spec, _examples(run, meta, info, reader, data), labels)
+    return labels
+
+
+def predict_texts(
+    run: str | Path, texts: str | Path, out: str | Path, *, store: str | None = None,
+    device: str | None = None,
+) -> list:  # fmt: skip
+    """Extract `texts` (a text file, as `snowfire extract --input` reads it) with the run's
+    encoder, then predict them with the run's head."""
+    from extractor import run_extract
+
+    _, meta = load_head(run)
+    encoder = meta["encoder"]
+    spec = encoder.get("spec")
+    if not spec:
+        raise ValueError(f"{run}: head.json names no encoder spec to extract {texts} with")
+    with tempfile.TemporaryDirectory(prefix="snowfire-predict-") as tmp:
+        target = store or str(Path(tmp) / "store")
+        (info,) = run_extract({
+            "encoder": spec, "store": target, "input": str(texts), "progress": False,
+            "pair_encoding": encoder.get("pair_encoding") or "joint", "dtype": meta["dtype"],
+            "device": device, "max_length": encoder.get("max_length"),
+            "elmo_state": encoder.get("state_policy") or "fixed",
+        })  # fmt: skip
+        return predict_featureset(run, target, info.id, out)
