@@ -10,6 +10,9 @@ Layout of a segment group (N tokens, n examples, L layers, D dims):
     type_ids     (N,) int8                   0 first text, 1 second text of a pair
     pair_starts  (n,) int64                  token where text b starts (relative), -1 if none
     attrs        {"keys": [...], "num_tokens": N}
+    checksums.json  crc32c and size of every other file, recorded when the segment is written:
+                 the small arrays and metadata are checked when a segment is opened, each
+                 features shard file when it is first mapped, all of it by `snowfire fsck`
 
 A segment is written into a temporary directory and renamed into place, so readers see it
 whole or not at all. zarr writes the metadata and the small arrays; the `features` shards are
@@ -18,11 +21,15 @@ written and read directly (shards.py), still a plain zarr v3 array that any zarr
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 
 from . import shards
+from .errors import StoreCorruptError
+
+CHECKSUMS = "checksums.json"
 
 CHUNK_TOKENS = 32
 SHARD_TOKENS = 2048
@@ -89,6 +96,56 @@ def write_segment(path: Path, keys: list[str], parts: list[tuple[np.ndarray, ...
             fill_value=0,
         )
         a[:] = values
+    record_checksums(path)
+
+
+def file_crc32c(path: Path, block: int = 1 << 22) -> str:
+    """crc32c (Castagnoli) of a file's bytes, hex."""
+    import google_crc32c
+
+    crc = google_crc32c.Checksum()
+    with open(path, "rb") as f:
+        while data := f.read(block):
+            crc.update(data)
+    return crc.digest().hex()
+
+
+def record_checksums(path: Path) -> None:
+    """Write CHECKSUMS: {file relative to the segment: [crc32c hex, size]}."""
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.name != CHECKSUMS)
+    table = {str(p.relative_to(path)): [file_crc32c(p), p.stat().st_size] for p in files}
+    (path / CHECKSUMS).write_text(json.dumps(table, indent=0, sort_keys=True))
+
+
+def read_checksums(path: Path) -> dict[str, list]:
+    try:
+        return json.loads((path / CHECKSUMS).read_text())
+    except FileNotFoundError:
+        raise StoreCorruptError(
+            f"segment {path}: no {CHECKSUMS} (every segment records one when written); "
+            "run `snowfire fsck --store STORE --repair`"
+        ) from None
+    except ValueError as err:
+        raise StoreCorruptError(f"segment {path}: {CHECKSUMS} is unreadable ({err})") from err
+
+
+def damaged_files(path: Path, names: list[str] | None = None) -> list[str]:
+    """Files of segment `path` (all, or `names`) whose bytes differ from CHECKSUMS, with why."""
+    table = read_checksums(path)
+    problems = []
+    for name in sorted(table if names is None else names):
+        crc, size = table[name]
+        f = path / name
+        if not f.is_file():
+            problems.append(f"{name}: missing")
+        elif f.stat().st_size != size:
+            problems.append(f"{name}: {f.stat().st_size} bytes, recorded {size}")
+        elif file_crc32c(f) != crc:
+            problems.append(f"{name}: crc32c {file_crc32c(f)}, recorded {crc}")
+    listed = {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()}
+    if names is None:
+        problems += [f"{n}: not recorded" for n in sorted(listed - set(table) - {CHECKSUMS})]
+    return problems
 
 
 class Segment:
@@ -98,6 +155,18 @@ class Segment:
         import zarr
 
         self.path = path
+        table = read_checksums(path)
+        shard_files = {n for n in table if n.startswith("features/c/")}
+        layout = shards.layout(path / "features")
+        # the small arrays and metadata now; shard files when first mapped (or all now, when
+        # zarr reads a layout shards.py does not)
+        small = sorted(set(table) - shard_files) if layout is not None else None
+        problems = damaged_files(path, small)
+        if problems:
+            raise StoreCorruptError(
+                f"segment {path} is damaged: {'; '.join(problems)}; "
+                "run `snowfire fsck --store STORE --repair`"
+            )
         group = zarr.open_group(str(path), mode="r")
         self.keys: list[str] = list(group.attrs["keys"])
         self.features = group["features"]
@@ -105,9 +174,11 @@ class Segment:
         self.word_ids = group["word_ids"][:]  # (N,)
         self.type_ids = group["type_ids"][:]  # (N,)
         self.pair_starts = group["pair_starts"][:]  # (n,)
-        layout = shards.layout(path / "features")
         # None: a layout we do not write (compressed, index first, ...): zarr reads it
-        self._shards = None if layout is None else shards.ShardReader(path / "features", layout)
+        expected = {n.removeprefix("features/"): table[n][0] for n in shard_files}
+        self._shards = (
+            None if layout is None else shards.ShardReader(path / "features", layout, expected)
+        )
 
     def span(self, row: int) -> tuple[int, int]:
         return int(self.offsets[row]), int(self.offsets[row + 1])

@@ -173,9 +173,12 @@ _reader_ids = count()
 class ShardReader:
     """Token ranges of the `features` array at `array_dir`, read from its shard files."""
 
-    def __init__(self, array_dir: Path, lay: Layout):
+    def __init__(self, array_dir: Path, lay: Layout, expected: dict[str, str] | None = None):
+        """expected: shard file (relative to `array_dir`, e.g. "c/0/0/0") -> crc32c hex of the
+        whole file, checked when the shard is first mapped (the segment's checksums)."""
         self.dir = array_dir
         self.layout = lay
+        self.expected = expected
         self._id = next(_reader_ids)
 
     def read(self, start: int, end: int, layers: list[int] | None) -> np.ndarray:
@@ -233,6 +236,18 @@ class ShardReader:
                 raw = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
         except FileNotFoundError:
             return None  # never written: all fill value, as zarr reads it
+        if self.expected is not None:
+            name = f"c/{k}/0/0"
+            crc = google_crc32c.Checksum()
+            for i in range(0, size, 1 << 22):
+                crc.update(raw[i : i + (1 << 22)].tobytes())
+            if crc.digest().hex() != self.expected.get(name):
+                raise StoreCorruptError(
+                    f"segment {self.dir.parent}: features shard {name} does not match the "
+                    f"checksum recorded when it was written (crc32c {crc.digest().hex()}, "
+                    f"recorded {self.expected.get(name)}); run `snowfire fsck --store STORE "
+                    "--repair`"
+                )
         index_bytes = raw[size - index_size - 4 : size - 4]
         stored = int.from_bytes(raw[size - 4 :].tobytes(), "little")
         computed = google_crc32c.value(index_bytes.tobytes())

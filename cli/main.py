@@ -141,6 +141,28 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fsck(args: argparse.Namespace) -> int:
+    from cache import Store
+    from cache.fsck import check_store
+
+    store = Store(args.store)
+    damage = check_store(store, progress=not args.quiet)
+    for d in damage:
+        sets = f" (feature sets: {', '.join(d.featuresets)})" if d.featuresets else ""
+        print(f"DAMAGED {d.where}{sets}: " + "; ".join(d.problems))
+    if damage and args.repair:
+        from extractor.repair import repair
+
+        redone = repair(store, [d for d in damage if d.segment is not None], device=args.device)
+        print(f"re-extracted {len(redone)} feature sets: {', '.join(redone) or '-'}")
+        damage = check_store(Store(args.store))
+        for d in damage:
+            print(f"STILL DAMAGED {d.where}: " + "; ".join(d.problems))
+    n = len(list(store.path.glob("pools/*/segments/[!.]*")))
+    print(f"{args.store}: {n} segments checked, " + ("damage found" if damage else "all sound"))
+    return 1 if damage else 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -211,6 +233,17 @@ def _add_store_tools(sub) -> None:
         help="word-piece encoders: first piece per word, mean of pieces, or all",
     )
     x.set_defaults(func=_export)
+
+    k = sub.add_parser("fsck", help="check every segment against its write-time checksums")
+    k.add_argument("--store", required=True, help="store directory")
+    k.add_argument(
+        "--repair",
+        action="store_true",
+        help="set damaged segments aside (STORE/quarantine/) and re-extract them",
+    )
+    k.add_argument("--device", default=None, help="where --repair runs the encoder")
+    k.add_argument("--quiet", action="store_true", help="no progress bar")
+    k.set_defaults(func=_fsck)  # fmt: skip
 
 
 def _add_demo(sub) -> None:

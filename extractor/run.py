@@ -151,6 +151,7 @@ def extract(
         )
         manifest = {
             "id": fs_id,
+            "name": fs_name,
             "task": task,
             "split": split,
             "encoder": encoder.identity,

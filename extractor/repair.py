@@ -1,0 +1,53 @@
+"""`snowfire fsck --repair`: damaged segments set aside, their examples extracted again.
+
+A feature set stores its texts and its encoder's identity, so its inputs are known: the
+encoder is loaded from the identity's spec (refused if its content differs from the one that
+made the set), the set's missing examples are computed again, and the set's manifest is
+written again as it was.
+"""
+
+from __future__ import annotations
+
+from cache import Store, encoder_id
+from cache.fsck import Damage, quarantine
+
+from .base import TextInput
+from .encoders import load_encoder
+from .run import ExtractConfig, extract
+
+
+def repair(store: Store, damage: list[Damage], *, device: str | None = None) -> list[str]:
+    """Quarantine the damaged segments, re-extract every feature set that read from them;
+    the ids re-extracted. ValueError naming the set when its encoder cannot be loaded."""
+    affected = sorted({fs for d in damage for fs in d.featuresets})
+    infos = {fs: store.get_featureset(fs) for fs in affected}
+    texts = {fs: store.featureset_texts(fs) for fs in affected}  # before anything moves
+    encoders = {}
+    for fs, info in infos.items():
+        ident = info.encoder
+        try:
+            enc = load_encoder(
+                ident["spec"], pair_encoding=ident.get("pair_encoding") or "joint",
+                max_length=ident.get("max_length"), device=device,
+                elmo_state=ident.get("state_policy") or "fixed",
+                batch_size=ident.get("batch_size") or 32,
+            )  # fmt: skip
+        except (OSError, RuntimeError, ValueError) as err:
+            raise ValueError(f"cannot re-extract {fs}: its encoder {ident.get('spec')!r} "
+                             f"does not load here ({err})") from err  # fmt: skip
+        if encoder_id(enc.identity, info.dtype) != info.encoder_id:
+            raise ValueError(
+                f"cannot re-extract {fs}: {ident.get('spec')!r} now names another encoder "
+                "(its weights, tokenizer or settings changed)"
+            )
+        encoders[fs] = enc
+    quarantine(store, damage)
+    fresh = Store(store.path)  # no cached index of the moved segments
+    for fs, info in infos.items():
+        items = [TextInput(tuple(t["a"]), None if t["b"] is None else tuple(t["b"]))
+                 for t in texts[fs]]  # fmt: skip
+        config = ExtractConfig(dtype=info.dtype, progress=False,
+                               source=info.manifest.get("source", {}))  # fmt: skip
+        extract(encoders[fs], items, fresh, task=info.task, split=info.split, config=config,
+                name=info.manifest.get("name"))  # fmt: skip
+    return affected
