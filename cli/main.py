@@ -12,6 +12,8 @@ import logging
 import sys
 from pathlib import Path
 
+from jobs.kinds import JOB_KINDS
+
 from .flags import add_config_arguments, config_from_args
 from .predict import add_parser as add_predict_parser
 
@@ -122,6 +124,15 @@ def _baseline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from compare import CompareConfig, run_compare
+
+    summary = run_compare(config_from_args(CompareConfig, args))
+    print(Path(summary["table"]).read_text())
+    print(f"results in {summary['results']}")
+    return 0
+
+
 def _ls(args: argparse.Namespace) -> int:
     from cache import open_reader
 
@@ -192,7 +203,7 @@ def _add_service(sub) -> None:
     s.set_defaults(func=_serve)
 
     w = sub.add_parser("worker", help="run queued jobs of one kind (data directory: --home)")
-    w.add_argument("--kind", required=True, choices=["extract", "train", "finetune"])
+    w.add_argument("--kind", required=True, choices=list(JOB_KINDS))
     w.add_argument("--home", default=None, help="data directory (env SNOWFIRE_HOME)")
     w.add_argument("--once", action="store_true", help="run at most one job, then exit")
     w.add_argument("--poll", type=float, default=2.0, help="seconds between claims when idle")
@@ -259,6 +270,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="snowfire", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = p.add_subparsers(dest="command", required=True)
+    _add_config_command(
+        sub, "compare", "❄️ or 🔥? heads and fine-tuning of one encoder on tasks, one table",
+        "compare.config:CompareConfig", _compare,
+    )  # fmt: skip
     _add_config_command(
         sub, "extract", "run an encoder once, store all layers", "extractor.options:ExtractOptions",
         _extract,

@@ -24,7 +24,9 @@ from .config import TrainConfig
 log = logging.getLogger(__name__)
 
 
-def _targets(spec, examples) -> np.ndarray | list:
+def _targets(spec, examples) -> np.ndarray | list | None:
+    if gold_of(spec, examples) is None:
+        return None  # an unlabelled split (a test file without gold): predictions only
     if spec.kind == "regression":
         return np.array([float(e.label) for e in examples], dtype=np.float32)
     if spec.kind == "classification":
@@ -96,6 +98,8 @@ def _predict(head, source, targets, kind: str, batch_size: int, word_level: bool
 
 
 def _subset(targets, idx):
+    if targets is None:
+        return None
     return [targets[i] for i in idx] if isinstance(targets, list) else targets[idx]
 
 
@@ -257,7 +261,9 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
                 head, sources[split], targets[split], spec.kind, cfg.batch_size, word_level, device
             ),
         )
-        metrics[split] = evaluate(cfg.task, gold_of(spec, examples[split]), preds)
+        gold = gold_of(spec, examples[split])
+        if gold is not None:  # a test split without labels gets predictions only
+            metrics[split] = evaluate(cfg.task, gold, preds)
         write_predictions(out_dir / "predictions" / f"{split}.tsv", spec, examples[split], preds)
     _write_run(out_dir, cfg, head, info, metrics, time.perf_counter() - started, layers)
     return metrics

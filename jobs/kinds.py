@@ -3,6 +3,7 @@
     extract   `snowfire extract`: extractor.ExtractOptions -> {"featuresets": [summaries]}
     train     `snowfire train`:   heads.TrainConfig       -> {split: {metric: value}}
     finetune  `snowfire finetune`: finetune.FinetuneConfig -> {split: {metric: value}}
+    compare   `snowfire compare`:  compare.CompareConfig   -> {"table", "results", "verdicts"}
 
 Each kind's `run` takes the job's resolved params (the config's fields by name) and returns
 the JSON-able result the job shows when done. Imports are lazy: a worker loads only the
@@ -32,6 +33,18 @@ def _run_finetune(params: dict[str, Any]) -> dict[str, Any]:
     from finetune import FinetuneConfig, train
 
     return train(FinetuneConfig(**params))
+
+
+def _run_compare(params: dict[str, Any]) -> dict[str, Any]:
+    from compare import CompareConfig, run_compare
+
+    return run_compare(CompareConfig(**params))
+
+
+def _compare_config() -> type:
+    from compare.config import CompareConfig
+
+    return CompareConfig
 
 
 def _extract_config() -> type:
@@ -69,6 +82,7 @@ JOB_KINDS: dict[str, JobKind] = {
         JobKind("extract", _run_extract, _extract_config, gpu=True),
         JobKind("train", _run_train, _train_config, gpu=False),
         JobKind("finetune", _run_finetune, _finetune_config, gpu=True),
+        JobKind("compare", _run_compare, _compare_config, gpu=True),
     )
 }
 

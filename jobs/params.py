@@ -140,8 +140,16 @@ def _train_files(p: dict[str, Any]) -> None:
     _splits(p["task"], p["data"], ["train", "dev"])
 
 
-_RESOLVE = {"extract": _extract, "train": _run_dirs, "finetune": _run_dirs}
-_RESOLVE_AFTER = {"extract": _extract_files, "train": _train_files, "finetune": _train_files}
+def _compare_files(p: dict[str, Any]) -> None:
+    from compare.config import CompareConfig
+
+    for task in CompareConfig(**p).tasks:
+        _splits(task, p["data"], ["train", "dev"])
+
+
+_RESOLVE = {"extract": _extract, "train": _run_dirs, "finetune": _run_dirs, "compare": _run_dirs}
+_RESOLVE_AFTER = {"extract": _extract_files, "train": _train_files, "finetune": _train_files,
+                  "compare": _compare_files}  # fmt: skip
 
 
 def describe_validation(errors) -> str:

@@ -1,0 +1,75 @@
+"""The config of `snowfire compare` and its budgets."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from options import check, option
+
+#: The paper's ❄️ model per task (sec. 3): the BiLSTM-CRF for NER, BCN for sentiment, ESIM for
+#: sentence pairs; `--heads auto` trains it and the smallest head (linear) beside it.
+PAPER_HEAD = {"conll2003": "bilstm-crf", "sst2": "bcn", "cola": "bcn", "mnli": "esim",
+              "sick-e": "esim", "sick-r": "esim", "mrpc": "esim", "stsb": "esim"}  # fmt: skip
+SMALLEST_HEAD = {"tagging": "crf", "classification": "linear", "regression": "linear"}
+#: The seven tasks of the paper's Table 2 (`--tasks all`).
+ALL_TASKS = ("conll2003", "sst2", "mnli", "sick-e", "sick-r", "mrpc", "stsb")
+
+#: Caps per budget. quick: fits a 2-core laptop (STS-B + SICK-R, one seed, in about half an
+#: hour with the bundled encoder); full: the defaults of `snowfire train` / `finetune`.
+BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
+    "quick": {
+        "snow": {"epochs": 3, "patience": 2},
+        "fire": {"epochs": 2, "max_train_examples": 2000},
+    },
+    "full": {"snow": {}, "fire": {}},
+}
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """One `snowfire compare`: ❄️ heads and 🔥 fine-tuning of one encoder on some tasks."""
+
+    encoder: str = option(help="the encoder: minilm, hf:NAME_OR_DIR, elmo:OPTIONS,WEIGHTS")
+    tasks: list[str] = option(help="tasks to compare (repeatable, or comma-separated; all: the "
+                              "paper's seven)")  # fmt: skip
+    data: str = option(help="task data directory (train, dev, and test where present)")
+    out: str = option(help="output directory: runs, results.json, table.md, plots")
+    seeds: int = option(1, "seeds per cell: each a full run; mean and sd reported", ge=1)
+    budget: str = option("quick", "quick: caps that fit a laptop (printed in table.md); "
+                         "full: the commands' defaults", choices=tuple(BUDGETS))  # fmt: skip
+    store: str | None = option(None, "feature store (default OUT/store); features already "
+                               "there are reused")  # fmt: skip
+    heads: list[str] | None = option(None, "❄️ heads (default: the paper's head for the task "
+                                     "and the smallest one)")  # fmt: skip
+    device: str | None = option(None, "cpu, cuda (default: the GPU when present)")
+    progress: bool = option(True, "show progress bars")
+
+    def __post_init__(self) -> None:
+        check(self)
+        from extractor.options import encoder_family
+        from tasks import get_task
+
+        encoder_family(self.encoder)
+        names = [t for item in self.tasks for t in item.split(",") if t]
+        names = list(ALL_TASKS) if names == ["all"] else names
+        for name in names:
+            try:
+                get_task(name)
+            except ValueError as err:
+                raise ValueError(f"CompareConfig.tasks: {err}") from err
+        if not names:
+            raise ValueError("CompareConfig.tasks: expected at least one task")
+        object.__setattr__(self, "tasks", list(dict.fromkeys(names)))
+        if self.heads is not None:
+            object.__setattr__(self, "heads", [h for item in self.heads for h in item.split(",")])
+
+    def heads_for(self, task: str) -> list[str]:
+        from tasks import get_task
+
+        if self.heads:
+            return list(self.heads)
+        return list(dict.fromkeys([PAPER_HEAD[task], SMALLEST_HEAD[get_task(task).kind]]))
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

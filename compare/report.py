@@ -1,0 +1,217 @@
+"""The report of `snowfire compare`: results.json (every cell), table.md (Table 2's layout with
+the paper's rows beside ours, then per task the heads, the verdict and the cost), table.png,
+layer_weights.png."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .config import BUDGETS, CompareConfig
+from .verdict import PAPER_TABLE2, mean_sd, verdict
+
+
+def _params_snow(run: Path) -> int:
+    from safetensors import safe_open
+
+    with safe_open(str(run / "weights.safetensors"), "np") as f:
+        return int(sum(_numel(f.get_slice(k).get_shape()) for k in f.keys()))
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _cost(cell: dict[str, Any]) -> dict[str, Any]:
+    """Wall time, training examples per second and trainable parameters of a finished run."""
+    run = Path(cell["run"])
+    config = json.loads((run / "config.json").read_text())
+    epochs = sum(1 for line in (run / "log.jsonl").read_text().splitlines() if line)
+    if cell["mode"] == "snow":
+        n_train = config["featureset"]["num_examples"] if "featureset" in config else 0
+        params = _params_snow(run)
+    else:
+        n_train = config["num_examples"]["train"]
+        params = sum(g["parameters"] for g in config["layer_groups"])
+    seconds = float(config.get("seconds", 0.0))
+    rate = round(n_train * epochs / seconds, 1) if seconds else None
+    return {"seconds": seconds, "epochs": epochs, "params": params, "examples_per_s": rate}
+
+
+def summarise(cfg: CompareConfig, cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per task: each ❄️ head's dev/test mean and sd, the best head (on dev), 🔥, Δ, verdict."""
+    from tasks import get_task
+
+    out = {}
+    for task in cfg.tasks:
+        metric = get_task(task).metric
+        mine = [c for c in cells if c["task"] == task]
+
+        def scores(cs, split, metric=metric):
+            return [c["metrics"][split][metric] for c in cs if split in c["metrics"]]
+
+        heads = {}
+        for head in cfg.heads_for(task):
+            cs = [c for c in mine if c["mode"] == "snow" and c["head"] == head]
+            heads[head] = {s: mean_sd(scores(cs, s)) for s in ("dev", "test") if scores(cs, s)}
+        best = max(heads, key=lambda h: heads[h]["dev"][0])  # chosen on dev only
+        snow = [c for c in mine if c["mode"] == "snow" and c["head"] == best]
+        fire = [c for c in mine if c["mode"] == "fire"]
+        out[task] = {
+            "metric": metric,
+            "heads": heads,
+            "best_head": best,
+            "snow": {s: mean_sd(scores(snow, s)) for s in ("dev", "test") if scores(snow, s)},
+            "fire": {s: mean_sd(scores(fire, s)) for s in ("dev", "test") if scores(fire, s)},
+            "verdict_dev": verdict(scores(snow, "dev"), scores(fire, "dev")),
+            "cost": {"snow": _cost(snow[0]), "fire": _cost(fire[0])},
+        }
+        if scores(snow, "test") and scores(fire, "test"):
+            out[task]["verdict_test"] = verdict(scores(snow, "test"), scores(fire, "test"))
+    return out
+
+
+def _cell(pair) -> str:
+    mean, sd = pair
+    return f"{100 * mean:.1f}" + ("" if sd is None else f" ± {100 * sd:.1f}")
+
+
+def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any]) -> str:
+    tasks = cfg.tasks
+    head = "| encoder | mode | split | " + " | ".join(tasks) + " |"
+    rows = [head, "|" + " --- |" * (len(tasks) + 3)]
+    for (enc, mode), values in PAPER_TABLE2.items():
+        icon = "❄️" if mode == "snow" else "🔥"
+        rows.append(f"| {enc} (paper) | {icon} | test | "
+                    + " | ".join(f"{values[t]:.1f}" if t in values else "–" for t in tasks)
+                    + " |")  # fmt: skip
+    for split in ("dev", "test"):
+        for mode, icon in (("snow", "❄️"), ("fire", "🔥")):
+            if not any(split in summary[t][mode] for t in tasks):
+                continue
+            cells = [_cell(summary[t][mode][split]) if split in summary[t][mode] else "–"
+                     for t in tasks]  # fmt: skip
+            rows.append(f"| {cfg.encoder} (ours) | {icon} | {split} | " + " | ".join(cells) + " |")
+    for split in ("dev", "test"):
+        key = f"verdict_{split}"
+        if any(key in summary[t] for t in tasks):
+            rows.append(f"| Δ = 🔥 − ❄️ | | {split} | " + " | ".join(
+                f"{100 * summary[t][key]['delta']:+.1f}" if key in summary[t] else "–"
+                for t in tasks) + " |")  # fmt: skip
+            said = [summary[t][key]["verdict"] if key in summary[t] else "–" for t in tasks]
+            rows.append(f"| verdict | | {split} | " + " | ".join(said) + " |")
+    caps = BUDGETS[cfg.budget]
+    lines = [
+        f"# ❄️ or 🔥: {cfg.encoder}, {cfg.seeds} seed(s), budget {cfg.budget}",
+        "",
+        "\n".join(rows),
+        "",
+        "Scores ×100 (mean ± sd over seeds); ours: the task's metric on dev, and on test where "
+        "the data directory has labelled test files; the paper's rows are its test scores. ❄️: "
+        "the best head on dev. Verdict: ❄️ ≈ 🔥 when |Δ| is within the seeds' spread.",
+        f"Budget {cfg.budget}: ❄️ {caps['snow'] or 'the defaults of snowfire train'}; 🔥 "
+        f"{caps['fire'] or 'the defaults of snowfire finetune'}.",
+        "",
+        "| task | metric | ❄️ head | dev | test | train (s) | examples/s | params "
+        "| extraction (s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for t in tasks:
+        s = summary[t]
+        ex = extraction.get(t, {})
+        ext = f"{ex.get('seconds', 0):.0f}"  # what it cost when made (a rerun reuses it)
+        for h, v in s["heads"].items():
+            c = s["cost"]["snow"] if h == s["best_head"] else None
+            lines.append(
+                f"| {t} | {s['metric']} | {h}{' (best)' if h == s['best_head'] else ''} | "
+                f"{_cell(v['dev'])} | {_cell(v['test']) if 'test' in v else '–'} | "
+                + (f"{c['seconds']:.0f} | {c['examples_per_s']} | {c['params']:,} | {ext} |"
+                   if c else "| | | |")
+            )  # fmt: skip
+        c = s["cost"]["fire"]
+        lines.append(
+            f"| {t} | {s['metric']} | 🔥 fine-tuning | {_cell(s['fire']['dev'])} | "
+            f"{_cell(s['fire']['test']) if 'test' in s['fire'] else '–'} | {c['seconds']:.0f} | "
+            f"{c['examples_per_s']} | {c['params']:,} | – |"
+        )
+    lines += ["", "![❄️ vs 🔥](table.png)", "", "![layer weights](layer_weights.png)", ""]
+    return "\n".join(lines)
+
+
+def write_report(cfg: CompareConfig, cells, extraction) -> dict[str, Any]:
+    from cache import versions
+    from tasks.runs import atomic_write_text
+
+    out = Path(cfg.out)
+    summary = summarise(cfg, cells)
+    identity = None
+    fire_config = Path(cells[-1]["run"]) / "config.json"
+    snow_config = Path(cells[0]["run"]) / "config.json"
+    if snow_config.is_file():
+        identity = json.loads(snow_config.read_text())["featureset"]["encoder"]
+    results = {
+        "config": cfg.to_json(),
+        "budget": BUDGETS[cfg.budget],
+        "encoder": identity,
+        "versions": versions(),
+        "extraction": extraction,
+        "tasks": summary,
+        "cells": cells,
+        "fire_example_config": str(fire_config),
+    }
+    atomic_write_text(out / "results.json", json.dumps(results, indent=2, default=str))
+    atomic_write_text(out / "table.md", table(cfg, summary, extraction))
+    _plot_bars(cfg, summary, out / "table.png")
+    _plot_layers(cfg, summary, cells, out / "layer_weights.png")
+    return {"table": str(out / "table.md"), "results": str(out / "results.json"),
+            "verdicts": {t: s["verdict_dev"]["verdict"] for t, s in summary.items()}}  # fmt: skip
+
+
+def _plot_bars(cfg, summary, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    x = np.arange(len(cfg.tasks))
+    fig, ax = plt.subplots(figsize=(max(4, 1.3 * len(cfg.tasks) + 2), 3.6))
+    for offset, mode, label, color in ((-0.2, "snow", "features + best head", "#4c8cbf"),
+                                       (0.2, "fire", "fine-tuning", "#d9622b")):  # fmt: skip
+        means = [100 * summary[t][mode]["dev"][0] for t in cfg.tasks]
+        sds = [100 * (summary[t][mode]["dev"][1] or 0) for t in cfg.tasks]
+        ax.bar(x + offset, means, 0.4, yerr=sds, capsize=3, label=label, color=color)
+    ax.set_xticks(x, cfg.tasks)
+    ax.set_ylabel("dev score (x100)")
+    ax.set_title(f"{cfg.encoder}: features + head vs fine-tuning ({cfg.seeds} seed(s))")
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _plot_layers(cfg, summary, cells, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for task in cfg.tasks:
+        best = summary[task]["best_head"]
+        run = next(Path(c["run"]) for c in cells
+                   if c["task"] == task and c["head"] == best and c["seed"] == 0)  # fmt: skip
+        mixes = json.loads((run / "scalar_mix.json").read_text())
+        if mixes:
+            weights = next(iter(mixes.values()))
+            ax.plot(range(len(weights)), weights, "o-", label=f"{task} ({best})")
+    ax.set_xlabel("layer (0: embeddings)")
+    ax.set_ylabel("softmax(w) of the scalar mix")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,119 @@
+"""`snowfire compare`: per task, the features (extracted once, reused from the store), the ❄️
+heads and the 🔥 baseline, for every seed; then the report (compare/report.py).
+
+    OUT/store/                          the features (or --store)
+    OUT/snow/<task>/<head>/seed<k>/     ❄️ runs (`snowfire train` run directories)
+    OUT/fire/<task>/seed<k>/            🔥 runs (`snowfire finetune` run directories)
+    OUT/extract/<task>.json             what the extraction cost (kept, so a rerun reports it)
+    OUT/results.json, table.md, table.png, layer_weights.png
+
+Every cell is an ordinary run directory, and a finished run is returned as it is: a rerun
+recomputes nothing, and `kill -9` then the same command finishes the same table.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from .config import BUDGETS, CompareConfig
+
+
+def _store(cfg: CompareConfig) -> str:
+    return cfg.store or str(Path(cfg.out) / "store")
+
+
+def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
+    """The task's feature sets (every split in the data directory), extracted where missing."""
+    from cache import FeatureSetNotFoundError, open_reader
+    from extractor import run_extract
+    from extractor.options import encoder_family
+    from tasks import available_splits
+    from tasks.runs import atomic_write_text
+
+    record_path = Path(cfg.out) / "extract" / f"{task}.json"
+    record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    pair_encoding = "joint" if encoder_family(cfg.encoder) == "hf" else "separate"
+    reader = open_reader(_store(cfg))
+    missing = []
+    for split in available_splits(task, cfg.data):
+        try:
+            reader.find_featureset(encoder=cfg.encoder, task=task, split=split,
+                                   pair_encoding=pair_encoding)  # fmt: skip
+        except (FeatureSetNotFoundError, ValueError):
+            missing.append(split)
+    if missing:
+        started = time.perf_counter()
+        made = run_extract({"encoder": cfg.encoder, "store": _store(cfg), "task": task,
+                            "data": cfg.data, "split": missing, "pair_encoding": pair_encoding,
+                            "device": cfg.device, "progress": cfg.progress})  # fmt: skip
+        record = {
+            "seconds": round(time.perf_counter() - started + record.get("seconds", 0.0), 2),
+            "splits": sorted(set(record.get("splits", [])) | set(missing)),
+            "examples": record.get("examples", 0) + sum(i.num_examples for i in made),
+        }
+        record_path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(record_path, json.dumps(record, indent=2))
+    return record | {"reused": not missing, "pair_encoding": pair_encoding}
+
+
+def plan(cfg: CompareConfig) -> list[dict[str, Any]]:
+    """Every cell of the comparison, in the order they run."""
+    cells = []
+    for task in cfg.tasks:
+        for seed in range(cfg.seeds):
+            for head in cfg.heads_for(task):
+                out = Path(cfg.out) / "snow" / task / head / f"seed{seed}"
+                cells.append({"mode": "snow", "task": task, "head": head, "seed": seed,
+                              "run": str(out)})  # fmt: skip
+        for seed in range(cfg.seeds):
+            out = Path(cfg.out) / "fire" / task / f"seed{seed}"
+            cells.append({"mode": "fire", "task": task, "head": None, "seed": seed,
+                          "run": str(out)})  # fmt: skip
+    return cells
+
+
+def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> dict[str, Any]:
+    """Train one cell (or return its finished run): {split: {metric: value}}."""
+    caps = BUDGETS[cfg.budget]
+    if cell["mode"] == "snow":
+        from heads import TrainConfig, train
+
+        return train(TrainConfig(
+            store=_store(cfg), encoder=cfg.encoder, task=cell["task"], head=cell["head"],
+            data=cfg.data, out=cell["run"], seed=cell["seed"], pair_encoding=pair_encoding,
+            progress=cfg.progress, device=cfg.device, **caps["snow"],
+        ))  # fmt: skip
+    from finetune import FinetuneConfig
+    from finetune import train as finetune
+
+    return finetune(FinetuneConfig(
+        encoder=cfg.encoder, task=cell["task"], data=cfg.data, out=cell["run"], seed=cell["seed"],
+        progress=cfg.progress, device=cfg.device, **caps["fire"],
+    ))  # fmt: skip
+
+
+def run_compare(cfg: CompareConfig) -> dict[str, Any]:
+    """Run every cell (finished ones are read back), write the report; its summary."""
+    from .report import write_report
+
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cells = plan(cfg)
+    extraction = {}
+    done = 0
+    for task in cfg.tasks:
+        print(f"compare {task}: features of {cfg.encoder}", flush=True)
+        extraction[task] = extract_task(cfg, task)
+        for cell in (c for c in cells if c["task"] == task):
+            done += 1
+            what = f"❄️ {cell['head']}" if cell["mode"] == "snow" else "🔥 fine-tuning"
+            started = time.perf_counter()
+            cell["metrics"] = run_cell(cfg, cell, extraction[task]["pair_encoding"])
+            dev = cell["metrics"].get("dev", {})
+            shown = ", ".join(f"{k} {v:.4f}" for k, v in dev.items())
+            print(f"[{done}/{len(cells)}] {task} {what} seed {cell['seed']}: dev {shown} "
+                  f"({time.perf_counter() - started:.0f} s)", flush=True)  # fmt: skip
+    return write_report(cfg, cells, extraction)

@@ -1,0 +1,78 @@
+"""`snowfire compare` end to end on the shipped demo sample (two tasks, one seed, quick budget)
+with the tiny random BERT; the verdict logic on constructed cells."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+
+from compare.verdict import mean_sd, verdict
+from tasks import DEMO_DATA_DIR
+
+
+def test_verdict_on_constructed_cells():
+    close = verdict([0.80, 0.82, 0.84], [0.81, 0.83, 0.85])  # Δ 0.01, spread ~0.028
+    assert close["verdict"] == "❄️ ≈ 🔥" and close["delta"] == pytest.approx(0.01)
+    assert close["spread"] == pytest.approx(math.hypot(0.02, 0.02))
+    fire = verdict([0.70, 0.71, 0.72], [0.80, 0.81, 0.82])
+    assert fire["verdict"] == "🔥 > ❄️" and fire["delta"] == pytest.approx(0.10)
+    snow = verdict([0.90, 0.91], [0.80, 0.79])
+    assert snow["verdict"] == "❄️ > 🔥"
+    one = verdict([0.8], [0.7])
+    assert one["verdict"] == "❄️ > 🔥 (1 seed: spread unknown)" and one["spread"] is None
+    assert verdict([0.8], [float("nan")])["verdict"].startswith("no verdict")
+    assert mean_sd([1.0, 3.0]) == (2.0, pytest.approx(math.sqrt(2)))
+
+
+def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
+    tiny_bert_dir, tmp_path, monkeypatch, capsys
+):
+    from cli.main import main as snowfire
+
+    out = tmp_path / "cmp"
+    argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2,stsb", "--data",
+            str(DEMO_DATA_DIR), "--out", str(out), "--budget", "quick", "--heads", "linear",
+            "--quiet"]  # fmt: skip
+    assert snowfire(argv) == 0
+    results = json.loads((out / "results.json").read_text())
+    table = (out / "table.md").read_text()
+    assert capsys.readouterr().out.count("] sst2 ") == 2  # one ❄️ and one 🔥 cell
+    for task, metric in (("sst2", "accuracy"), ("stsb", "pearson")):
+        s = results["tasks"][task]
+        assert s["metric"] == metric and s["best_head"] == "linear"
+        snow_cell = next(c for c in results["cells"] if c["task"] == task and c["mode"] == "snow")
+        fire_cell = next(c for c in results["cells"] if c["task"] == task and c["mode"] == "fire")
+        assert s["snow"]["dev"][0] == snow_cell["metrics"]["dev"][metric]
+        assert s["fire"]["dev"][0] == fire_cell["metrics"]["dev"][metric]
+        delta = 100 * (s["fire"]["dev"][0] - s["snow"]["dev"][0])
+        assert s["verdict_dev"]["delta"] == pytest.approx(delta / 100)
+    # table.md shows results.json's numbers
+    row = next(line for line in table.splitlines() if "(ours) | ❄️ | dev" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")][3:]
+    want = [f"{100 * results['tasks'][t]['snow']['dev'][0]:.1f}" for t in ("sst2", "stsb")]
+    assert cells == want
+    deltas = next(line for line in table.splitlines() if line.startswith("| Δ = 🔥 − ❄️ | | dev"))
+    got = re.findall(r"[+-]\d+\.\d", deltas)
+    assert got == [f"{100 * results['tasks'][t]['verdict_dev']['delta']:+.1f}"
+                   for t in ("sst2", "stsb")]  # fmt: skip
+    assert "| BERT-base (paper) | 🔥 | test | 93.5 | 87.1 |" in table
+    assert "Budget quick" in table and "max_train_examples" in table
+    for png in ("table.png", "layer_weights.png"):
+        assert (out / png).stat().st_size > 1000
+
+    # a rerun trains and extracts nothing, and writes the same table
+    import extractor
+    import finetune.trainer
+    import heads.trainer
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a rerun recomputed a cell")
+
+    monkeypatch.setattr(heads.trainer, "_fit", refuse)
+    monkeypatch.setattr(finetune.trainer, "build_model", refuse)
+    monkeypatch.setattr(extractor, "run_extract", refuse)
+    assert snowfire(argv) == 0
+    assert (out / "table.md").read_text() == table
