@@ -12,8 +12,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = Path(__file__).resolve().parents[1].parent / "shared" / "schemas" / "compose-spec.json"
-SERVICES = {"api": None, "extractor": "extract", "trainer": "train", "finetuner": "finetune"}
-GPU = {"extractor", "finetuner"}
+SERVICES = {"api": None, "extractor": "extract", "trainer": "train", "finetuner": "finetune",
+            "comparer": "compare"}  # fmt: skip
+GPU = {"extractor", "finetuner", "comparer"}
 
 _RESET = object()
 
