@@ -133,6 +133,24 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _analyze(args: argparse.Namespace) -> int:
+    from compare.analyze import ANALYSES, DEFAULT_TASKS
+
+    tasks = [t for item in args.tasks or [] for t in item.split(",") if t]
+    tasks = tasks or list(DEFAULT_TASKS[args.name])
+    out = Path(args.out)
+    store = args.store or str(out / "store")
+    kw = {}
+    if args.name == "pairs":
+        kw = {"seeds": args.seeds, "head": args.head or "esim", "epochs": args.epochs}
+    elif args.name == "probes":
+        finetuned = dict(item.split("=", 1) for item in args.finetuned or [])
+        kw = {"finetuned": finetuned} | ({"epochs": args.epochs} if args.epochs else {})
+    ANALYSES[args.name](args.encoder, args.data, out, store, tasks, **kw)
+    print((out / f"{args.name}.md").read_text())
+    return 0
+
+
 def _ls(args: argparse.Namespace) -> int:
     from cache import open_reader
 
@@ -257,6 +275,23 @@ def _add_store_tools(sub) -> None:
     k.set_defaults(func=_fsck)  # fmt: skip
 
 
+def _add_analyze(sub) -> None:
+    a = sub.add_parser("analyze", help="the paper's analyses: pairs (Table 4), probes (Fig. 1), "
+                       "mi (Fig. 2)")  # fmt: skip
+    a.add_argument("name", choices=["pairs", "probes", "mi"])
+    a.add_argument("--encoder", required=True, help="minilm | hf:DIR | elmo:...")
+    a.add_argument("--data", required=True, help="task data directory")
+    a.add_argument("--out", required=True, help="output directory (NAME.json, .md, .png)")
+    a.add_argument("--store", default=None, help="feature store (default OUT/store)")
+    a.add_argument("--tasks", action="append", help="tasks (default: the paper's for NAME)")
+    a.add_argument("--seeds", type=int, default=1, help="pairs: seeds per cell")
+    a.add_argument("--head", default=None, help="pairs: the head (default esim)")
+    a.add_argument("--epochs", type=int, default=None, help="epochs cap of each run")
+    a.add_argument("--finetuned", action="append", metavar="TASK=RUN",
+                   help="probes: a 🔥 run of TASK whose saved encoder is probed too")  # fmt: skip
+    a.set_defaults(func=_analyze)
+
+
 def _add_demo(sub) -> None:
     d = sub.add_parser(
         "demo", help="extract, serve, fetch over REST, train heads, fine-tune, print dev metrics"
@@ -291,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_grid(finetune)
     _add_store_tools(sub)
     add_predict_parser(sub)
+    _add_analyze(sub)
     _add_demo(sub)
     return p
 

@@ -76,3 +76,45 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
     monkeypatch.setattr(extractor, "run_extract", refuse)
     assert snowfire(argv) == 0
     assert (out / "table.md").read_text() == table
+
+
+def test_the_analyses_write_json_tables_and_plots(tiny_bert_dir, tmp_path):
+    pytest.importorskip("sklearn")
+    from cli.main import main as snowfire
+    from tests.test_finetune_e2e import _config, write_sst2, write_stsb
+
+    data = tmp_path / "data"
+    write_sst2(data, sizes=(("train", 120), ("dev", 30)))
+    write_stsb(data, sizes=(("train", 60), ("dev", 20)))
+    enc = f"hf:{tiny_bert_dir}"
+    out = tmp_path / "an"
+    base = ["--encoder", enc, "--data", str(data), "--out", str(out), "--epochs", "2"]
+    assert snowfire(["analyze", "pairs", "--tasks", "stsb", "--head", "linear", *base]) == 0
+    pairs = json.loads((out / "pairs.json").read_text())
+    assert set(pairs["stsb"]) == {"joint", "separate"}
+    runs = {p.parent.name for p in (out / "pairs" / "stsb").glob("*/seed0")}
+    assert runs == {"joint", "separate"}
+    for pair in ("joint", "separate"):  # the table's score is the run's own
+        run = out / "pairs" / "stsb" / pair / "seed0"
+        assert (
+            pairs["stsb"][pair][0]
+            == json.loads((run / "metrics.json").read_text())["dev"]["pearson"]
+        )
+        assert json.loads((run / "config.json").read_text())["train"]["pair_encoding"] == pair
+
+    from finetune import train
+
+    fire = tmp_path / "fire"
+    train(_config(enc, "sst2", data, fire, epochs=1))
+    argv = ["analyze", "probes", "--tasks", "sst2", "--finetuned", f"sst2={fire}", *base]
+    assert snowfire(argv) == 0
+    probes = json.loads((out / "probes.json").read_text())
+    assert set(probes["sst2"]) == {"pretrained", "fine-tuned"}
+    assert len(probes["sst2"]["pretrained"]) == 3  # embeddings + 2 layers
+
+    assert snowfire(["analyze", "mi", "--tasks", "sst2", *base]) == 0
+    mi = json.loads((out / "mi.json").read_text())
+    assert len(mi["sst2"]["mi"]) == 3 and all(v >= 0 for v in mi["sst2"]["mi"])
+    for name in ("pairs", "probes", "mi"):
+        assert (out / f"{name}.png").stat().st_size > 1000
+        assert f"![{name}]({name}.png)" in (out / f"{name}.md").read_text()

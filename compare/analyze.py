@@ -1,0 +1,220 @@
+"""`snowfire analyze NAME`: the paper's analyses, each writing OUT/NAME.json, NAME.md, NAME.png.
+
+    pairs   ❄️ with pairs encoded jointly vs separately (Table 4): SICK-E, SICK-R, STS-B, MRPC
+    probes  a probe per layer (logistic / linear regression on the layer's token mean; the
+            `probe` head) on CoLA, SST-2, MRPC, STS-B (Figure 1), for the pretrained encoder and,
+            with --finetuned TASK=RUN, for a 🔥 run's saved encoder re-extracted
+    mi      mutual information between each layer's mean activation and the labels (Figure 2;
+            compare/mi.py says which estimator and why)
+
+Features come from OUT/store (or --store) and are extracted where missing; every run is an
+ordinary run directory under OUT/NAME/, so a rerun recomputes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .verdict import mean_sd
+
+PAPER_PAIRS = {
+    "sick-e": (85.5, 81.2),
+    "sick-r": (86.4, 86.8),
+    "stsb": (88.1, 86.8),
+    "mrpc": (83.3, 81.4),
+}  # fmt: skip  (BERT-base ❄️ dev: joint, separate)
+DEFAULT_TASKS = {"pairs": ("sick-e", "sick-r", "stsb", "mrpc"),
+                 "probes": ("cola", "sst2", "mrpc", "stsb"),
+                 "mi": ("cola", "sst2", "mrpc", "stsb")}  # fmt: skip
+
+
+def _features(encoder: str, store: str, task: str, data: str, split: str, pair: str):
+    from cache import FeatureSetNotFoundError, open_reader
+    from extractor import run_extract
+
+    reader = open_reader(store)
+    try:
+        return reader.find_featureset(encoder=encoder, task=task, split=split, pair_encoding=pair)
+    except FeatureSetNotFoundError:
+        run_extract({"encoder": encoder, "store": store, "task": task, "data": data,
+                     "split": [split], "pair_encoding": pair, "progress": False})  # fmt: skip
+        return open_reader(store).find_featureset(encoder=encoder, task=task, split=split,
+                                                  pair_encoding=pair)  # fmt: skip
+
+
+def _train(store, encoder, task, head, data, out, pair, seed=0, **kw) -> dict:
+    from heads import TrainConfig, train
+
+    cfg = TrainConfig(store=store, encoder=encoder, task=task, head=head, data=data,
+                      out=str(out), pair_encoding=pair, seed=seed, progress=False,
+                      **kw)  # fmt: skip
+    return train(cfg)
+
+
+def pairs(encoder, data, out: Path, store, tasks, seeds=1, head="esim", epochs=None) -> dict:
+    """Table 4: the same head on jointly and separately encoded pairs, dev scores."""
+    from tasks import get_task
+
+    result: dict[str, Any] = {}
+    for task in tasks:
+        metric = get_task(task).metric
+        result[task] = {}
+        for pair in ("joint", "separate"):
+            for split in ("train", "dev"):
+                _features(encoder, store, task, data, split, pair)
+            scores = [
+                _train(store, encoder, task, head, data, out / "pairs" / task / pair / f"seed{s}",
+                       pair, seed=s, **({"epochs": epochs} if epochs else {}))["dev"][metric]
+                for s in range(seeds)
+            ]  # fmt: skip
+            result[task][pair] = mean_sd(scores)
+    rows = ["| task | joint | separate | paper BERT-base joint | separate |",
+            "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    for task, r in result.items():
+        paper = PAPER_PAIRS.get(task, ("–", "–"))
+        rows.append(f"| {task} | {100 * r['joint'][0]:.1f} | {100 * r['separate'][0]:.1f} | "
+                    f"{paper[0]} | {paper[1]} |")  # fmt: skip
+    _bars(result, ("joint", "separate"), out / "pairs.png", f"{encoder}: {head} on pairs (dev)")
+    return _write(out, "pairs", result, rows, f"❄️ {head}, pairs encoded jointly vs separately")
+
+
+def _layer_means(reader, info, limit: int | None = None) -> np.ndarray:
+    """(n, L, D) token mean of every layer of each example."""
+    n = info.num_examples if limit is None else min(limit, info.num_examples)
+    out = np.empty((n, info.num_layers, info.dim), dtype=np.float32)
+    for start in range(0, n, 512):
+        idx = list(range(start, min(start + 512, n)))
+        eb = reader.read(info.id, indices=idx)
+        for j, i in enumerate(idx):
+            out[i] = eb.example(j).astype(np.float32).mean(axis=0)  # (L, D)
+    return out
+
+
+def mi(encoder, data, out: Path, store, tasks, limit: int = 2000, dims: int = 16) -> dict:
+    """Figure 2: MI (nats) between each layer's mean activation and the labels (train split,
+    at most `limit` examples; regression labels in 5 equal-frequency bins)."""
+    from cache import open_reader
+    from tasks import get_task, read_split
+
+    from .mi import discretise, mi_knn, reduce
+
+    result = {}
+    for task in tasks:
+        spec = get_task(task)
+        info = _features(encoder, store, task, data, "train", "joint")
+        means = _layer_means(open_reader(store), info, limit)
+        labels = [e.label for e in read_split(task, data, "train")][: len(means)]
+        if spec.kind == "regression":
+            y = discretise(np.array(labels, dtype=np.float64))
+        else:
+            y = np.array([spec.labels.index(str(v)) for v in labels])
+        reduced = reduce([means[:, layer] for layer in range(means.shape[1])], dims=dims)
+        shuffled = np.random.default_rng(0).permutation(y)
+        result[task] = {"mi": [mi_knn(z, y) for z in reduced],
+                        "mi_shuffled_labels": [mi_knn(z, shuffled) for z in reduced],
+                        "examples": int(len(y))}  # fmt: skip
+    rows = [
+        "| task | "
+        + " | ".join(f"layer {i}" for i in range(len(next(iter(result.values()))["mi"])))
+        + " |"
+    ]
+    rows.append("|" + " --- |" * (len(rows[0].split("|")) - 2))
+    for task, r in result.items():
+        rows.append(f"| {task} | " + " | ".join(f"{v:.3f}" for v in r["mi"]) + " |")
+    _lines({t: r["mi"] for t, r in result.items()}, out / "mi.png", "MI with the labels (nats)")
+    return _write(out, "mi", result, rows,
+                  f"MI (nats, Ross 2014 kNN on {dims} principal components) per layer; the same "
+                  "with shuffled labels is in mi.json (≈ 0)")  # fmt: skip
+
+
+def probes(encoder, data, out: Path, store, tasks, finetuned: dict[str, str] | None = None,
+           epochs: int = 10) -> dict:  # fmt: skip
+    """Figure 1: a probe per layer, dev score, pretrained and (optionally) fine-tuned."""
+    from tasks import get_task
+
+    states = {"pretrained": encoder}
+    result: dict[str, Any] = {}
+    for task in tasks:
+        metric = get_task(task).metric
+        result[task] = {}
+        encs = dict(states)
+        if finetuned and task in finetuned:
+            encs["fine-tuned"] = f"hf:{Path(finetuned[task]) / 'encoder'}"
+        for state, enc in encs.items():
+            info = None
+            for split in ("train", "dev"):
+                info = _features(enc, store, task, data, split, "joint")
+            scores = []
+            for layer in range(info.num_layers):
+                run = out / "probes" / task / state / f"layer{layer}"
+                m = _train(store, enc, task, "probe", data, run, "joint", layer=layer,
+                           epochs=epochs, lr=1e-2)  # fmt: skip
+                scores.append(m["dev"][metric])
+            result[task][state] = scores
+    lines = {f"{t} ({s})": v for t, r in result.items() for s, v in r.items()}
+    _lines(lines, out / "probes.png", "probe dev score")
+    rows = [
+        "| task | state | "
+        + " | ".join(f"L{i}" for i in range(len(next(iter(lines.values())))))
+        + " |"
+    ]
+    rows.append("|" + " --- |" * (len(rows[0].split("|")) - 2))
+    for task, r in result.items():
+        for state, v in r.items():
+            rows.append(f"| {task} | {state} | " + " | ".join(f"{100 * x:.1f}" for x in v) + " |")
+    return _write(out, "probes", result, rows, "probe dev score per layer (x100)")
+
+
+ANALYSES = {"pairs": pairs, "probes": probes, "mi": mi}
+
+
+def _write(out: Path, name: str, result: dict, rows: list[str], caption: str) -> dict:
+    from tasks.runs import atomic_write_text
+
+    atomic_write_text(out / f"{name}.json", json.dumps(result, indent=2))
+    atomic_write_text(out / f"{name}.md", f"# {name}\n\n{caption}\n\n" + "\n".join(rows)
+                      + f"\n\n![{name}]({name}.png)\n")  # fmt: skip
+    return result
+
+
+def _bars(result, keys, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(result)
+    fig, ax = plt.subplots(figsize=(1.4 * len(tasks) + 2, 3.4))
+    for j, key in enumerate(keys):
+        means = [100 * result[t][key][0] for t in tasks]
+        sds = [100 * (result[t][key][1] or 0) for t in tasks]
+        xs = [i + 0.4 * j - 0.2 for i in range(len(tasks))]
+        ax.bar(xs, means, 0.4, yerr=sds, capsize=3, label=key)
+    ax.set_xticks(range(len(tasks)), tasks)
+    ax.set_ylabel("dev score (x100)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _lines(series: dict[str, list[float]], path: Path, ylabel: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for label, values in series.items():
+        ax.plot(range(len(values)), values, "o-", label=label)
+    ax.set_xlabel("layer (0: embeddings)")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
