@@ -16,6 +16,8 @@ from pathlib import Path
 
 #: The environment variable naming the data directory when `--home` is not given.
 HOME_ENV = "SNOWFIRE_HOME"
+#: Directories outside HOME that job parameters may name (os.pathsep-separated).
+ALLOWED_ENV = "SNOWFIRE_ALLOWED_PATHS"
 
 
 @dataclass(frozen=True)
@@ -57,5 +59,23 @@ class Home:
         return self.jobs / f"{job_id}.result.json"
 
     def path(self, value: str) -> str:
-        """A path parameter made absolute: relative paths are relative to HOME."""
-        return str(Path(value) if Path(value).is_absolute() else self.root / value)
+        """A path parameter made absolute (relative paths are relative to HOME), refused
+        (ValueError) unless it stays under HOME or a directory of $SNOWFIRE_ALLOWED_PATHS
+        (os.pathsep-separated): a job cannot read or write elsewhere. The check is on the
+        normalised path (`..` resolved), so links placed inside HOME by its owner are kept."""
+        path = Path(
+            os.path.normpath(Path(value) if Path(value).is_absolute() else self.root / value)
+        )
+        for allowed in self.allowed():
+            if path == allowed or allowed in path.parents:
+                return str(path)
+        raise ValueError(
+            f"path {value!r} is outside the data directory {self.root}"
+            + (f" and {ALLOWED_ENV}" if os.environ.get(ALLOWED_ENV) else "")
+            + f": job paths must stay under it (or list a directory in {ALLOWED_ENV})"
+        )
+
+    def allowed(self) -> list[Path]:
+        """HOME and the directories of $SNOWFIRE_ALLOWED_PATHS, normalised."""
+        extra = [p for p in os.environ.get(ALLOWED_ENV, "").split(os.pathsep) if p]
+        return [self.root] + [Path(os.path.normpath(os.path.abspath(p))) for p in extra]

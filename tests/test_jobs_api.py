@@ -89,7 +89,7 @@ TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
     "body, detail",
     [
         ({"kind": "serve", "params": {}},
-         "kind: Input should be 'extract', 'train' or 'finetune' (got 'serve')"),
+         "kind: Input should be 'extract', 'train', 'finetune' or 'compare' (got 'serve')"),
         ({"kind": "train", "params": TRAIN, "priority": 1},
          "priority: Extra inputs are not permitted (got 1)"),
         ({"kind": "train", "params": {**TRAIN, "task": "imdb"}},
@@ -181,3 +181,32 @@ def test_a_retried_submission_with_its_idempotency_key_queues_one_job(client, ho
     assert fresh.status_code == 202 and fresh.json()["id"] != first.json()["id"]
     plain = [client.post("/v1/jobs", json=body).json()["id"] for _ in range(2)]
     assert len(set(plain)) == 2  # without a key every request is a new job
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {**TRAIN, "out": "../escape"},
+        {**TRAIN, "out": "runs/../../escape"},
+        {**TRAIN, "store": "/etc"},
+        {**TRAIN, "data": "/"},
+        {"encoder": "minilm", "input": "../../etc/passwd"},
+    ],
+)
+def test_job_paths_cannot_leave_the_data_directory(client, home, params, monkeypatch):
+    monkeypatch.delenv("SNOWFIRE_ALLOWED_PATHS", raising=False)
+    kind = "extract" if "input" in params else "train"
+    r = client.post("/v1/jobs", json={"kind": kind, "params": params})
+    assert r.status_code == 422, r.text
+    assert "is outside the data directory" in r.json()["detail"]
+    assert client.get("/v1/jobs").json() == []
+
+
+def test_an_allowed_directory_outside_home_is_accepted(client, home, tmp_path_factory, monkeypatch):
+    outside = tmp_path_factory.mktemp("shared-runs")
+    monkeypatch.setenv("SNOWFIRE_ALLOWED_PATHS", str(outside))
+    r = client.post(
+        "/v1/jobs", json={"kind": "train", "params": {**TRAIN, "out": str(outside / "r")}}
+    )
+    assert r.status_code == 202, r.text
+    assert r.json()["params"]["out"] == str(outside / "r")
