@@ -9,13 +9,17 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.responses import PlainTextResponse
 
 from cache import Store
 from jobs import Home, JobQueue
 
 from .errors import install_error_handlers
 from .job_routes import router as job_router
+from .metrics import CONTENT_TYPE as METRICS_TYPE
+from .metrics import Metrics, MetricsMiddleware
 from .routes import router, snowfire_version
+from .security import APIKeys, load_keys
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -57,6 +61,23 @@ def create_app(
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(job_router)
+    metrics = Metrics(app.state)
+
+    @app.get("/metrics", include_in_schema=True, tags=["service"],
+             response_class=PlainTextResponse, summary="Prometheus metrics")  # fmt: skip
+    def prometheus_metrics() -> PlainTextResponse:
+        return PlainTextResponse(metrics.render(), media_type=METRICS_TYPE)
+
+    if settings.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        origins = [o.strip() for o in settings.cors_origins.split(",") if o.strip()]
+        headers = ["Authorization", "Content-Type", "Idempotency-Key"]
+        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST"],
+                           allow_headers=headers)  # fmt: skip
+    keys = load_keys(settings.api_keys, settings.api_keys_file)
+    app.add_middleware(APIKeys, keys=keys)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)  # outermost: counts 401s too
     return app
 
 

@@ -46,6 +46,18 @@ class Settings(BaseSettings):
         "against its cap (bounds memory to the cap plus one chunk)",
     )
 
+    api_keys: str | None = Field(
+        None,
+        description="comma-separated API keys, `KEY` (read) or `KEY:write` (may submit and "
+        "cancel jobs); none: the service is open",
+    )
+    api_keys_file: Path | None = Field(
+        None, description="a file of API keys: one `KEY [read|write]` per line, # comments"
+    )
+    cors_origins: str | None = Field(
+        None, description="comma-separated origins allowed by CORS (none: CORS off)"
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _store_in_home(cls, data: Any) -> Any:

@@ -225,6 +225,13 @@ class JobQueue:
             raise JobNotFoundError(f"no job {job_id!r}")
         return Job.from_row(row)
 
+    def counts(self) -> dict[tuple[str, str], int]:
+        """{(kind, status): number of jobs} (for the service's metrics)."""
+        self.reap()
+        with self._connect() as conn:
+            rows = conn.execute("SELECT kind, status, COUNT(*) FROM jobs GROUP BY kind, status")
+            return {(kind, status): n for kind, status, n in rows.fetchall()}
+
     def list(
         self, kind: str | None = None, status: str | None = None, limit: int = 100
     ) -> list[Job]:
