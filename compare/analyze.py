@@ -181,14 +181,27 @@ def _write(out: Path, name: str, result: dict, rows: list[str], caption: str) ->
     return result
 
 
-def _bars(result, keys, path: Path, title: str) -> None:
+def _figure(size):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt.subplots(figsize=size)
+
+
+def _save(fig, ax, path: Path, legend_size: int = 8) -> None:
+    import matplotlib.pyplot as plt
+
+    ax.legend(fontsize=legend_size)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _bars(result, keys, path: Path, title: str) -> None:
     tasks = list(result)
-    fig, ax = plt.subplots(figsize=(1.4 * len(tasks) + 2, 3.4))
+    fig, ax = _figure((1.4 * len(tasks) + 2, 3.4))
     for j, key in enumerate(keys):
         means = [100 * result[t][key][0] for t in tasks]
         sds = [100 * (result[t][key][1] or 0) for t in tasks]
@@ -197,24 +210,13 @@ def _bars(result, keys, path: Path, title: str) -> None:
     ax.set_xticks(range(len(tasks)), tasks)
     ax.set_ylabel("dev score (x100)")
     ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, ax, path)
 
 
 def _lines(series: dict[str, list[float]], path: Path, ylabel: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    fig, ax = _figure((5.5, 3.6))
     for label, values in series.items():
         ax.plot(range(len(values)), values, "o-", label=label)
     ax.set_xlabel("layer (0: embeddings)")
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, ax, path, legend_size=7)
