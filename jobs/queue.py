@@ -323,6 +323,26 @@ class JobQueue:
             )
             return cur.rowcount == 1
 
+    def retry(self, job_id: str, lease_token: str, error: str) -> str | None:
+        """A run killed from outside (the OOM killer, an operator's kill -9): queued again
+        unless it has had `max_attempts`, then failed with `error`. The new status, or None
+        when the lease is no longer held."""
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE jobs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' "
+                "WHEN attempts >= ? THEN 'failed' ELSE 'queued' END, "
+                "error = CASE WHEN attempts >= ? THEN ? ELSE error END, "
+                "finished_at = CASE WHEN attempts >= ? THEN ? ELSE finished_at END, "
+                "worker = NULL, lease = NULL, lease_until = NULL "
+                "WHERE id = ? AND lease = ? AND status = 'running'",
+                (self.max_attempts, self.max_attempts, error, self.max_attempts, time.time(),
+                 job_id, lease_token),
+            )  # fmt: skip
+            if cur.rowcount != 1:
+                return None
+            row = conn.execute("SELECT status FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            return row["status"]
+
     def reap(self) -> None:
         """Apply expired leases now (claims do it too)."""
         with self._write() as conn:

@@ -136,6 +136,11 @@ class Worker:
                 return "lost"
 
     def _complete(self, job: Job, code: int, result: Path) -> str:
+        if code == -signal.SIGKILL:  # killed from outside (OOM killer, kill -9): run it again
+            error = f"its runner was killed (SIGKILL) {job.attempts} times"
+            status = self.queue.retry(job.id, job.lease, error)
+            log.warning("worker %s: job %s's runner was killed; now %s", self.id, job.id, status)
+            return status or "lost"
         if code == 0 and result.is_file():
             status, metrics, error = "done", json.loads(result.read_text()), None
         else:

@@ -100,6 +100,32 @@ def test_a_worker_killed_mid_job_leaves_no_runner_and_the_job_runs_once_more(
     assert [r["epoch"] for r in log] == [1, 2]  # resumed, no epoch twice
 
 
+def test_a_runner_killed_mid_write_is_run_again_and_completes(tiny_bert_dir, tmp_path):
+    home = Home(tmp_path / "home")
+    write_sst2(home.root / "tasks", sizes=(("train", 800), ("dev", 40)))
+    queue = JobQueue(home.queue)
+    params = {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2", "epochs": 2, "batch_size": 4,
+              "lr": 1e-3, "checkpoint_every": 20, "progress": False}  # fmt: skip
+    from jobs import validate_params
+
+    job = queue.submit("finetune", validate_params("finetune", params, home, "j2"), "j2")
+    run = Path(queue.get(job.id).params["out"])
+    worker = _worker(home.root, "finetune", lease=30.0)
+    try:
+        runner = _wait(lambda: _runners(job.id), 60, "the runner")[0]
+        _wait(lambda: (run / "checkpoint.pt").exists(), 120, "a checkpoint")
+        os.kill(runner, signal.SIGKILL)  # as the OOM killer would, mid-run
+        _wait(lambda: queue.get(job.id).status in ("done", "failed"), 240, "the retried job")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(30)
+    final = queue.get(job.id)
+    assert final.status == "done" and final.attempts == 2, (final.status, final.error)
+    assert final.metrics == json.loads((run / "metrics.json").read_text())
+    log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in log] == [1, 2]
+
+
 def _serve(home: Path, port: int) -> subprocess.Popen:
     argv = python_command("cli", "serve", "--home", str(home), "--port", str(port))
     proc = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

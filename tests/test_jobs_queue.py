@@ -291,3 +291,15 @@ def test_tether_reasons_to_stop(queue):
         why_stop(queue, job.id, claim.lease, parent)
         == f"job {job.id} is queued under another lease"
     )
+
+
+def test_a_killed_run_is_queued_again_until_max_attempts(home):
+    queue = JobQueue(home.queue, max_attempts=2)
+    job = queue.submit("train", {})
+    first = queue.claim("train", worker="w", lease=30)
+    assert queue.retry(job.id, first.lease, "killed") == "queued"
+    assert queue.retry(job.id, first.lease, "killed") is None  # that lease is gone
+    second = queue.claim("train", worker="w", lease=30)
+    assert second.attempts == 2
+    assert queue.retry(job.id, second.lease, "its runner was killed (SIGKILL) 2 times") == "failed"
+    assert queue.get(job.id).error == "its runner was killed (SIGKILL) 2 times"
