@@ -236,6 +236,14 @@ class ShardReader:
                 raw = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
         except FileNotFoundError:
             return None  # never written: all fill value, as zarr reads it
+        index_bytes = raw[size - index_size - 4 : size - 4]
+        stored = int.from_bytes(raw[size - 4 :].tobytes(), "little")
+        computed = google_crc32c.value(index_bytes.tobytes())
+        if stored != computed:
+            raise StoreCorruptError(
+                f"{path}: shard index checksum mismatch "
+                f"(crc32c stored {stored:08x}, computed {computed:08x})"
+            )
         if self.expected is not None:
             name = f"c/{k}/0/0"
             crc = google_crc32c.Checksum()
@@ -248,14 +256,6 @@ class ShardReader:
                     f"recorded {self.expected.get(name)}); run `snowfire fsck --store STORE "
                     "--repair`"
                 )
-        index_bytes = raw[size - index_size - 4 : size - 4]
-        stored = int.from_bytes(raw[size - 4 :].tobytes(), "little")
-        computed = google_crc32c.value(index_bytes.tobytes())
-        if stored != computed:
-            raise StoreCorruptError(
-                f"{path}: shard index checksum mismatch "
-                f"(crc32c stored {stored:08x}, computed {computed:08x})"
-            )
         index = index_bytes.view("<u8").reshape(chunks, num_layers, 2)  # (St/Tc, L, 2)
         present = index[..., 0] != EMPTY
         body_end = size - index_size - 4

@@ -51,7 +51,7 @@ def test_up_serves_runs_workers_and_stops_on_ctrl_c(tmp_path):
         while not all(queue.worker_alive(kind, within=30) for kind in KINDS):
             assert time.monotonic() < deadline, "not every worker started"
             time.sleep(0.3)
-        assert len(_processes_mentioning(str(home))) == 5  # up, the api, 3 workers
+        assert len(_processes_mentioning(str(home))) == 2 + len(KINDS)  # up, the api, workers
     finally:
         up.send_signal(signal.SIGINT)
         code = up.wait(timeout=60)
