@@ -15,8 +15,9 @@ SMALLEST_HEAD = {"tagging": "crf", "classification": "linear", "regression": "li
 #: The seven tasks of the paper's Table 2 (`--tasks all`).
 ALL_TASKS = ("conll2003", "sst2", "mnli", "sick-e", "sick-r", "mrpc", "stsb")
 
-#: Caps per budget. quick: fits a 2-core laptop (STS-B + SICK-R, one seed, in about half an
-#: hour with the bundled encoder); full: the defaults of `snowfire train` / `finetune`.
+#: Caps per budget. quick: fits a 2-core laptop (STS-B + SICK-R, one seed, with the bundled
+#: encoder); full: the defaults of `snowfire train`, and 🔥 with its rate and epochs tuned on
+#: dev (`snowfire finetune --grid`: 3 rates x 2, 3, 4 epochs).
 BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
     "quick": {
         "snow": {"epochs": 3, "patience": 2},

@@ -30,14 +30,18 @@ def _cost(cell: dict[str, Any]) -> dict[str, Any]:
     """Wall time, training examples per second and trainable parameters of a finished run."""
     run = Path(cell["run"])
     config = json.loads((run / "config.json").read_text())
+    seconds = float(config.get("seconds", 0.0))
+    if "grid" in config:  # 🔥 tuned on dev: the chosen run's log, the whole grid's time
+        sub_runs = [json.loads(p.read_text()) for p in run.glob("grid/*/config.json")]
+        seconds = sum(float(c.get("seconds", 0.0)) for c in sub_runs)
+        run = Path(config["grid"]["chosen"]["run"])
     epochs = sum(1 for line in (run / "log.jsonl").read_text().splitlines() if line)
     if cell["mode"] == "snow":
         n_train = config["featureset"]["num_examples"] if "featureset" in config else 0
         params = _params_snow(run)
-    else:
+    else:  # a grid's RUN/config.json is its chosen run's, with "grid" added
         n_train = config["num_examples"]["train"]
         params = sum(g["parameters"] for g in config["layer_groups"])
-    seconds = float(config.get("seconds", 0.0))
     rate = round(n_train * epochs / seconds, 1) if seconds else None
     return {"seconds": seconds, "epochs": epochs, "params": params, "examples_per_s": rate}
 
@@ -114,7 +118,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         "the data directory has labelled test files; the paper's rows are its test scores. ❄️: "
         "the best head on dev. Verdict: ❄️ ≈ 🔥 when |Δ| is within the seeds' spread.",
         f"Budget {cfg.budget}: ❄️ {caps['snow'] or 'the defaults of snowfire train'}; 🔥 "
-        f"{caps['fire'] or 'the defaults of snowfire finetune'}.",
+        f"{caps['fire'] or 'rate and epochs tuned on dev (snowfire finetune --grid)'}.",
         "",
         "| task | metric | ❄️ head | dev | test | train (s) | examples/s | params "
         "| extraction (s) |",

@@ -12,6 +12,7 @@ and the job parameter models (jobs/params.py) are derived from the same fields.
 from __future__ import annotations
 
 import dataclasses
+import os
 import types
 import typing
 from typing import Any
@@ -64,7 +65,8 @@ def _type_ok(value: Any, base: Any) -> bool:
 
 def check(config: Any) -> None:
     """Refuse any field of dataclass `config` with the wrong type, outside its choices or
-    outside its bounds: ValueError (TypeError for a wrong type) naming `Config.field`."""
+    outside its bounds: ValueError (TypeError for a wrong type) naming `Config.field`. A
+    `pathlib.Path` given for a str field is taken as its string."""
     cls = type(config)
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
@@ -75,6 +77,9 @@ def check(config: Any) -> None:
             if optional:
                 continue
             raise TypeError(f"{where}: expected a value, got None")
+        if base is str and isinstance(value, os.PathLike):  # a Path where a path is asked for
+            value = os.fspath(value)
+            object.__setattr__(config, f.name, value)
         if not _type_ok(value, base):
             shown = getattr(base, "__name__", str(base))
             raise TypeError(f"{where}: expected {shown}, got {value!r} ({type(value).__name__})")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +119,28 @@ def test_the_analyses_write_json_tables_and_plots(tiny_bert_dir, tmp_path):
     for name in ("pairs", "probes", "mi"):
         assert (out / f"{name}.png").stat().st_size > 1000
         assert f"![{name}]({name}.png)" in (out / f"{name}.md").read_text()
+
+
+def test_the_full_budget_tunes_fire_on_dev(tiny_bert_dir, tmp_path, monkeypatch):
+    from cli.main import main as snowfire
+    from finetune import recipe
+    from tests.test_finetune_e2e import write_sst2
+
+    monkeypatch.setattr(recipe, "GRID_EPOCHS", (1, 2))  # a small grid for the test
+    monkeypatch.setattr("finetune.grid.GRID_EPOCHS", (1, 2))
+    data = write_sst2(tmp_path / "data")
+    out = tmp_path / "full"
+    argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2", "--data", str(data),
+            "--out", str(out), "--budget", "full", "--heads", "linear", "--quiet"]  # fmt: skip
+    assert snowfire(argv) == 0
+    grid = json.loads((out / "fire" / "sst2" / "seed0" / "grid.json").read_text())
+    assert len(grid["cells"]) == 3 * 2 and grid["chosen"]["dev"] == max(
+        c["dev"] for c in grid["cells"]
+    )
+    results = json.loads((out / "results.json").read_text())
+    fire = next(c for c in results["cells"] if c["mode"] == "fire")
+    assert (
+        fire["metrics"]["dev"]
+        == json.loads((Path(grid["chosen"]["run"]) / "metrics.json").read_text())["dev"]
+    )
+    assert "rate and epochs tuned on dev" in (out / "table.md").read_text()

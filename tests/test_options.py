@@ -148,3 +148,8 @@ def test_the_cli_parser_loads_no_heavy_package_and_train_stays_a_function():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_path_is_taken_for_a_str_field(tmp_path):
+    opts = ExtractOptions(encoder="minilm", store=tmp_path / "s", input=tmp_path / "t.txt")
+    assert opts.store == str(tmp_path / "s") and isinstance(opts.input, str)
