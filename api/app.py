@@ -14,6 +14,7 @@ from fastapi.responses import PlainTextResponse
 from cache import Store
 from jobs import Home, JobQueue
 
+from .embed_routes import router as embed_router
 from .errors import install_error_handlers
 from .job_routes import router as job_router
 from .metrics import CONTENT_TYPE as METRICS_TYPE
@@ -36,8 +37,23 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.store = Store(settings.store)
     app.state.home = Home(settings.home.resolve()) if settings.home else None
     app.state.queue = JobQueue(app.state.home.queue) if app.state.home else None
+    app.state.embedder = None
+    if settings.encoder:
+        from .embed import EmbedWorker
+
+        log.info("loading encoder %s for /v1/embed", settings.encoder)
+        app.state.embedder = EmbedWorker(
+            app.state.store,
+            settings.encoder,
+            token_budget=settings.embed_token_budget,
+            max_wait_ms=settings.embed_max_wait_ms,
+            device=settings.device,
+            on_batch=app.state.metrics.embed_batch.observe,
+        )
     yield
-    app.state.store = app.state.queue = None
+    if app.state.embedder is not None:
+        app.state.embedder.close()
+    app.state.store = app.state.queue = app.state.embedder = None
 
 
 def create_app(
@@ -60,8 +76,9 @@ def create_app(
     app.state.settings = settings
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(embed_router)
     app.include_router(job_router)
-    metrics = Metrics(app.state)
+    metrics = app.state.metrics = Metrics(app.state)
 
     @app.get("/metrics", include_in_schema=True, tags=["service"],
              response_class=PlainTextResponse, summary="Prometheus metrics")  # fmt: skip
@@ -86,11 +103,14 @@ def serve(
     host: str | None = None,
     port: int | None = None,
     home: str | os.PathLike | None = None,
+    encoder: str | None = None,
+    device: str | None = None,
 ) -> None:
     """Run the service with uvicorn until interrupted; None takes the SNOWFIRE_* setting."""
     import uvicorn
 
-    given = {"store": store_dir, "host": host, "port": port, "home": home}
+    given = {"store": store_dir, "host": host, "port": port, "home": home, "encoder": encoder,
+             "device": device}  # fmt: skip
     settings = Settings(**{k: v for k, v in given.items() if v is not None})
     uvicorn.run(
         create_app(settings=settings),

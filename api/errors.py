@@ -29,6 +29,9 @@ from jobs import (
     describe_validation,
 )
 
+from .embed import EmbedUnavailableError
+from .embed_routes import EmbedValueError
+
 log = logging.getLogger(__name__)
 
 #: Store or job error -> HTTP status; any other (corrupt, incompatible store) is a 500.
@@ -41,6 +44,8 @@ STATUS: dict[type[Exception], int] = {
     InvalidJobError: 422,
     JobStateError: 409,
     JobsDisabledError: 503,
+    EmbedUnavailableError: 503,
+    EmbedValueError: 422,
 }
 
 
@@ -61,4 +66,6 @@ async def validation_error_handler(request: Request, exc: Exception) -> JSONResp
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StoreError, error_handler)
     app.add_exception_handler(JobError, error_handler)
+    app.add_exception_handler(EmbedUnavailableError, error_handler)
+    app.add_exception_handler(EmbedValueError, error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)

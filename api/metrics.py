@@ -22,6 +22,12 @@ class Metrics:
                                  registry=self.registry)  # fmt: skip
         self.sent = Counter("snowfire_response_bytes", "response body bytes sent", ["route"],
                             registry=self.registry)  # fmt: skip
+        self.embed_examples = Counter("snowfire_embed_examples", "examples asked of /v1/embed",
+                                      ["result"], registry=self.registry)  # fmt: skip
+        self.embed_batch = Histogram("snowfire_embed_batch_examples",
+                                     "examples the encoder computed per micro-batch",
+                                     buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+                                     registry=self.registry)  # fmt: skip
         self.registry.register(_JobStates(app_state))
 
     def render(self) -> bytes:

@@ -100,3 +100,55 @@ class FeaturesJSON(BaseModel):
 class ErrorBody(BaseModel):
     detail: str = Field(description="what was wrong")
     error: str | None = Field(None, description="the store's exception class, when it raised")
+
+
+class EmbedRequest(BaseModel):
+    """Texts to embed: exactly one of `texts` (split on whitespace), `pairs` (two texts each)
+    or `tokens` (words given). Examples already in the store are read; the rest are computed by
+    the service's encoder and stored where `snowfire extract` would store them."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"texts": ["A man plays a guitar ."], "pool": "mean"}]},
+    )
+
+    texts: list[StrictStr] | None = Field(None, description="one text per example")
+    pairs: list[tuple[StrictStr, StrictStr]] | None = Field(None, description="[a, b] per example")
+    tokens: list[list[StrictStr]] | None = Field(None, description="words per example")
+    layers: list[StrictInt] | None = Field(None, description="layer indices; default all")
+    pool: Literal["none", "mean", "first"] = Field(
+        "none",
+        description="none: every token's features; mean: the mean of each example's word "
+        "pieces (special tokens left out); first: the first token ([CLS] for BERT)",
+    )
+    pair_encoding: Literal["joint", "separate"] = Field(
+        "joint", description="pairs as one sequence (joint) or each text on its own"
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> EmbedRequest:
+        given = [n for n in ("texts", "pairs", "tokens") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"give exactly one of 'texts', 'pairs' or 'tokens' (got {given or 'none'})"
+            )
+        return self
+
+
+class EmbedJSON(BaseModel):
+    """The JSON answer of /v1/embed. Unpooled: the features body's fields (as FeaturesJSON);
+    pooled: `features` is (n examples, layers, dim) and the token fields are absent."""
+
+    format: Literal["snowfire-embed/1"] = "snowfire-embed/1"
+    encoder_id: str = Field(description="the pool the examples are stored in")
+    dtype: str
+    layers: list[int]
+    keys: list[str] = Field(description="content key of each example")
+    cached: list[bool] = Field(description="true where the example was already in the store")
+    pool: Literal["none", "mean", "first"]
+    shape: list[int] = Field(description="shape of `features`")
+    features: list[list[list[float]]]
+    offsets: list[int] | None = None
+    word_ids: list[int] | None = None
+    type_ids: list[int] | None = None
+    pair_starts: list[int] | None = None

@@ -8,6 +8,8 @@ from typing import Any
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from extractor.options import TOKEN_BUDGET
+
 #: Default cap on the feature values of one JSON response (N tokens x layers x dim).
 MAX_JSON_VALUES = 100_000
 #: Default cap on the bytes of one safetensors response body.
@@ -44,6 +46,26 @@ class Settings(BaseSettings):
         gt=0,
         description="examples read from the store at a time while a response is checked "
         "against its cap (bounds memory to the cap plus one chunk)",
+    )
+
+    encoder: str | None = Field(
+        None,
+        description="encoder for POST /v1/embed (e.g. minilm, hf:DIR): texts missing from the "
+        "store are computed with it and stored; none: /v1/embed answers 503",
+    )
+    device: str | None = Field(None, description="embed encoder device (default: cuda if any)")
+    embed_max_texts: int = Field(256, gt=0, description="413 above this many texts per request")
+    embed_max_words: int = Field(
+        16384, gt=0, description="413 above this many words (both texts of pairs) per request"
+    )
+    embed_token_budget: int = Field(
+        TOKEN_BUDGET,
+        gt=0,
+        description="padded tokens per encoder batch (extract's --token-budget: the same "
+        "budget gives the same batches, so the same bytes)",
+    )
+    embed_max_wait_ms: float = Field(
+        5.0, ge=0, description="how long the encoder waits for more requests to batch together"
     )
 
     api_keys: str | None = Field(

@@ -49,6 +49,7 @@ class Store:
         self._segments: dict[tuple[str, str], Segment] = {}
         self._index: dict[str, dict[str, tuple[str, int]]] = {}  # pool -> key -> (seg, row)
         self._keys_cache: dict[str, list[str]] = {}
+        self._meta_cache: dict[str, dict[str, Any]] = {}
         # fs_id -> (inode, mtime, size of its .json, info): a read parses the manifest once
         self._info_cache: dict[str, tuple[tuple[int, int, int], FeatureSetInfo]] = {}
         self._format_checked = False
@@ -275,6 +276,7 @@ class Store:
 
     def read_keys(self, pool_id: str, keys: list[str], layers: list[int] | None) -> ExampleBatch:
         self.check_format()
+        layers = _check_layers(layers, self._pool_meta(pool_id)["num_layers"])
         index = self._pool_index(pool_id)
         if any(k not in index for k in keys):
             index = self._pool_index(pool_id, refresh=True)
@@ -330,10 +332,13 @@ class Store:
         return out
 
     def _pool_meta(self, pool_id: str) -> dict[str, Any]:
+        if pool_id in self._meta_cache:  # a pool's attributes never change once written
+            return self._meta_cache[pool_id]
         meta = self.path / "pools" / pool_id / "zarr.json"
         if not meta.is_file():
             raise ExampleNotFoundError(f"no pool {pool_id} in {self.path}")
-        return json.loads(meta.read_text())["attributes"]
+        self._meta_cache[pool_id] = json.loads(meta.read_text())["attributes"]
+        return self._meta_cache[pool_id]
 
     def _pool_index(self, pool_id: str, refresh: bool = False) -> dict[str, tuple[str, int]]:
         with self._lock:

@@ -37,7 +37,8 @@ def body_bytes(batch: ExampleBatch) -> int:
     return sum(a.nbytes for a in arrays) + sum(len(k) + 4 for k in batch.keys)
 
 
-def encode(batch: ExampleBatch, fs_id: str) -> bytes:
+def encode(batch: ExampleBatch, fs_id: str, extra: dict[str, str] | None = None) -> bytes:
+    """The safetensors body of `batch`; `extra` adds metadata strings (never the format's)."""
     from safetensors.numpy import save
 
     tensors = {"features": np.ascontiguousarray(batch.features)}
@@ -50,6 +51,7 @@ def encode(batch: ExampleBatch, fs_id: str) -> bytes:
         "layers": json.dumps([int(layer) for layer in batch.layers]),
         "keys": json.dumps(list(batch.keys)),
     }
+    metadata = {**(extra or {}), **metadata}
     return save(tensors, metadata=metadata)
 
 

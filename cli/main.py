@@ -32,7 +32,8 @@ def _extract(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from api import serve
 
-    serve(args.store, host=args.host, port=args.port, home=args.home)
+    serve(args.store, host=args.host, port=args.port, home=args.home, encoder=args.encoder,
+          device=args.device)  # fmt: skip
     return 0
 
 
@@ -218,6 +219,13 @@ def _add_service(sub) -> None:
     s.add_argument("--host", default=None, help="default 127.0.0.1 (env SNOWFIRE_HOST)")
     s.add_argument("--port", type=int, default=None, help="default 8000 (env SNOWFIRE_PORT)")
     s.add_argument("--home", default=None, help="data directory: store + jobs (SNOWFIRE_HOME)")
+    s.add_argument(
+        "--encoder",
+        default=None,
+        help="encoder for POST /v1/embed: texts the store "
+        "lacks are computed and stored (SNOWFIRE_ENCODER; none: /v1/embed is 503)",
+    )
+    s.add_argument("--device", default=None, help="the embed encoder's device (SNOWFIRE_DEVICE)")
     s.set_defaults(func=_serve)
 
     w = sub.add_parser("worker", help="run queued jobs of one kind (data directory: --home)")

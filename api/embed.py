@@ -1,0 +1,177 @@
+"""Compute-and-cache embedding: texts in, all-layer features out, misses written to the store.
+
+A request's examples get the content keys `snowfire extract` gives them (same pool: encoder
+identity + dtype; same key: the canonical words). Hits are read from the store. Misses go to one
+encoder thread, which takes every request waiting (up to a token budget, waiting at most
+`max_wait_ms` for more after the first), encodes the union of their misses in `extract`'s
+batches (bucketed by length under the same token budget), commits them as one segment under the
+pool's write lock and wakes the requests, which then read everything from the store. So a text
+gives the same bytes whichever way it entered the store, and is encoded once however many
+requests ask for it at the same time.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from cache import Store, digest, example_key
+from extractor.base import Encoder, TextInput
+from extractor.batching import bucket_batches
+
+log = logging.getLogger(__name__)
+
+
+class EmbedUnavailableError(RuntimeError):
+    """The service was started without an encoder (503)."""
+
+
+@dataclass
+class _Job:
+    pool: str
+    pair_encoding: str
+    items: list[tuple[str, TextInput]]  # (key, text) the store lacked
+    tokens: int
+    done: Future = field(default_factory=Future)
+
+
+class EmbedWorker:
+    """One encoder per pair encoding, one thread encoding for every request."""
+
+    def __init__(
+        self,
+        store: Store,
+        spec: str,
+        *,
+        dtype: str = "float16",
+        token_budget: int = 4096,
+        max_wait_ms: float = 5.0,
+        device: str | None = None,
+        loader=None,
+        on_batch=None,
+    ):
+        from extractor.encoders import load_encoder
+
+        self.store, self.spec, self.dtype = store, spec, dtype
+        self.token_budget, self.max_wait = token_budget, max_wait_ms / 1000.0
+        self._load = loader or (lambda pair: load_encoder(spec, pair_encoding=pair, device=device))
+        self._encoders: dict[str, Encoder] = {}
+        self._pools: dict[str, str] = {}
+        self._load_lock = threading.Lock()
+        self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self.rounds = 0  # encoder-thread rounds that encoded something
+        self._on_batch = on_batch or (lambda n: None)  # examples per round, for /metrics
+        self._thread = threading.Thread(target=self._loop, name="snowfire-embed", daemon=True)
+        self._thread.start()
+        self.encoder("joint")  # load now: a bad spec fails at start, not at the first request
+
+    # ------------------------------------------------------------------ requests
+    def encoder(self, pair_encoding: str) -> Encoder:
+        with self._load_lock:
+            if pair_encoding not in self._encoders:
+                enc = self._load(pair_encoding)
+                if enc.ordered:
+                    raise ValueError(
+                        f"encoder {self.spec!r} carries state from one example to the next "
+                        "(ELMo --elmo-state stateful): its features depend on the other texts, "
+                        "so it cannot embed texts on their own; serve a stateless encoder"
+                    )
+                pool = self.store.ensure_pool(enc.identity, self.dtype, enc.num_layers, enc.dim)
+                self._encoders[pair_encoding], self._pools[pair_encoding] = enc, pool
+            return self._encoders[pair_encoding]
+
+    def pool(self, pair_encoding: str) -> str:
+        self.encoder(pair_encoding)
+        return self._pools[pair_encoding]
+
+    def keys(self, texts: list[TextInput], pair_encoding: str) -> list[str]:
+        pool = self.pool(pair_encoding)
+        return [example_key(pool, t.payload()) for t in texts]
+
+    def ensure(self, texts: list[TextInput], keys: list[str], pair_encoding: str,
+               timeout: float = 600.0) -> list[bool]:  # fmt: skip
+        """Make every key stored (encoding the misses); return which were hits."""
+        pool = self.pool(pair_encoding)
+        missing = set(self.store.missing_keys(pool, keys))
+        hits = [k not in missing for k in keys]
+        if missing:
+            first = {}
+            for key, text in zip(keys, texts, strict=True):
+                if key in missing:
+                    first.setdefault(key, text)
+            tokens = sum(len(t.words_a) + len(t.words_b or ()) for t in first.values())
+            job = _Job(pool, pair_encoding, list(first.items()), tokens)
+            self._queue.put(job)
+            job.done.result(timeout=timeout)  # re-raises the encoder thread's error
+        return hits
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=10)
+
+    # ------------------------------------------------------------------ encoder thread
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            jobs = [job] + self._gather(job)
+            for group in _by_pool(jobs):
+                try:
+                    self._encode(group)
+                except BaseException as err:  # noqa: BLE001 - every waiter gets the error
+                    log.exception("embedding failed")
+                    for j in group:
+                        j.done.set_exception(err)
+                else:
+                    for j in group:
+                        j.done.set_result(None)
+
+    def _gather(self, first: _Job) -> list[_Job]:
+        """More waiting jobs, until the token budget is used or max_wait has passed."""
+        more, tokens = [], first.tokens
+        deadline = time.monotonic() + self.max_wait
+        while tokens < self.token_budget:
+            try:
+                job = self._queue.get(timeout=max(deadline - time.monotonic(), 0))
+            except queue.Empty:
+                break
+            if job is None:
+                self._queue.put(None)  # close after this round
+                break
+            more.append(job)
+            tokens += job.tokens
+        return more
+
+    def _encode(self, jobs: list[_Job]) -> None:
+        pool, encoder = jobs[0].pool, self._encoders[jobs[0].pair_encoding]
+        wanted: dict[str, TextInput] = {}
+        for job in jobs:
+            for key, text in job.items:
+                wanted.setdefault(key, text)
+        with self.store.writer(pool):  # another process may have stored some meanwhile
+            todo = set(self.store.missing_keys(pool, list(wanted)))
+            items = [(k, t) for k, t in wanted.items() if k in todo]
+            if not items:
+                return
+            prepared = [encoder.prepare(i, t) for i, (_, t) in enumerate(items)]
+            out_keys, parts = [], []
+            for batch in bucket_batches(prepared, self.token_budget):
+                for p, enc in zip(batch, encoder.encode(batch), strict=True):
+                    out_keys.append(items[p.index][0])
+                    parts.append((enc.features, enc.word_ids, enc.type_ids, enc.pair_start))
+            seg_id = digest({"embed": out_keys}, 24)
+            self.store.write_segment(pool, seg_id, out_keys, parts, self.dtype)
+        self.rounds += 1
+        self._on_batch(len(out_keys))
+
+
+def _by_pool(jobs: list[_Job]) -> list[list[_Job]]:
+    groups: dict[str, list[_Job]] = {}
+    for job in jobs:
+        groups.setdefault(job.pool, []).append(job)
+    return list(groups.values())
