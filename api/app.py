@@ -19,6 +19,7 @@ from .errors import install_error_handlers
 from .job_routes import router as job_router
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import Metrics, MetricsMiddleware
+from .openapi import install as install_openapi
 from .routes import router, snowfire_version
 from .security import APIKeys, load_keys
 from .settings import Settings
@@ -75,6 +76,7 @@ def create_app(
     )
     app.state.settings = settings
     install_error_handlers(app)
+    install_openapi(app)
     app.include_router(router)
     app.include_router(embed_router)
     app.include_router(job_router)

@@ -30,7 +30,11 @@ def get_store(request: Request) -> Store:
     return request.app.state.store  # opened in the app's lifespan
 
 
-def response_format(accept: Annotated[str | None, Header()] = None) -> Format:
+#: Content negotiation: the responses' media types document it, not a header parameter.
+AcceptHeader = Annotated[str | None, Header(include_in_schema=False)]
+
+
+def response_format(accept: AcceptHeader = None) -> Format:
     """The format an `Accept` header asks for: highest q wins, the first listed on a tie;
     safetensors when the header is absent or a wildcard; 406 when nothing we serve fits."""
     if not accept or not accept.strip():

@@ -12,6 +12,8 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from cache import (
     ExampleNotFoundError,
@@ -63,7 +65,27 @@ async def validation_error_handler(request: Request, exc: Exception) -> JSONResp
     return JSONResponse({"detail": describe_validation(exc.errors())}, status_code=422)
 
 
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _routed(request: Request, method: str) -> bool:
+    scope = {**request.scope, "method": method}
+    return any(route.matches(scope)[0] == Match.FULL for route in request.app.router.routes)
+
+
+async def method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
+    """405 with `Allow` listing every method of the path (Starlette lists only the first
+    route's: GET and POST /v1/jobs are two routes); other HTTP errors as Starlette sends them."""
+    assert isinstance(exc, StarletteHTTPException)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        methods = [m for m in _METHODS if _routed(request, m)]
+        headers["Allow"] = ", ".join(methods)
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+
+
 def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(StarletteHTTPException, method_not_allowed)
     app.add_exception_handler(StoreError, error_handler)
     app.add_exception_handler(JobError, error_handler)
     app.add_exception_handler(EmbedUnavailableError, error_handler)

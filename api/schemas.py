@@ -2,11 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
 
 from cache.wire import WIRE_FORMAT
+
+
+def exactly_one_of(*names: str):
+    """A json_schema_extra for "exactly one of these fields, none of them null": the fields
+    lose their null branch and the object gets a oneOf of required sets."""
+
+    def extra(schema: dict[str, Any]) -> None:
+        for name in names:
+            prop = schema["properties"][name]
+            branches = [b for b in prop.pop("anyOf", []) if b.get("type") != "null"]
+            if branches:
+                prop.update(branches[0])
+            prop.pop("default", None)
+        schema["oneOf"] = [{"required": [name]} for name in names]
+
+    return extra
+
+
+def _not_null(value: Any) -> Any:
+    if value is None:
+        raise ValueError("null is not a value here: leave the field out")
+    return value
 
 
 class Limits(BaseModel):
@@ -65,12 +95,16 @@ class FeaturesRequest(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"indices": [0, 1, 2], "layers": [0, 6, 12]}]},
+        json_schema_extra=exactly_one_of("indices", "keys"),
     )
 
-    indices: list[StrictInt] | None = Field(None, description="positions in the feature set")
+    indices: list[StrictInt] | None = Field(None, description="positions in the feature set",
+                                            examples=[[0, 1, 2]])  # fmt: skip
     keys: list[StrictStr] | None = Field(None, description="example keys")
-    layers: list[StrictInt] | None = Field(None, description="layer indices; default all")
+    layers: list[Annotated[StrictInt, Field(ge=0)]] | None = Field(
+        None, min_length=1, description="layer indices; default all"
+    )
+    _given = field_validator("indices", "keys", mode="before")(_not_null)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> FeaturesRequest:
@@ -109,13 +143,17 @@ class EmbedRequest(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"texts": ["A man plays a guitar ."], "pool": "mean"}]},
+        json_schema_extra=exactly_one_of("texts", "pairs", "tokens"),
     )
 
-    texts: list[StrictStr] | None = Field(None, description="one text per example")
+    texts: list[StrictStr] | None = Field(None, description="one text per example",
+                                          examples=[["A man plays a guitar ."]])  # fmt: skip
     pairs: list[tuple[StrictStr, StrictStr]] | None = Field(None, description="[a, b] per example")
     tokens: list[list[StrictStr]] | None = Field(None, description="words per example")
-    layers: list[StrictInt] | None = Field(None, description="layer indices; default all")
+    _given = field_validator("texts", "pairs", "tokens", mode="before")(_not_null)
+    layers: list[Annotated[StrictInt, Field(ge=0)]] | None = Field(
+        None, min_length=1, description="layer indices; default all"
+    )
     pool: Literal["none", "mean", "first"] = Field(
         "none",
         description="none: every token's features; mean: the mean of each example's word "

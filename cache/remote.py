@@ -21,6 +21,7 @@ from .errors import (
     RequestTooLargeError,
     StoreError,
 )
+from .store import check_layers
 from .types import ExampleBatch, FeatureSetInfo
 from .wire import SAFETENSORS, body_bytes, decode
 
@@ -112,6 +113,8 @@ class RemoteStore:
         field = "indices" if indices is not None else "keys"
         selection = [_plain(x) for x in (indices if indices is not None else keys)]
         layer_list = None if layers is None else [_plain(layer) for layer in layers]
+        if layer_list is not None:  # checked here, as the local store does, with its message
+            check_layers(layer_list, self.get_featureset(fs_id).num_layers)
         if not selection:
             return self._read_one(fs_id, field, selection, layer_list)
         step = self._first_step(fs_id, layer_list)

@@ -260,7 +260,7 @@ class Store:
         info = self.get_featureset(fs_id)
         if (indices is None) == (keys is None):
             raise InvalidSelectionError("give exactly one of indices or keys")
-        layer_list = _check_layers(layers, info.num_layers)
+        layer_list = check_layers(layers, info.num_layers)
         if indices is not None:
             all_keys = self.featureset_keys(fs_id)
             for i in indices:
@@ -276,7 +276,7 @@ class Store:
 
     def read_keys(self, pool_id: str, keys: list[str], layers: list[int] | None) -> ExampleBatch:
         self.check_format()
-        layers = _check_layers(layers, self._pool_meta(pool_id)["num_layers"])
+        layers = check_layers(layers, self._pool_meta(pool_id)["num_layers"])
         index = self._pool_index(pool_id)
         if any(k not in index for k in keys):
             index = self._pool_index(pool_id, refresh=True)
@@ -365,7 +365,7 @@ class Store:
         return seg
 
 
-def _check_layers(layers: Sequence[int] | None, num_layers: int) -> list[int] | None:
+def check_layers(layers: Sequence[int] | None, num_layers: int) -> list[int] | None:
     if layers is None:
         return None
     out = []

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from options import check, option
+from tasks.registry import TASK_NAMES
 
 ENCODER_FORMS = "'minilm', 'hf:NAME_OR_DIR', 'elmo:OPTIONS.json,WEIGHTS.hdf5' or 'elmo:DIR'"
 #: Defaults shared with `ExtractConfig` (extractor/run.py).
@@ -30,7 +31,7 @@ class ExtractOptions:
 
     encoder: str = option(help=f"the encoder: {ENCODER_FORMS}")
     store: str = option(help="store directory")
-    task: str | None = option(None, "task name (conll2003, sst2, mnli, mrpc, stsb, sick-e, ...)")
+    task: str | None = option(None, "task name", choices=TASK_NAMES)
     data: str | None = option(None, "task data directory (one folder per task)")
     split: list[str] | None = option(
         None, "split to extract (repeatable; default: every split present)",

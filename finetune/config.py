@@ -13,6 +13,7 @@ from typing import Any
 
 from extractor.options import ENCODER_FORMS, encoder_family
 from options import check, option
+from tasks.registry import TASK_NAMES
 
 from .recipe import FAMILY_RECIPE, RECIPE_FIELDS, RECIPES, SCHEDULES, resolve
 
@@ -27,7 +28,7 @@ class FinetuneConfig:
     """
 
     encoder: str = option(help=f"the encoder to fine-tune: {ENCODER_FORMS}")
-    task: str = option(help="task name (sst2, stsb, conll2003, mnli, mrpc, sick-e, sick-r, ...)")
+    task: str = option(help="task name", choices=TASK_NAMES)
     data: str = option(help="task data directory (one folder per task)")
     out: str = option(
         help="run directory; a checkpoint there is resumed, a finished run returned as it is"

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from options import check, option
+from tasks.registry import TASK_NAMES
 
 
 @dataclass(frozen=True)
@@ -15,7 +16,7 @@ class TrainConfig:
 
     store: str = option(help="store directory or http://HOST:PORT of the service")
     encoder: str = option(help="the encoder spec the features were extracted with (e.g. minilm)")
-    task: str = option(help="task name (conll2003, sst2, mnli, mrpc, stsb, sick-e, sick-r, ...)")
+    task: str = option(help="task name", choices=TASK_NAMES)
     head: str = option(help="head name (linear, mlp, probe, bcn, esim, bilstm-crf, ...)")
     data: str = option(help="task data directory (labels, and which splits exist)")
     out: str = option(help="run directory")

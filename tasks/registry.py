@@ -133,6 +133,7 @@ _SPECS = [
     ),
 ]
 TASKS: Mapping[str, TaskSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})
+TASK_NAMES = tuple(TASKS)
 
 
 def get_task(name: str) -> TaskSpec:

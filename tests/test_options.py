@@ -79,7 +79,7 @@ def test_an_option_needs_help_and_known_bounds():
     [
         ({"epochs": 0}, "TrainConfig.epochs: expected >= 1, got 0"),
         ({"lr": 0.0}, "TrainConfig.lr: expected > 0, got 0.0"),
-        ({"task": "imdb"}, "TrainConfig.task: unknown task 'imdb'"),
+        ({"task": "imdb"}, "TrainConfig.task: expected one of conll2003, sst2, .*, got 'imdb'"),
         ({"encoder": "bert"}, "TrainConfig.encoder: unknown encoder spec 'bert'"),
         ({"head": "esim"}, "TrainConfig.head: head 'esim' reads pair texts"),
         ({"hparams": {"hiden": 3}}, r"TrainConfig.hparams: unknown hyper-parameter\(s\)"),
