@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.snowfire-installed
 
-.PHONY: setup demo test test-fast lint bench clean
+.PHONY: setup browser demo test test-fast lint bench clean
 
 setup: $(STAMP)
 
@@ -24,8 +24,21 @@ $(STAMP): pyproject.toml Makefile
 demo: setup
 	$(BIN)/snowfire demo
 
-test: setup
+test: setup browser
 	$(BIN)/python -m pytest
+
+# the page test drives Debian's chromium: install it (and its driver) when missing and we may
+# (root or password-less sudo); otherwise that test fails naming the install command
+browser:
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
+	  if command -v apt-get >/dev/null 2>&1; then \
+	    $$SUDO apt-get install -y -q --no-install-recommends chromium chromium-driver >/dev/null 2>&1 || \
+	    { $$SUDO apt-get update -q >/dev/null 2>&1 && \
+	      $$SUDO apt-get install -y -q --no-install-recommends chromium chromium-driver >/dev/null 2>&1; } || \
+	    echo "could not install chromium: the page test will fail (apt-get install chromium chromium-driver)"; \
+	  fi; \
+	fi
 
 # while iterating: leave out the tests that start real processes or use the real encoder/data
 test-fast: setup

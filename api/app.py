@@ -20,8 +20,9 @@ from .job_routes import router as job_router
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import Metrics, MetricsMiddleware
 from .openapi import install as install_openapi
+from .page import router as page_router
 from .routes import router, snowfire_version
-from .security import APIKeys, load_keys
+from .security import APIKeys, KeyRing, load_keys
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ def create_app(
     app.include_router(router)
     app.include_router(embed_router)
     app.include_router(job_router)
+    app.include_router(page_router)
     metrics = app.state.metrics = Metrics(app.state)
 
     @app.get("/metrics", include_in_schema=True, tags=["service"],
@@ -94,8 +96,8 @@ def create_app(
         headers = ["Authorization", "Content-Type", "Idempotency-Key"]
         app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST"],
                            allow_headers=headers)  # fmt: skip
-    keys = load_keys(settings.api_keys, settings.api_keys_file)
-    app.add_middleware(APIKeys, keys=keys)
+    ring = app.state.api_keys = KeyRing(load_keys(settings.api_keys, settings.api_keys_file))
+    app.add_middleware(APIKeys, ring=ring)
     app.add_middleware(MetricsMiddleware, metrics=metrics)  # outermost: counts 401s too
     return app
 

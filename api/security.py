@@ -15,10 +15,12 @@ import hashlib
 import hmac
 from pathlib import Path
 
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-OPEN_PATHS = ("/healthz",)
+OPEN_PATHS = ("/healthz", "/ui/login")
+#: The page's sign-in cookie (api/page.py): HttpOnly, SameSite=Strict, holds the key itself.
+COOKIE = "snowfire_key"
 SCOPES = ("read", "write")
 
 
@@ -53,11 +55,11 @@ def _needs_write(method: str, path: str) -> bool:
     return method == "POST" and path.startswith("/v1/jobs")
 
 
-class APIKeys:
-    """ASGI middleware enforcing the keys (a no-op without keys)."""
+class KeyRing:
+    """The configured keys (as digests) and the scope a presented key has."""
 
-    def __init__(self, app: ASGIApp, keys: dict[bytes, str]) -> None:
-        self.app, self.keys = app, keys
+    def __init__(self, keys: dict[bytes, str]) -> None:
+        self.keys = keys
 
     def scope_of(self, header: str | None) -> str | None:
         if not header or not header.startswith("Bearer "):
@@ -69,13 +71,31 @@ class APIKeys:
                 found = scope
         return found
 
+
+def _cookie(header: str | None) -> str | None:
+    for part in (header or "").split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == COOKIE and value:
+            return f"Bearer {value}"
+    return None
+
+
+class APIKeys:
+    """ASGI middleware enforcing the keys (a no-op without keys). The key comes from the
+    Authorization header or, for the page in a browser, the sign-in cookie."""
+
+    def __init__(self, app: ASGIApp, ring: KeyRing) -> None:
+        self.app, self.ring, self.keys = app, ring, ring.keys
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.keys or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-        granted = self.scope_of(headers.get("authorization"))
-        if granted is None:
+        granted = self.ring.scope_of(headers.get("authorization") or _cookie(headers.get("cookie")))
+        if granted is None and scope["path"] == "/" and scope["method"] == "GET":
+            response = RedirectResponse("/ui/login", status_code=303)
+        elif granted is None:
             response = JSONResponse(
                 {
                     "detail": "an API key is needed: Authorization: Bearer KEY",

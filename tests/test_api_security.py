@@ -49,6 +49,24 @@ def test_keys_guard_every_route_but_healthz(home):
         assert c.post(f"/v1/jobs/{job}/cancel", headers=write).json()["status"] == "cancelled"
 
 
+def test_the_page_signs_a_browser_in_with_a_strict_httponly_cookie(home):
+    with _client(home, api_keys=f"{READ},{WRITE}:write") as c:
+        r = c.get("/", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/ui/login"
+        assert c.get("/ui/jobs").status_code == 401  # fragments and the API are not open
+        assert c.get("/ui/login").status_code == 200
+        r = c.post("/ui/login", content=b"key=not-a-key-at-all-xx", follow_redirects=False)
+        assert r.status_code == 401 and "snowfire_key" not in r.headers.get("set-cookie", "")
+        r = c.post("/ui/login", content=f"key={READ}".encode(), follow_redirects=False)
+        assert r.status_code == 303
+        cookie = r.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
+        assert c.get("/").status_code == 200  # the client keeps the cookie
+        assert c.get("/v1/jobs").status_code == 200
+        r = c.post("/v1/jobs", json={"kind": "train", "params": TRAIN})
+        assert r.status_code == 403  # the cookie carries the read key's scope, no more
+
+
 def test_without_keys_the_service_is_open_and_cors_is_off(home):
     with _client(home) as c:
         assert c.get("/v1/jobs").status_code == 200
