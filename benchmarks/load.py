@@ -1,0 +1,204 @@
+"""N clients x T seconds against a live service: /features and /v1/embed (cached and new texts).
+
+`snowfire serve --home H --encoder minilm` and `snowfire worker --kind extract --home H` run in
+subprocesses on 127.0.0.1; the store holds the synthetic MiniLM-shaped set of store_read.py
+(for /features) and, after a warm-up, `--cached` real sentences embedded once (for cached
+/embed). Each client loops over three requests in turn, as safetensors:
+
+    features     32 random examples of the synthetic set, all layers
+    embed-hit    8 sentences from the cached pool (all hits)
+    embed-new    8 sentences made of random words (all misses: encoded, stored, returned)
+
+Halfway through, an extract job (`--job-lines` sentences) is submitted over REST; the run waits
+for it to finish. Printed per request kind: count, p50 and p99 latency, MB/s of bodies, errors
+(must be 0), and the ratio of the loaded p50 to the p50 of the same request made alone before
+the load (1.0: the load costs nothing).
+
+    python benchmarks/load.py [--clients 8] [--seconds 20] [--examples 2000] [--json]
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import report
+from rest_vs_inprocess import free_port
+from store_read import build
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = (
+    "the a man woman dog cat plays runs guitar piano park street quick brown fox lazy good "
+    "bad movie film great story people food bike car water little big old young"
+).split()
+
+
+def _start(cmd: list[str], log: Path) -> subprocess.Popen:
+    with open(log, "w") as out:
+        return subprocess.Popen([sys.executable, "-m", "cli", *cmd], cwd=ROOT, stdout=out,
+                                stderr=subprocess.STDOUT)  # fmt: skip
+
+
+def _wait(url: str, proc: subprocess.Popen, log: Path) -> None:
+    import httpx
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the service exited ({proc.returncode}): {log.read_text()}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).is_success:
+                return
+        except httpx.TransportError:
+            time.sleep(0.3)
+    raise RuntimeError("the service did not answer /healthz within 120 s")
+
+
+def _sentences(n: int, rng: random.Random) -> list[str]:
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 20))) for _ in range(n)]
+
+
+class Client(threading.Thread):
+    def __init__(self, url: str, fs_id: str, n_examples: int, cached: list[str], seed: int,
+                 stop: threading.Event):  # fmt: skip
+        super().__init__(daemon=True)
+        self.url, self.fs_id, self.n, self.cached, self.stop = url, fs_id, n_examples, cached, stop
+        self.rng = random.Random(seed)
+        self.samples: dict[str, list[tuple[float, int]]] = {k: [] for k in KINDS}
+        self.errors: list[str] = []
+
+    def request(self, http, kind: str) -> tuple[float, int]:
+        if kind == "features":
+            path = f"/v1/featuresets/{self.fs_id}/features"
+            body = {"indices": self.rng.sample(range(self.n), 32)}
+        elif kind == "embed-hit":
+            path, body = "/v1/embed", {"texts": self.rng.sample(self.cached, 8)}
+        else:
+            path, body = "/v1/embed", {"texts": _sentences(8, self.rng)}
+        start = time.perf_counter()
+        r = http.post(self.url + path, json=body)
+        took = time.perf_counter() - start
+        if r.status_code != 200:
+            raise RuntimeError(f"{kind}: {r.status_code} {r.text[:200]}")
+        return took, len(r.content)
+
+    def run(self) -> None:
+        import httpx
+
+        with httpx.Client(timeout=120) as http:
+            i = 0
+            while not self.stop.is_set():
+                kind = KINDS[i % len(KINDS)]
+                i += 1
+                try:
+                    self.samples[kind].append(self.request(http, kind))
+                except Exception as err:  # noqa: BLE001 - counted and reported
+                    self.errors.append(str(err))
+
+
+KINDS = ("features", "embed-hit", "embed-new")
+
+
+def _job(url: str, home: Path, lines: int, rng: random.Random) -> dict:
+    import httpx
+
+    (home / "job.txt").write_text("\n".join(_sentences(lines, rng)) + "\n")
+    body = {"kind": "extract", "params": {"encoder": "minilm", "input": "job.txt"}}
+    job = httpx.post(f"{url}/v1/jobs", json=body, timeout=30).json()
+    job["submitted"] = time.monotonic()
+    return job
+
+
+def main() -> int:
+    p = report.parser(__doc__.split("\n\n")[0])
+    p.add_argument("--clients", type=int, default=8)
+    p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--examples", type=int, default=2000, help="synthetic examples for /features")
+    p.add_argument("--cached", type=int, default=400, help="sentences embedded before the load")
+    p.add_argument("--job-lines", type=int, default=200)
+    args = p.parse_args()
+    import httpx
+
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory(prefix="snowfire-load-") as tmp:
+        home = Path(tmp)
+        print(f"building {args.examples} synthetic examples in {home}/store ...")
+        _, fs_id, *_ = build(home, args.examples, args.seed)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        serve = _start(["serve", "--home", str(home), "--port", str(port), "--encoder", "minilm"],
+                       home / "serve.log")  # fmt: skip
+        worker = _start(["worker", "--kind", "extract", "--home", str(home)], home / "worker.log")
+        try:
+            _wait(url, serve, home / "serve.log")
+            cached = _sentences(args.cached, rng)
+            for i in range(0, len(cached), 64):  # warm-up: the cached pool
+                httpx.post(f"{url}/v1/embed", json={"texts": cached[i : i + 64]}, timeout=300)
+            stop = threading.Event()
+            alone = Client(url, fs_id, args.examples, cached, args.seed + 99, stop)
+            with httpx.Client(timeout=120) as http:  # each request alone, 5 times
+                idle = {k: report.median([alone.request(http, k)[0] for _ in range(5)])
+                        for k in KINDS}  # fmt: skip
+            clients = [Client(url, fs_id, args.examples, cached, args.seed + i, stop)
+                       for i in range(args.clients)]  # fmt: skip
+            started = time.monotonic()
+            for c in clients:
+                c.start()
+            time.sleep(args.seconds / 2)
+            job = _job(url, home, args.job_lines, rng)
+            time.sleep(max(0.0, started + args.seconds - time.monotonic()))
+            stop.set()
+            for c in clients:
+                c.join()
+            elapsed = time.monotonic() - started
+            while True:  # the job submitted mid-load must finish
+                state = httpx.get(f"{url}/v1/jobs/{job['id']}", timeout=30).json()
+                if state["status"] in ("done", "failed", "cancelled"):
+                    break
+                if time.monotonic() - job["submitted"] > 600:
+                    state["status"] = "timed out"
+                    break
+                time.sleep(0.5)
+            job_seconds = time.monotonic() - job["submitted"]
+        finally:
+            for proc in (worker, serve):
+                proc.terminate()
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+    rows, record = [], {"kinds": {}}
+    errors = [e for c in clients for e in c.errors]
+    for kind in KINDS:
+        samples = [s for c in clients for s in c.samples[kind]]
+        lat = np.array([t for t, _ in samples]) if samples else np.zeros(1)
+        mb = sum(b for _, b in samples) / 2**20
+        p50, p99 = float(np.percentile(lat, 50)), float(np.percentile(lat, 99))
+        row = {"request": kind, "count": len(samples), "p50 ms": f"{p50 * 1e3:.0f}",
+               "p99 ms": f"{p99 * 1e3:.0f}", "MB/s": f"{mb / elapsed:.1f}",
+               "alone p50 ms": f"{idle[kind] * 1e3:.0f}",
+               "loaded/alone": f"{p50 / idle[kind]:.1f}"}  # fmt: skip
+        rows.append(row)
+        record["kinds"][kind] = {"count": len(samples), "p50": p50, "p99": p99,
+                                 "mb_per_s": mb / elapsed, "alone_p50": idle[kind]}  # fmt: skip
+    print(f"\n{args.clients} clients x {elapsed:.1f} s, {len(errors)} errors")
+    print(report.table(rows, list(rows[0])))
+    print(f"\nextract job of {args.job_lines} sentences submitted mid-load: {state['status']} "
+          f"after {job_seconds:.1f} s")  # fmt: skip
+    for e in errors[:5]:
+        print("error:", e)
+    record.update({"errors": len(errors), "job_status": state["status"],
+                   "job_seconds": job_seconds, "elapsed": elapsed})  # fmt: skip
+    report.save("load", args, record)
+    return 0 if not errors and state["status"] == "done" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
