@@ -135,6 +135,18 @@ def test_healthchecks_pass(stack):
         assert done.returncode == 0, f"{name}: {done.stdout}{done.stderr}\n{stack.logs(name)}"
 
 
+def test_the_api_service_serves_the_page_and_embeds(stack):
+    with urllib.request.urlopen(stack.url + "/", timeout=10) as r:
+        page = r.read().decode()
+    assert "<h2>Jobs</h2>" in page and "embed encoder" in page and "minilm" in page
+    body = json.dumps({"texts": ["the dog runs"], "pool": "mean"}).encode()
+    headers = {"content-type": "application/json", "accept": "application/json"}
+    req = urllib.request.Request(stack.url + "/v1/embed", body, headers)
+    with urllib.request.urlopen(req, timeout=60) as r:
+        body = json.loads(r.read())
+    assert body["cached"] == [False] and body["shape"] == [1, 7, 384]  # minilm, all layers
+
+
 def test_extract_then_train_through_the_api(stack, tiny_bert_dir):
     encoder = f"hf:{tiny_bert_dir}"
     extract = stack.run_job("extract", {"encoder": encoder, "task": "sst2"})
