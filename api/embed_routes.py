@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import numpy as np
 from fastapi import APIRouter, Depends, Request, Response
 
 from cache import ExampleBatch, RequestTooLargeError, wire
+from cache.reduce import reduce_batch
 from cache.wire import JSON, SAFETENSORS
 from extractor.base import TextInput
 
@@ -81,30 +81,14 @@ def _check_limits(texts: list[TextInput], max_texts: int, max_words: int) -> Non
         )
 
 
-def pool_batch(batch: ExampleBatch, how: str) -> np.ndarray:
-    """(n, layers, dim) float32: each example's mean over its word pieces (specials left out)
-    or its first token."""
-    n = len(batch.keys)
-    out = np.zeros((n, batch.features.shape[1], batch.features.shape[2]), np.float32)
-    for i in range(n):
-        s, e = int(batch.offsets[i]), int(batch.offsets[i + 1])
-        rows = batch.features[s:e].astype(np.float32)  # (S, L, D)
-        if how == "first":
-            out[i] = rows[0]
-        else:
-            words = batch.word_ids[s:e] >= 0
-            out[i] = rows[words].mean(axis=0) if words.any() else rows.mean(axis=0)
-    return out
-
-
 @router.post(
     "/v1/embed",
     response_class=Response,
     responses={
         200: {
-            "description": f"{SAFETENSORS} (default; unpooled: the features body of "
-            f"/v1/featuresets/{{id}}/features, metadata 'cached' added; pooled: one "
-            f"'features' tensor (n, layers, dim)) or {JSON} for small requests",
+            "description": f"{SAFETENSORS} (default; the features body of "
+            f"/v1/featuresets/{{id}}/features, pooled as there, metadata 'cached' added) or "
+            f"{JSON} for small requests",
             "content": {
                 SAFETENSORS: {"schema": {"type": "string", "format": "binary"}},
                 JSON: {"schema": EmbedJSON.model_json_schema()},
@@ -131,30 +115,23 @@ def embed(
     request.app.state.metrics.embed_examples.labels("hit").inc(sum(hits))
     request.app.state.metrics.embed_examples.labels("miss").inc(len(hits) - sum(hits))
     batch = store.read_keys(pool_id, keys, body.layers)
-    pooled = None if body.pool == "none" else pool_batch(batch, body.pool)
-    values = batch.features.size if pooled is None else pooled.size
+    if body.pool != "none":
+        batch = reduce_batch(batch, pool=body.pool)
     if fmt == "json":
-        if values > settings.max_json_values:
+        if batch.features.size > settings.max_json_values:
             raise RequestTooLargeError(
                 f"a JSON response holds at most {settings.max_json_values:,} feature values "
-                f"(SNOWFIRE_MAX_JSON_VALUES), this one {values:,}: ask for pooling, fewer texts "
-                f"or layers, or Accept: {SAFETENSORS}"
+                f"(SNOWFIRE_MAX_JSON_VALUES), this one {batch.features.size:,}: ask for "
+                f"pooling, fewer texts or layers, or Accept: {SAFETENSORS}"
             )
-        return Response(_json(batch, pooled, pool_id, hits, body.pool), media_type=JSON)
-    size = wire.body_bytes(batch) if pooled is None else pooled.nbytes
-    if size > settings.max_body_bytes:
+        return Response(_json(batch, pool_id, hits, body.pool), media_type=JSON)
+    if wire.body_bytes(batch) > settings.max_body_bytes:
         raise RequestTooLargeError(
             f"a safetensors response holds at most {settings.max_body_bytes:,} bytes "
-            f"(SNOWFIRE_MAX_BODY_BYTES), this one {size:,}: split the request"
+            f"(SNOWFIRE_MAX_BODY_BYTES), this one {wire.body_bytes(batch):,}: split the request"
         )
     extra = {"cached": _dumps(hits), "pool": body.pool, "encoder_id": pool_id}
-    if pooled is None:
-        return Response(wire.encode(batch, f"embed:{pool_id}", extra), media_type=SAFETENSORS)
-    from safetensors.numpy import save
-
-    meta = {"format": EMBED_FORMAT, "layers": _dumps(batch.layers), "keys": _dumps(batch.keys),
-            "dtype": "float32", **extra}  # fmt: skip
-    return Response(save({"features": pooled}, metadata=meta), media_type=SAFETENSORS)
+    return Response(wire.encode(batch, f"embed:{pool_id}", extra), media_type=SAFETENSORS)
 
 
 def _dumps(value) -> str:
@@ -163,20 +140,18 @@ def _dumps(value) -> str:
     return json.dumps(value)
 
 
-def _json(batch: ExampleBatch, pooled, pool_id: str, hits: list[bool], how: str) -> str:
-    common = {"encoder_id": pool_id, "layers": [int(x) for x in batch.layers],
-              "keys": list(batch.keys), "cached": hits, "pool": how}  # fmt: skip
-    if pooled is not None:
-        out = EmbedJSON(dtype="float32", shape=list(pooled.shape), features=pooled.tolist(),
-                        **common)  # fmt: skip
-        return out.model_dump_json(exclude_none=True)
+def _json(batch: ExampleBatch, pool_id: str, hits: list[bool], how: str) -> str:
     return EmbedJSON(
+        encoder_id=pool_id,
+        cached=hits,
+        pool=how,
         dtype=str(batch.features.dtype),
+        layers=[int(x) for x in batch.layers],
+        keys=list(batch.keys),
         shape=list(batch.features.shape),
         features=batch.features.tolist(),
         offsets=batch.offsets.tolist(),
         word_ids=batch.word_ids.tolist(),
         type_ids=batch.type_ids.tolist(),
         pair_starts=batch.pair_starts.tolist(),
-        **common,
     ).model_dump_json()

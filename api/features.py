@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cache import ExampleBatch, RequestTooLargeError, Store
+from cache.reduce import reduce_batch
 from cache.wire import SAFETENSORS, body_bytes
 
 from .schemas import FeaturesJSON, FeaturesRequest
@@ -52,10 +53,19 @@ def body_cap(settings: Settings) -> Cap:
     )
 
 
+def reducer(request: FeaturesRequest) -> Callable[[ExampleBatch], ExampleBatch]:
+    """The request's mix and pool as one function of a batch (identity when none)."""
+    mix = None if request.mix is None else (request.mix.weights, request.mix.gamma)
+    return lambda batch: reduce_batch(batch, pool=request.pool, sides=request.pool_sides, mix=mix)
+
+
 def read_capped(
     store: Store, fs_id: str, request: FeaturesRequest, chunk: int, cap: Cap
 ) -> ExampleBatch:
-    """`store.read` of the request, raising RequestTooLargeError once it passes `cap`."""
+    """`store.read` of the request, reduced as it asks chunk by chunk (so a pooled answer of
+    many examples never holds all their tokens), raising RequestTooLargeError once the answer
+    passes `cap`."""
+    reduce = reducer(request)
     by_index = request.indices is not None
     selection = request.indices if by_index else request.keys
     assert selection is not None  # FeaturesRequest guarantees exactly one
@@ -68,6 +78,7 @@ def read_capped(
             keys=None if by_index else part_sel,
             layers=request.layers,
         )
+        part = reduce(part)
         total += cap.size(part)
         if total > cap.limit:
             done = start + len(part_sel)

@@ -89,9 +89,22 @@ class FeatureSetTexts(BaseModel):
     texts: list[dict[str, Any]] = Field(description='words of each example: {"a": [...], "b"}')
 
 
+class Mix(BaseModel):
+    """A scalar mix applied by the service: `gamma * sum_l weights[l] * h_l` over the layers
+    read (`weights`: the normalised ones, a run's scalar_mix.json "mix"; one per layer)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    weights: list[float] = Field(min_length=1, description="one per layer read, in order")
+    gamma: float = Field(1.0, description="the mix's scale")
+
+
 class FeaturesRequest(BaseModel):
     """Select examples by position (`indices`) or by key (`keys`), exactly one; all layers
-    unless `layers` names some."""
+    unless `layers` names some; optionally mixed (`mix`) and/or pooled (`pool`) by the
+    service. Pooled, example i owns rows offsets[i]:offsets[i+1] of `features` (one row, or
+    two with `pool_sides`: type_ids 0 = text a, 1 = text b); mixed, `features` has one layer
+    and `layers` names the layers mixed. Reduced features are float32."""
 
     model_config = ConfigDict(
         extra="forbid",
@@ -104,6 +117,15 @@ class FeaturesRequest(BaseModel):
     layers: list[Annotated[StrictInt, Field(ge=0)]] | None = Field(
         None, min_length=1, description="layer indices; default all"
     )
+    pool: Literal["none", "mean", "max", "first"] = Field(
+        "none",
+        description="reduce each example to one row (mean or max over its word pieces, "
+        "special tokens left out; first: its first token) before sending",
+    )
+    pool_sides: bool = Field(
+        False, description="pool each side of a pair on its own: two rows per example (a, b)"
+    )
+    mix: Mix | None = Field(None, description="mix the layers read into one before sending")
     _given = field_validator("indices", "keys", mode="before")(_not_null)
 
     @model_validator(mode="after")
@@ -154,9 +176,9 @@ class EmbedRequest(BaseModel):
     layers: list[Annotated[StrictInt, Field(ge=0)]] | None = Field(
         None, min_length=1, description="layer indices; default all"
     )
-    pool: Literal["none", "mean", "first"] = Field(
+    pool: Literal["none", "mean", "max", "first"] = Field(
         "none",
-        description="none: every token's features; mean: the mean of each example's word "
+        description="none: every token's features; mean or max over each example's word "
         "pieces (special tokens left out); first: the first token ([CLS] for BERT)",
     )
     pair_encoding: Literal["joint", "separate"] = Field(
@@ -173,20 +195,12 @@ class EmbedRequest(BaseModel):
         return self
 
 
-class EmbedJSON(BaseModel):
-    """The JSON answer of /v1/embed. Unpooled: the features body's fields (as FeaturesJSON);
-    pooled: `features` is (n examples, layers, dim) and the token fields are absent."""
+class EmbedJSON(FeaturesJSON):
+    """The JSON answer of /v1/embed: the features of the texts (pooled as asked: then example
+    i owns row i), with the pool they are stored in and which were already there."""
 
-    format: Literal["snowfire-embed/1"] = "snowfire-embed/1"
+    format: Literal["snowfire-features/1"] = WIRE_FORMAT
+    featureset: str | None = None
     encoder_id: str = Field(description="the pool the examples are stored in")
-    dtype: str
-    layers: list[int]
-    keys: list[str] = Field(description="content key of each example")
     cached: list[bool] = Field(description="true where the example was already in the store")
-    pool: Literal["none", "mean", "first"]
-    shape: list[int] = Field(description="shape of `features`")
-    features: list[list[list[float]]]
-    offsets: list[int] | None = None
-    word_ids: list[int] | None = None
-    type_ids: list[int] | None = None
-    pair_starts: list[int] | None = None
+    pool: Literal["none", "mean", "max", "first"]

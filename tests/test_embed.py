@@ -95,16 +95,18 @@ def test_pairs_tokens_layers_and_pooling(service):
     as_json = _post(client, body, JSON_ACCEPT).json()
     assert as_json["cached"] == [True, True]
     assert np.array_equal(np.asarray(as_json["features"], np.float16), full.features)
-    for how in ("mean", "first"):
+    for how in ("mean", "max", "first"):
         pooled = _post(client, {**body, "pool": how}, JSON_ACCEPT).json()
         got = np.asarray(pooled["features"], np.float32)  # (n, layers, dim)
         for i in range(2):
             rows = full.features[full.offsets[i] : full.offsets[i + 1]].astype(np.float32)
             words = full.word_ids[full.offsets[i] : full.offsets[i + 1]] >= 0
-            want = rows[0] if how == "first" else rows[words].mean(axis=0)
+            want = {"first": rows[0], "mean": rows[words].mean(axis=0),
+                    "max": rows[words].max(axis=0)}[how]  # fmt: skip
             np.testing.assert_allclose(got[i], want, rtol=0, atol=1e-6)
         body_st = _post(client, {**body, "pool": how}).content
         np.testing.assert_array_equal(load(body_st)["features"], got)
+        assert pooled["offsets"] == [0, 1, 2] and pooled["cached"] == [True, True]
     tokens = _post(client, {"tokens": [["the", "dog", "runs"]]}, JSON_ACCEPT).json()
     text = _post(client, {"texts": ["the  dog runs "]}, JSON_ACCEPT).json()
     assert tokens["keys"] == text["keys"] and text["cached"] == [True]
@@ -122,7 +124,7 @@ def test_pairs_tokens_layers_and_pooling(service):
         ({"texts": ["the dog"], "layers": [3]}, 422, "layer 3 out of range"),
         ({"texts": ["the"] * 51}, 413, "51 texts in one request, the limit is 50"),
         ({"texts": [" ".join(["dog"] * 401)]}, 413, "401 words in one request, the limit is 400"),
-        ({"texts": ["dog"], "pool": "max"}, 422, "pool"),
+        ({"texts": ["dog"], "pool": "median"}, 422, "pool"),
     ],
 )
 def test_bad_requests_are_refused_naming_what_was_wrong(service, body, status, words):
