@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,21 +130,35 @@ def extract(
         total = sum(len(b) for _, _, seg in work for b in seg)
         bar = tqdm(total=total, unit="ex", desc="extract", disable=not config.progress)
         start, n_tokens, written = time.perf_counter(), 0, set(stored_before)
-        for seg_id, done, seg in work:
-            out_keys, parts = [], []
-            for batch in seg:
-                encoded = encoder.encode([p for _, p in batch])
-                for (key, _), enc in zip(batch, encoded, strict=True):
-                    n_tokens += enc.features.shape[0]
-                    if key not in written:
-                        written.add(key)
-                        out_keys.append(key)
-                        parts.append((enc.features, enc.word_ids, enc.type_ids, enc.pair_start))
-                bar.update(len(batch))
-                rate = n_tokens / max(time.perf_counter() - start, 1e-9)
-                bar.set_postfix(tok_s=f"{rate:.0f}")
-            if parts and not done:
-                store.write_segment(pool, seg_id, out_keys, parts, config.dtype)
+        # a segment is written by one background thread while the next one is encoded; at
+        # most one write is pending (memory: two segments), and a write's error stops the run
+        writes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snowfire-write")
+        pending: Future | None = None
+        try:
+            for seg_id, done, seg in work:
+                out_keys, parts = [], []
+                for batch in seg:
+                    encoded = encoder.encode([p for _, p in batch])
+                    for (key, _), enc in zip(batch, encoded, strict=True):
+                        n_tokens += enc.features.shape[0]
+                        if key not in written:
+                            written.add(key)
+                            out_keys.append(key)
+                            parts.append((enc.features, enc.word_ids, enc.type_ids, enc.pair_start))
+                    bar.update(len(batch))
+                    rate = n_tokens / max(time.perf_counter() - start, 1e-9)
+                    bar.set_postfix(tok_s=f"{rate:.0f}")
+                if pending is not None:
+                    pending.result()  # re-raises the previous write's error
+                    pending = None
+                if parts and not done:
+                    pending = writes.submit(
+                        store.write_segment, pool, seg_id, out_keys, parts, config.dtype
+                    )
+            if pending is not None:
+                pending.result()
+        finally:
+            writes.shutdown(wait=True)  # never leave a write running behind an error
         bar.close()
         fs_name = name or (f"{task}-{split}" if task else "input")
         fs_id = f"{slug(encoder.identity.get('spec', 'enc'))}-{slug(fs_name)}-" + digest(
