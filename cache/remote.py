@@ -8,6 +8,7 @@ earlier ones weighed; a request the service still refuses (413) is halved and re
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -45,11 +46,15 @@ _GUESS_TOKENS = 64  # tokens per example assumed before a set reports its num_to
 class RemoteStore:
     """Read feature sets from `snowfire serve` at `base_url` (e.g. "http://host:8000")."""
 
-    def __init__(self, base_url: str, *, timeout: float = 120.0, transport=None):
-        import httpx
+    def __init__(self, base_url: str, *, timeout: float = 120.0):
+        import urllib3
 
         self.url = base_url.rstrip("/")
-        self._client = httpx.Client(base_url=self.url, timeout=timeout, transport=transport)
+        # urllib3 reads a body of many MB in large pieces: 1.3x httpx's throughput on 47 MB
+        # responses here (benchmarks/README.md); thread-safe, keeps connections alive
+        self._pool = urllib3.PoolManager(
+            maxsize=8, retries=False, timeout=urllib3.Timeout(connect=10.0, read=timeout)
+        )
         self._infos: dict[str, FeatureSetInfo] = {}
         self._keys: dict[str, list[str]] = {}
         self._max_body: int | None = None
@@ -63,7 +68,7 @@ class RemoteStore:
         return self.url
 
     def close(self) -> None:
-        self._client.close()
+        self._pool.clear()
 
     def __enter__(self) -> RemoteStore:
         return self
@@ -146,7 +151,7 @@ class RemoteStore:
             "POST", f"/v1/featuresets/{_quote(fs_id)}/features", json=body,
             headers={"Accept": SAFETENSORS},
         )  # fmt: skip
-        return decode(response.content)
+        return decode(response.data)
 
     def _first_step(self, fs_id: str, layers: list | None) -> int:
         """Examples in the first request: about half the body cap at the set's mean length."""
@@ -168,27 +173,42 @@ class RemoteStore:
         return self._max_body
 
     def _get(self, path: str, params: dict | None = None) -> Any:
-        return self._request("GET", path, params=params).json()
+        return json.loads(self._request("GET", path, params=params).data)
 
-    def _request(self, method: str, path: str, **kwargs):
-        import httpx
+    def _send(self, method: str, url: str, body: bytes | None, headers: dict[str, str]):
+        """One HTTP exchange (a seam for tests); the urllib3 response, body read."""
+        return self._pool.request(method, url, body=body, headers=headers, preload_content=True)
 
+    def _request(self, method: str, path: str, *, params: dict | None = None,
+                 json: Any = None, headers: dict[str, str] | None = None):  # fmt: skip
+        import json as json_lib
+        from urllib.parse import urlencode
+
+        import urllib3
+
+        url = self.url + path + (f"?{urlencode(params)}" if params else "")
+        headers = dict(headers or {})
+        body = None
+        if json is not None:
+            body = json_lib.dumps(json).encode()
+            headers["Content-Type"] = "application/json"
         try:
-            response = self._client.request(method, path, **kwargs)
-        except httpx.TransportError as err:
+            response = self._send(method, url, body, headers)
+        except urllib3.exceptions.HTTPError as err:
             raise ConnectionError(
                 f"cannot reach the snowfire service at {self.url}: {err}"
             ) from err
-        if response.is_success:
+        if 200 <= response.status < 300:
             return response
+        text = response.data.decode("utf-8", "replace")
         try:
-            body = response.json()
-            detail, name = str(body.get("detail")), body.get("error")
+            payload = json_lib.loads(text)
+            detail, name = str(payload.get("detail")), payload.get("error")
         except (ValueError, AttributeError):
-            detail, name = response.text, None
-        cls = _ERRORS.get(name) or _BY_STATUS.get(response.status_code)
+            detail, name = text, None
+        cls = _ERRORS.get(name) or _BY_STATUS.get(response.status)
         if cls is None:
-            raise StoreError(f"{method} {self.url}{path}: HTTP {response.status_code}: {detail}")
+            raise StoreError(f"{method} {self.url}{path}: HTTP {response.status}: {detail}")
         raise cls(detail)
 
 

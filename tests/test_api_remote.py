@@ -7,7 +7,6 @@ import socket
 import threading
 import time
 
-import httpx
 import numpy as np
 import pytest
 
@@ -56,15 +55,18 @@ class Server:
         self.sock.close()
 
 
-class CountingTransport(httpx.HTTPTransport):
-    def __init__(self):
-        super().__init__()
-        self.features_requests = self.refused = 0
+class Counting:
+    """Counts the features requests a RemoteStore sends and the 413s it gets back."""
 
-    def handle_request(self, request):
-        self.features_requests += request.url.path.endswith("/features")
-        response = super().handle_request(request)
-        self.refused += response.status_code == 413
+    def __init__(self, remote):
+        self.features_requests = self.refused = 0
+        self.send = remote._send
+        remote._send = self
+
+    def __call__(self, method, url, body, headers):
+        self.features_requests += url.endswith("/features")
+        response = self.send(method, url, body, headers)
+        self.refused += response.status == 413
         return response
 
 
@@ -143,8 +145,8 @@ def test_read_matches_local(remote, local, fs_id, layers):
 
 
 def test_big_read_is_split_under_the_cap(small_server, local):
-    transport = CountingTransport()
-    with RemoteStore(small_server.url, transport=transport) as remote:
+    with RemoteStore(small_server.url) as remote:
+        transport = Counting(remote)
         idx = [i for i in range(len(LONG)) if i != 4][::-1] + [9, 0]
         got = remote.read("fs32", indices=np.array(idx))
         assert transport.features_requests >= 5  # ~4,000-byte targets for ~18 kB of features
@@ -157,8 +159,8 @@ def test_big_read_is_split_under_the_cap(small_server, local):
 
 
 def test_refused_request_is_halved_and_retried(small_server, local, monkeypatch):
-    transport = CountingTransport()
-    with RemoteStore(small_server.url, transport=transport) as remote:
+    with RemoteStore(small_server.url) as remote:
+        transport = Counting(remote)
         monkeypatch.setattr(remote, "_first_step", lambda fs_id, layers: 1000)  # all at once
         idx = [i for i in range(len(LONG)) if i != 4]
         assert_same_batch(remote.read("fs32", indices=idx), local.read("fs32", indices=idx))
@@ -206,3 +208,14 @@ def test_unreachable_service_says_where():
     with RemoteStore(url) as remote, pytest.raises(ConnectionError, match=url):
         remote.list_featuresets()
     sock.close()
+
+
+def test_an_unreachable_service_is_a_connection_error_naming_it():
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with RemoteStore(f"http://127.0.0.1:{port}") as remote:
+        with pytest.raises(ConnectionError, match=f"cannot reach the snowfire service at .*{port}"):
+            remote.list_featuresets()
