@@ -13,6 +13,7 @@ from extractor.base import TextInput
 
 from .deps import FormatDep, SettingsDep, StoreDep
 from .embed import EmbedUnavailableError, EmbedWorker
+from .features import safetensors_response
 from .schemas import EmbedJSON, EmbedRequest, ErrorBody
 
 router = APIRouter(tags=["embed"])
@@ -131,7 +132,7 @@ def embed(
             f"(SNOWFIRE_MAX_BODY_BYTES), this one {wire.body_bytes(batch):,}: split the request"
         )
     extra = {"cached": _dumps(hits), "pool": body.pool, "encoder_id": pool_id}
-    return Response(wire.encode(batch, f"embed:{pool_id}", extra), media_type=SAFETENSORS)
+    return safetensors_response(batch, f"embed:{pool_id}", extra)
 
 
 def _dumps(value) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cache import ExampleBatch, RequestTooLargeError, Store
+from cache import ExampleBatch, RequestTooLargeError, Store, wire
 from cache.reduce import reduce_batch
 from cache.wire import SAFETENSORS, body_bytes
 
@@ -102,4 +102,15 @@ def to_json(batch: ExampleBatch, fs_id: str) -> FeaturesJSON:
         word_ids=batch.word_ids.tolist(),
         type_ids=batch.type_ids.tolist(),
         pair_starts=batch.pair_starts.tolist(),
+    )
+
+
+def safetensors_response(batch: ExampleBatch, fs_id: str, extra: dict[str, str] | None = None):
+    """The batch's safetensors body sent piece by piece from the arrays' own buffers (the
+    header, then each tensor): no copy of the features into one body."""
+    from fastapi.responses import StreamingResponse
+
+    parts, length = wire.encode_parts(batch, fs_id, extra)
+    return StreamingResponse(
+        iter(parts), media_type=SAFETENSORS, headers={"Content-Length": str(length)}
     )

@@ -8,11 +8,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from cache import STORE_FORMAT_VERSION, FeatureSetInfo, wire
+from cache import STORE_FORMAT_VERSION, FeatureSetInfo
 from cache.wire import JSON, SAFETENSORS
 
 from .deps import FormatDep, SettingsDep, StoreDep
-from .features import body_cap, json_cap, read_capped, to_json
+from .features import body_cap, json_cap, read_capped, safetensors_response, to_json
 from .schemas import (
     ErrorBody,
     FeatureSetDetail,
@@ -125,4 +125,4 @@ def read_features(
         batch = read_capped(store, fs_id, body, settings.read_chunk_examples, json_cap(settings))
         return Response(to_json(batch, fs_id).model_dump_json(), media_type=JSON)
     batch = read_capped(store, fs_id, body, settings.read_chunk_examples, body_cap(settings))
-    return Response(wire.encode(batch, fs_id), media_type=SAFETENSORS)
+    return safetensors_response(batch, fs_id)

@@ -8,7 +8,8 @@ Safetensors body (`application/x-safetensors`), n examples, N tokens:
     pair_starts  (n,) int64
     metadata     format, featureset, dtype, layers (JSON list), keys (JSON list)
 
-`encode(batch, fs_id)` -> bytes, `decode(bytes)` -> ExampleBatch (refusing another format),
+`encode(batch, fs_id)` -> bytes, `encode_parts` -> the same as pieces to stream without a copy,
+`decode(bytes)` -> ExampleBatch (refusing another format),
 `body_bytes(batch)`: the body's size without its few-hundred-byte header (the service's cap
 and the client's request splitting use it). No web framework here.
 """
@@ -37,13 +38,14 @@ def body_bytes(batch: ExampleBatch) -> int:
     return sum(a.nbytes for a in arrays) + sum(len(k) + 4 for k in batch.keys)
 
 
-def encode(batch: ExampleBatch, fs_id: str, extra: dict[str, str] | None = None) -> bytes:
-    """The safetensors body of `batch`; `extra` adds metadata strings (never the format's)."""
-    from safetensors.numpy import save
-
+def _tensors(batch: ExampleBatch) -> dict[str, np.ndarray]:
     tensors = {"features": np.ascontiguousarray(batch.features)}
     for name, dtype in _INDEX_DTYPES.items():
         tensors[name] = np.ascontiguousarray(getattr(batch, name), dtype=dtype)
+    return tensors
+
+
+def _metadata(batch: ExampleBatch, fs_id: str, extra: dict[str, str] | None) -> dict[str, str]:
     metadata = {
         "format": WIRE_FORMAT,
         "featureset": fs_id,
@@ -51,8 +53,40 @@ def encode(batch: ExampleBatch, fs_id: str, extra: dict[str, str] | None = None)
         "layers": json.dumps([int(layer) for layer in batch.layers]),
         "keys": json.dumps(list(batch.keys)),
     }
-    metadata = {**(extra or {}), **metadata}
-    return save(tensors, metadata=metadata)
+    return {**(extra or {}), **metadata}
+
+
+_ST_DTYPES = {"float16": "F16", "float32": "F32", "int64": "I64", "int32": "I32", "int8": "I8"}
+
+
+def encode_parts(
+    batch: ExampleBatch, fs_id: str, extra: dict[str, str] | None = None
+) -> tuple[list[bytes | memoryview], int]:
+    """The safetensors body of `batch` as pieces to send one after another (the header, then
+    each tensor's own buffer: no copy into one body), and its length.
+
+    The layout is the safetensors format: an 8-byte little-endian header length, a JSON header
+    padded with spaces to a multiple of 8, then the tensors' bytes back to back, as the
+    safetensors library writes and reads them (tests/test_wire.py checks both ways).
+    """
+    tensors = _tensors(batch)
+    header: dict[str, object] = {"__metadata__": _metadata(batch, fs_id, extra)}
+    start, views = 0, []
+    for name, array in tensors.items():
+        header[name] = {"dtype": _ST_DTYPES[array.dtype.name], "shape": list(array.shape),
+                        "data_offsets": [start, start + array.nbytes]}  # fmt: skip
+        start += array.nbytes
+        views.append(memoryview(array.reshape(-1)).cast("B"))
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    head = len(text).to_bytes(8, "little") + text
+    return [head, *views], len(head) + start
+
+
+def encode(batch: ExampleBatch, fs_id: str, extra: dict[str, str] | None = None) -> bytes:
+    """The safetensors body of `batch` in one piece; `extra` adds metadata strings."""
+    parts, _ = encode_parts(batch, fs_id, extra)
+    return b"".join(parts)
 
 
 def decode(body: bytes) -> ExampleBatch:

@@ -57,3 +57,23 @@ def test_another_format_or_a_broken_body_is_refused():
         decode(other)
     with pytest.raises(StoreError, match="not safetensors"):
         decode(b"\x05\x00\x00\x00\x00\x00\x00\x00{nope")
+
+
+@pytest.mark.parametrize(("dtype", "n"), [("float16", 5), ("float32", 3), ("float16", 0)])
+def test_the_streamed_pieces_are_a_safetensors_file_the_library_reads(dtype, n):
+    from safetensors.numpy import load, save
+
+    from cache.wire import encode_parts
+
+    batch = _batch(dtype, n)
+    parts, length = encode_parts(batch, "fs", {"cached": "[true]"})
+    body = b"".join(parts)
+    assert len(body) == length and int.from_bytes(body[:8], "little") % 8 == 0
+    ours = load(body)  # the safetensors library parses our header and offsets
+    reference = load(save({k: v for k, v in ours.items()}))
+    assert set(ours) == {"features", "offsets", "word_ids", "type_ids", "pair_starts"}
+    for name, array in ours.items():
+        assert array.dtype == reference[name].dtype and np.array_equal(array, reference[name])
+    assert np.array_equal(ours["features"], batch.features)
+    meta = json.loads(body[8 : 8 + int.from_bytes(body[:8], "little")])["__metadata__"]
+    assert meta["cached"] == "[true]" and meta["format"] == WIRE_FORMAT
