@@ -151,7 +151,7 @@ class RemoteStore:
             "POST", f"/v1/featuresets/{_quote(fs_id)}/features", json=body,
             headers={"Accept": SAFETENSORS},
         )  # fmt: skip
-        return decode(response.data)
+        return decode(_body_into_buffer(response))
 
     def _first_step(self, fs_id: str, layers: list | None) -> int:
         """Examples in the first request: about half the body cap at the set's mean length."""
@@ -176,8 +176,9 @@ class RemoteStore:
         return json.loads(self._request("GET", path, params=params).data)
 
     def _send(self, method: str, url: str, body: bytes | None, headers: dict[str, str]):
-        """One HTTP exchange (a seam for tests); the urllib3 response, body read."""
-        return self._pool.request(method, url, body=body, headers=headers, preload_content=True)
+        """One HTTP exchange (a seam for tests); the urllib3 response, its body not yet read
+        (`.data` reads it; `_body_into_buffer` reads a large one without copies)."""
+        return self._pool.request(method, url, body=body, headers=headers, preload_content=False)
 
     def _request(self, method: str, path: str, *, params: dict | None = None,
                  json: Any = None, headers: dict[str, str] | None = None):  # fmt: skip
@@ -210,6 +211,23 @@ class RemoteStore:
         if cls is None:
             raise StoreError(f"{method} {self.url}{path}: HTTP {response.status}: {detail}")
         raise cls(detail)
+
+
+def _body_into_buffer(response) -> bytearray | bytes:
+    """The body read straight into one writable buffer of its Content-Length, which `decode`
+    then views without copying; `.data` when the length is not given."""
+    length = response.headers.get("Content-Length")
+    if length is None:
+        return response.data
+    buf = bytearray(int(length))
+    view, got = memoryview(buf), 0
+    while got < len(buf):
+        n = response.readinto(view[got:])
+        if not n:
+            raise ConnectionError(f"the service sent {got} of {len(buf)} body bytes, then closed")
+        got += n
+    response.release_conn()
+    return buf
 
 
 def _plain(x: Any) -> Any:

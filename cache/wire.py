@@ -89,18 +89,41 @@ def encode(batch: ExampleBatch, fs_id: str, extra: dict[str, str] | None = None)
     return b"".join(parts)
 
 
-def decode(body: bytes) -> ExampleBatch:
-    """The ExampleBatch of a features body; StoreError for another format or a broken body."""
-    from safetensors.numpy import load
+_NP_DTYPES = {v: k for k, v in _ST_DTYPES.items()}
 
+
+def decode(body: bytes | bytearray | memoryview) -> ExampleBatch:
+    """The ExampleBatch of a features body; StoreError for another format or a broken body.
+
+    The arrays are views into `body` (no copy) when it is a writable buffer (a bytearray the
+    client read into); copies of an immutable `bytes`, so every array is writable either way.
+    """
+    view = memoryview(body).cast("B")
     try:
-        n = int.from_bytes(body[:8], "little")
-        meta = json.loads(body[8 : 8 + n]).get("__metadata__", {})
-    except (ValueError, UnicodeDecodeError) as err:
+        n = int.from_bytes(view[:8], "little")
+        header = json.loads(bytes(view[8 : 8 + n]))
+        meta = header.pop("__metadata__", {})
+    except (ValueError, UnicodeDecodeError, AttributeError) as err:
         raise StoreError(f"features body is not safetensors: {err}") from err
     if meta.get("format") != WIRE_FORMAT:
         raise StoreError(f"features body in format {meta.get('format')!r}, expected {WIRE_FORMAT}")
-    t = load(body)
+    start, t = 8 + n, {}
+    for name in ("features", *_INDEX_DTYPES):
+        try:
+            info = header[name]
+            dtype = np.dtype(_NP_DTYPES[info["dtype"]])
+            lo, hi = (int(x) for x in info["data_offsets"])
+            shape = tuple(int(x) for x in info["shape"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise StoreError(f"features body: tensor {name!r} malformed ({err})") from err
+        count = int(np.prod(shape))
+        if not 0 <= lo <= hi <= len(view) - start or hi - lo != count * dtype.itemsize:
+            raise StoreError(
+                f"features body: tensor {name!r} at bytes {lo}..{hi} does not fit its shape "
+                f"{list(shape)} of {dtype.name} or the body's {len(view) - start} data bytes"
+            )
+        array = np.frombuffer(view, dtype=dtype, count=count, offset=start + lo).reshape(shape)
+        t[name] = array if array.flags.writeable else array.copy()
     return ExampleBatch(
         features=t["features"],  # (N, Lsel, D)
         offsets=t["offsets"],  # (n + 1,)

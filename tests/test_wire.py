@@ -77,3 +77,18 @@ def test_the_streamed_pieces_are_a_safetensors_file_the_library_reads(dtype, n):
     assert np.array_equal(ours["features"], batch.features)
     meta = json.loads(body[8 : 8 + int.from_bytes(body[:8], "little")])["__metadata__"]
     assert meta["cached"] == "[true]" and meta["format"] == WIRE_FORMAT
+
+
+def test_decode_views_a_writable_buffer_and_copies_immutable_bytes():
+    body = encode(_batch("float16", 4), "fs")
+    from_bytes, from_buffer = decode(body), decode(bytearray(body))
+    assert from_bytes.features.flags.writeable and from_buffer.features.flags.writeable
+    buf = bytearray(body)
+    assert np.shares_memory(decode(buf).features, np.frombuffer(buf, np.uint8))  # no copy
+    assert np.array_equal(from_bytes.features, from_buffer.features)
+
+
+def test_a_tensor_past_the_end_of_the_body_is_refused():
+    body = encode(_batch("float32", 3), "fs")
+    with pytest.raises(StoreError, match="tensor .* does not fit"):
+        decode(body[:-4])
