@@ -52,6 +52,7 @@ bench: setup
 	$(BIN)/python benchmarks/store_read.py
 	$(BIN)/python benchmarks/rest_vs_inprocess.py
 	$(BIN)/python benchmarks/load.py
+	$(BIN)/python benchmarks/cache_speedup.py
 
 clean:
 	rm -rf $(VENV)
