@@ -13,7 +13,7 @@ from extractor.base import TextInput
 
 from .deps import FormatDep, SettingsDep, StoreDep
 from .embed import EmbedUnavailableError, EmbedWorker
-from .features import safetensors_response
+from .features import safetensors_response, to_json
 from .schemas import EmbedJSON, EmbedRequest, ErrorBody
 
 router = APIRouter(tags=["embed"])
@@ -142,17 +142,5 @@ def _dumps(value) -> str:
 
 
 def _json(batch: ExampleBatch, pool_id: str, hits: list[bool], how: str) -> str:
-    return EmbedJSON(
-        encoder_id=pool_id,
-        cached=hits,
-        pool=how,
-        dtype=str(batch.features.dtype),
-        layers=[int(x) for x in batch.layers],
-        keys=list(batch.keys),
-        shape=list(batch.features.shape),
-        features=batch.features.tolist(),
-        offsets=batch.offsets.tolist(),
-        word_ids=batch.word_ids.tolist(),
-        type_ids=batch.type_ids.tolist(),
-        pair_starts=batch.pair_starts.tolist(),
-    ).model_dump_json()
+    body = to_json(batch, f"embed:{pool_id}").model_dump()
+    return EmbedJSON(**body, encoder_id=pool_id, cached=hits, pool=how).model_dump_json()

@@ -16,6 +16,21 @@ from pydantic import (
 
 from cache.wire import WIRE_FORMAT
 
+#: Layer indices to read (default all): at least one, none negative.
+Layers = Annotated[
+    list[Annotated[StrictInt, Field(ge=0)]] | None,
+    Field(min_length=1, description="layer indices; default all"),
+]
+#: Reduce each example to one row before sending (mean or max over its word pieces, special
+#: tokens left out; first: its first token, [CLS] for BERT); none: every token's features.
+Pool = Annotated[
+    Literal["none", "mean", "max", "first"],
+    Field(
+        description="none: every token; mean or max over each example's word pieces "
+        "(specials left out); first: its first token ([CLS] for BERT)"
+    ),  # fmt: skip
+]
+
 
 def exactly_one_of(*names: str):
     """A json_schema_extra for "exactly one of these fields, none of them null": the fields
@@ -114,14 +129,8 @@ class FeaturesRequest(BaseModel):
     indices: list[StrictInt] | None = Field(None, description="positions in the feature set",
                                             examples=[[0, 1, 2]])  # fmt: skip
     keys: list[StrictStr] | None = Field(None, description="example keys")
-    layers: list[Annotated[StrictInt, Field(ge=0)]] | None = Field(
-        None, min_length=1, description="layer indices; default all"
-    )
-    pool: Literal["none", "mean", "max", "first"] = Field(
-        "none",
-        description="reduce each example to one row (mean or max over its word pieces, "
-        "special tokens left out; first: its first token) before sending",
-    )
+    layers: Layers = None
+    pool: Pool = "none"
     pool_sides: bool = Field(
         False, description="pool each side of a pair on its own: two rows per example (a, b)"
     )
@@ -173,14 +182,8 @@ class EmbedRequest(BaseModel):
     pairs: list[tuple[StrictStr, StrictStr]] | None = Field(None, description="[a, b] per example")
     tokens: list[list[StrictStr]] | None = Field(None, description="words per example")
     _given = field_validator("texts", "pairs", "tokens", mode="before")(_not_null)
-    layers: list[Annotated[StrictInt, Field(ge=0)]] | None = Field(
-        None, min_length=1, description="layer indices; default all"
-    )
-    pool: Literal["none", "mean", "max", "first"] = Field(
-        "none",
-        description="none: every token's features; mean or max over each example's word "
-        "pieces (special tokens left out); first: the first token ([CLS] for BERT)",
-    )
+    layers: Layers = None
+    pool: Pool = "none"
     pair_encoding: Literal["joint", "separate"] = Field(
         "joint", description="pairs as one sequence (joint) or each text on its own"
     )
