@@ -191,10 +191,10 @@ def test_sixteen_clients_and_three_claimers_lose_and_repeat_nothing(tmp_path):
     port = _port()
     api = _serve(home, port)
     claimer = """
-import json, sys, time
+import json, os, sys, time
 from jobs import JobQueue
 q, mine, idle = JobQueue(sys.argv[1]), [], 0
-while idle < 40:
+while not (os.path.exists(sys.argv[3]) and idle >= 10):  # until submissions end and it drains
     job = q.claim("train", worker=sys.argv[2], lease=30)
     if job is None:
         idle += 1; time.sleep(0.05); continue
@@ -202,9 +202,10 @@ while idle < 40:
     assert q.finish(job.id, job.lease, "done", {"by": sys.argv[2]})
 print(json.dumps(mine))
 """
+    submitted = tmp_path / "all-submitted"  # claimers stop once it exists and nothing is left
     claimers = [
         subprocess.Popen(
-            [sys.executable, "-c", claimer, str(home / "queue.sqlite"), f"w{i}"],
+            [sys.executable, "-c", claimer, str(home / "queue.sqlite"), f"w{i}", str(submitted)],
             env=ENV,
             stdout=subprocess.PIPE,
             text=True,
@@ -228,6 +229,7 @@ print(json.dumps(mine))
             t.start()
         for t in threads:
             t.join()
+        submitted.touch()
         claimed = [job for p in claimers for job in json.loads(p.communicate(timeout=120)[0])]
     finally:
         api.send_signal(signal.SIGKILL)
