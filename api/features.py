@@ -60,12 +60,15 @@ def reducer(request: FeaturesRequest) -> Callable[[ExampleBatch], ExampleBatch]:
 
 
 def read_capped(
-    store: Store, fs_id: str, request: FeaturesRequest, chunk: int, cap: Cap
+    store: Store, fs_id: str, request: FeaturesRequest, chunk: int, cap: Cap, raw: bool = False
 ) -> ExampleBatch:
     """`store.read` of the request, reduced as it asks chunk by chunk (so a pooled answer of
     many examples never holds all their tokens), raising RequestTooLargeError once the answer
-    passes `cap`."""
+    passes `cap`. raw: an int8 set's values as stored, with their scales, when nothing is
+    reduced (the safetensors answer: a byte per value on the wire); float32 otherwise."""
     reduce = reducer(request)
+    unreduced = request.mix is None and request.pool == "none"
+    dtype = "int8" if raw and unreduced and store.get_featureset(fs_id).dtype == "int8" else None
     by_index = request.indices is not None
     selection = request.indices if by_index else request.keys
     assert selection is not None  # FeaturesRequest guarantees exactly one
@@ -77,6 +80,7 @@ def read_capped(
             indices=part_sel if by_index else None,
             keys=None if by_index else part_sel,
             layers=request.layers,
+            dtype=dtype,
         )
         part = reduce(part)
         total += cap.size(part)

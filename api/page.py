@@ -86,8 +86,7 @@ def featuresets_html(store: Store) -> str:
     rows = []
     for info in sorted(infos, key=lambda i: i.id):
         tokens = int(info.manifest.get("num_tokens", 0))
-        itemsize = 2 if info.dtype == "float16" else 4
-        size = tokens * info.num_layers * info.dim * itemsize
+        size = tokens * info.bytes_per_token()
         name = info.encoder.get("name") or info.encoder.get("spec", "?")
         pairs = info.encoder.get("pair_encoding") or "—"
         rows.append([f"<code>{escape(info.id)}</code>", escape(str(name)), escape(str(pairs)),

@@ -124,5 +124,7 @@ def read_features(
     if fmt == "json":
         batch = read_capped(store, fs_id, body, settings.read_chunk_examples, json_cap(settings))
         return Response(to_json(batch, fs_id).model_dump_json(), media_type=JSON)
-    batch = read_capped(store, fs_id, body, settings.read_chunk_examples, body_cap(settings))
+    batch = read_capped(
+        store, fs_id, body, settings.read_chunk_examples, body_cap(settings), raw=True
+    )
     return safetensors_response(batch, fs_id)

@@ -22,7 +22,7 @@ from .errors import (
     RequestTooLargeError,
     StoreError,
 )
-from .store import check_layers
+from .store import check_layers, read_dtype
 from .types import ExampleBatch, FeatureSetInfo
 from .wire import SAFETENSORS, body_bytes, decode
 
@@ -111,17 +111,21 @@ class RemoteStore:
         indices: Sequence[int] | None = None,
         keys: Sequence[str] | None = None,
         layers: Sequence[int] | None = None,
+        dtype: str | None = None,
     ) -> ExampleBatch:
-        """Features of some examples of a feature set, by index in the set or by key."""
+        """Features of some examples of a feature set, by index in the set or by key (dtype as
+        in `Store.read`: an int8 set comes over the wire as stored, dequantised here)."""
         if (indices is None) == (keys is None):
             raise InvalidSelectionError("give exactly one of indices or keys")
+        if dtype is not None:
+            read_dtype(dtype, self.get_featureset(fs_id).dtype)
         field = "indices" if indices is not None else "keys"
         selection = [_plain(x) for x in (indices if indices is not None else keys)]
         layer_list = None if layers is None else [_plain(layer) for layer in layers]
         if layer_list is not None:  # checked here, as the local store does, with its message
             check_layers(layer_list, self.get_featureset(fs_id).num_layers)
         if not selection:
-            return self._read_one(fs_id, field, selection, layer_list)
+            return _as_dtype(self._read_one(fs_id, field, selection, layer_list), dtype)
         step = self._first_step(fs_id, layer_list)
         target = self._body_cap() // 2
         parts, start = [], 0
@@ -140,7 +144,7 @@ class RemoteStore:
             start += len(chunk)
             per_example = max(1, body_bytes(part) // len(chunk))
             step = max(1, target // per_example)
-        return parts[0] if len(parts) == 1 else ExampleBatch.concat(parts)
+        return _as_dtype(parts[0] if len(parts) == 1 else ExampleBatch.concat(parts), dtype)
 
     # ---------------------------------------------------------------- internals
     def _read_one(self, fs_id: str, field: str, chunk: list, layers: list | None) -> ExampleBatch:
@@ -163,7 +167,7 @@ class RemoteStore:
             info.num_examples, 1
         )
         n_layers = len(layers) if layers is not None else info.num_layers
-        per_token = n_layers * info.dim * np.dtype(info.dtype).itemsize + 5  # + word, type ids
+        per_token = info.bytes_per_token(n_layers) + 5  # + word, type ids
         per_example = max(1.0, mean_tokens * per_token + 48)  # + offsets, pair start, key
         return max(1, int(self._body_cap() // 2 / per_example))
 
@@ -244,3 +248,12 @@ def _quote(fs_id: str) -> str:
 
 def _info(d: dict[str, Any]) -> FeatureSetInfo:
     return FeatureSetInfo.from_dict(d, d.get("manifest", {}))
+
+
+def _as_dtype(batch: ExampleBatch, dtype: str | None) -> ExampleBatch:
+    """A batch as it came over the wire, in the dtype `Store.read` would give."""
+    if dtype == "int8":
+        return batch
+    if batch.scales is not None:
+        return batch.dequantized(dtype or "float32")
+    return batch if dtype is None else batch.dequantized(dtype)

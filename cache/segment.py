@@ -1,7 +1,7 @@
 """One immutable segment of a pool: a zarr v3 group of ragged examples on a flat token axis.
 
 Layout of a segment group (N tokens, n examples, L layers, D dims):
-    features     (N, L, D) float16|float32   chunks (32, 1, D): one layer of 32 tokens per chunk,
+    features     (N, L, D) float16|32, int8   chunks (32, 1, D): one layer of 32 tokens per chunk,
                                              so reading some layers of one example reads little
                                              more than those bytes; shards (<=2048, L, D) keep
                                              the file count low
@@ -9,6 +9,8 @@ Layout of a segment group (N tokens, n examples, L layers, D dims):
     word_ids     (N,) int32                  word index within its segment, -1 for specials
     type_ids     (N,) int8                   0 first text, 1 second text of a pair
     pair_starts  (n,) int64                  token where text b starts (relative), -1 if none
+    scales       (N, L) float32              int8 segments only: each token's scale per layer
+                                             (quant.py: features * scales = the values)
     attrs        {"keys": [...], "num_tokens": N}
     checksums.json  crc32c and size of every other file, recorded when the segment is written:
                  the small arrays and metadata are checked when a segment is opened, each
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import shards
+from . import quant, shards
 from .errors import StoreCorruptError
 
 CHECKSUMS = "checksums.json"
@@ -49,6 +51,7 @@ def write_segment(path: Path, keys: list[str], parts: list[tuple[np.ndarray, ...
     num_tokens = int(offsets[-1])
     _, num_layers, dim = parts[0][0].shape
     features = np.empty((num_tokens, num_layers, dim), dtype=dtype)  # (N, L, D)
+    scales = np.empty((num_tokens, num_layers), np.float32) if dtype == "int8" else None
     limit = float(np.finfo(np.float16).max)
     for i, part in enumerate(p[0] for p in parts):
         if part.ndim != 3 or part.shape[1:] != (num_layers, dim):
@@ -63,7 +66,12 @@ def write_segment(path: Path, keys: list[str], parts: list[tuple[np.ndarray, ...
                     f"activations reach {peak:.4g}, beyond float16 range (65504): "
                     "re-run with --dtype float32"
                 )
-        features[offsets[i] : offsets[i + 1]] = part  # cast once, into the segment's buffer
+        if scales is not None:
+            features[offsets[i] : offsets[i + 1]], scales[offsets[i] : offsets[i + 1]] = (
+                quant.quantize(part)
+            )
+        else:
+            features[offsets[i] : offsets[i + 1]] = part  # cast once, into the segment's buffer
     shard = min(SHARD_TOKENS, -(-max(num_tokens, 1) // CHUNK_TOKENS) * CHUNK_TOKENS)
     group = zarr.open_group(str(path), mode="w-")
     group.attrs.update({"keys": list(keys), "num_tokens": num_tokens})
@@ -87,12 +95,14 @@ def write_segment(path: Path, keys: list[str], parts: list[tuple[np.ndarray, ...
         "type_ids": np.concatenate([p[2] for p in parts]).astype(np.int8),
         "pair_starts": np.array([p[3] for p in parts], dtype=np.int64),
     }
+    if scales is not None:
+        small["scales"] = scales
     for name, values in small.items():
         a = group.create_array(
             name,
             shape=values.shape,
             dtype=values.dtype,
-            chunks=(max(len(values), 1),),
+            chunks=(max(len(values), 1), *values.shape[1:]),
             fill_value=0,
         )
         a[:] = values
@@ -170,10 +180,13 @@ class Segment:
         group = zarr.open_group(str(path), mode="r")
         self.keys: list[str] = list(group.attrs["keys"])
         self.features = group["features"]
+        self.shape = tuple(self.features.shape)  # (N, L, D)
         self.offsets = group["offsets"][:]  # (n+1,)
+        self._bounds = self.offsets.tolist()  # the same as ints: span() is on the read path
         self.word_ids = group["word_ids"][:]  # (N,)
         self.type_ids = group["type_ids"][:]  # (N,)
         self.pair_starts = group["pair_starts"][:]  # (n,)
+        self.scales = group["scales"][:] if "scales" in group else None  # (N, L) int8 only
         # None: a layout we do not write (compressed, index first, ...): zarr reads it
         expected = {n.removeprefix("features/"): table[n][0] for n in shard_files}
         self._shards = (
@@ -181,23 +194,31 @@ class Segment:
         )
 
     def span(self, row: int) -> tuple[int, int]:
-        return int(self.offsets[row]), int(self.offsets[row + 1])
+        return self._bounds[row], self._bounds[row + 1]
 
     def read_features(self, row: int, layers: list[int] | None) -> np.ndarray:
         """(S, Lsel, D) features of one example."""
         return self.read_range(*self.span(row), layers)
 
-    def read_range(self, start: int, end: int, layers: list[int] | None) -> np.ndarray:
-        """(end - start, Lsel, D) features of a token range, `layers` in the order given."""
-        num_tokens, num_layers, _ = self.features.shape
+    def read_range(
+        self, start: int, end: int, layers: list[int] | None, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """(end - start, Lsel, D) features of a token range, `layers` in the order given (into
+        `out`, C-contiguous and of the segment's dtype, when given)."""
+        num_tokens, num_layers, _ = self.shape
         if not 0 <= start <= end <= num_tokens:
             raise ValueError(f"token range {start}:{end} outside 0:{num_tokens} of {self.path}")
         if layers is not None and not all(0 <= layer < num_layers for layer in layers):
             raise ValueError(f"layers {layers} outside 0..{num_layers - 1} of {self.path}")
         if self._shards is not None:
-            return self._shards.read(start, end, layers)  # (S, Lsel, D)
+            return self._shards.read(start, end, layers, out)  # (S, Lsel, D)
         if layers is None:
-            return self.features[start:end]  # (S, L, D)
-        if layers == list(range(layers[0], layers[-1] + 1)):
-            return self.features[start:end, layers[0] : layers[-1] + 1]  # contiguous layers
-        return self.features.get_orthogonal_selection((slice(start, end), layers, slice(None)))
+            got = self.features[start:end]  # (S, L, D)
+        elif layers == list(range(layers[0], layers[-1] + 1)):
+            got = self.features[start:end, layers[0] : layers[-1] + 1]  # contiguous layers
+        else:
+            got = self.features.get_orthogonal_selection((slice(start, end), layers, slice(None)))
+        if out is None:
+            return got
+        out[...] = got
+        return out

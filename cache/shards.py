@@ -11,7 +11,8 @@ The layout (zarr v3 core spec, "sharding_indexed" codec v1.0), for `features` (N
     zarr.json   chunk_grid regular, chunk_shape (St, L, D): one shard per St tokens
                 chunk_key_encoding default, separator "/": shard k lives in c/k/0/0
                 codecs [sharding_indexed {chunk_shape (Tc, 1, D),
-                                          codecs [bytes little-endian]      (no compression)
+                                          codecs [bytes little-endian]      (no compression;
+                                                  int8: bytes without an endianness)
                                           index_codecs [bytes little-endian, crc32c]
                                           index_location "end"}]
     c/k/0/0     the stored inner chunks, Tc * D * itemsize bytes each, back to back; then the
@@ -72,13 +73,13 @@ def layout(array_dir: Path) -> Layout | None:
         ours = (
             meta["zarr_format"] == 3
             and meta["node_type"] == "array"
-            and meta["data_type"] in ("float16", "float32")
+            and meta["data_type"] in ("float16", "float32", "int8")
             and not meta.get("storage_transformers")
             and meta["chunk_grid"]["name"] == "regular"
             and meta["chunk_key_encoding"]
             == {"name": "default", "configuration": {"separator": "/"}}
             and codec["name"] == "sharding_indexed"
-            and cfg["codecs"] == [_BYTES_LE]
+            and cfg["codecs"] in ([_BYTES_LE], [{"name": "bytes"}])  # int8: no endianness
             and cfg["index_codecs"] == [_BYTES_LE, {"name": "crc32c"}]
             and cfg.get("index_location", "end") == "end"
             and len(shape) == len(shard) == len(chunk) == 3
@@ -151,10 +152,20 @@ def write(array_dir: Path, lay: Layout, features: np.ndarray) -> None:
 
 @dataclass(frozen=True)
 class _Shard:
-    """One mapped shard file: its bytes and its checked index as nested lists (fast to index)."""
+    """One mapped shard file: its bytes, and where each tile starts counted in token rows.
+
+    A tile of a stored inner chunk is Tc rows of D values, and every tile starts at a multiple
+    of the row size, so the file's body is one (R, D) array of rows and token t of a layer is
+    row first_row[t // Tc, layer] + t % Tc. That table, token_rows (St, L), is built when the
+    shard is mapped (8 bytes per token and layer, under 1% of the shard), so reading a token
+    range is one numpy gather through a slice of it.
+    """
 
     raw: np.ndarray  # (file bytes,) uint8 over the map
+    rows: np.ndarray | None  # (R, D) the body as rows; None if a tile is not row-aligned
+    token_rows: np.ndarray  # (St, L) intp row of each token of each layer, < 0 if not stored
     offsets: list[list[int]]  # [chunk][layer] byte offset of the tile, EMPTY if not stored
+    complete: bool  # every tile stored (no fill-value tiles to patch in)
 
 
 # Open shard maps, shared by every reader in the process. A map costs no memory beyond the
@@ -181,32 +192,57 @@ class ShardReader:
         self.expected = expected
         self._id = next(_reader_ids)
 
-    def read(self, start: int, end: int, layers: list[int] | None) -> np.ndarray:
-        """(end - start, Lsel, D) features of tokens start:end, `layers` in the order given."""
+    def read(
+        self, start: int, end: int, layers: list[int] | None, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """(end - start, Lsel, D) features of tokens start:end, `layers` in the order given,
+        into `out` (C-contiguous, that shape, the array's dtype) when given."""
         _, num_layers, dim = self.layout.shape
-        sel = range(num_layers) if layers is None else layers
-        out = np.empty((end - start, len(sel), dim), dtype=self.layout.dtype)  # (S, Lsel, D)
-        st, tc = self.layout.shard_tokens, self.layout.chunk_tokens
-        row = dim * out.itemsize  # bytes of one token of one layer in a tile
+        n_sel = num_layers if layers is None else len(layers)
+        if out is None:
+            out = np.empty((end - start, n_sel, dim), dtype=self.layout.dtype)  # (S, Lsel, D)
+        elif out.shape != (end - start, n_sel, dim) or out.dtype != self.layout.dtype:
+            raise ValueError(
+                f"out is {out.shape} {out.dtype}, the range needs "
+                f"{(end - start, n_sel, dim)} {self.layout.dtype}"
+            )
+        st = self.layout.shard_tokens
         pos = start
         while pos < end:
             k = pos // st
             stop = min(end, (k + 1) * st)
+            dst = out[pos - start : stop - start]  # (stop-pos, Lsel, D)
             shard = self._shard(k)
-            for c in range((pos - k * st) // tc, -(-(stop - k * st) // tc)):
-                t0 = max(pos, k * st + c * tc)  # tokens t0:t1 of chunk c, absolute
-                t1 = min(stop, k * st + (c + 1) * tc)
-                a, b = t0 - k * st - c * tc, t1 - k * st - c * tc  # within the chunk
-                for j, layer in enumerate(sel):
-                    dst = out[t0 - start : t1 - start, j]  # (t1-t0, D)
-                    off = EMPTY if shard is None else shard.offsets[c][layer]
-                    if off == EMPTY:
-                        dst[...] = self.layout.fill_value
-                    else:
-                        src = shard.raw[off + a * row : off + b * row]  # tokens a:b of the tile
-                        dst[...] = src.view(out.dtype).reshape(b - a, dim)
+            if shard is None:
+                dst[...] = self.layout.fill_value
+            elif shard.rows is None:
+                self._copy_tiles(shard, pos - k * st, stop - k * st, layers, dst)
+            else:
+                rows = shard.token_rows[pos - k * st : stop - k * st]  # (S', L), a view
+                if layers is not None:
+                    rows = rows[:, layers]  # (S', Lsel)
+                # rows are checked inside the body when the shard is mapped: clip never clips
+                shard.rows.take(rows, axis=0, out=dst, mode="clip")
+                if not shard.complete and (rows < 0).any():
+                    dst[rows < 0] = self.layout.fill_value
             pos = stop
         return out
+
+    def _copy_tiles(self, shard: _Shard, a: int, b: int, layers, dst: np.ndarray) -> None:
+        """Tokens a:b of a shard whose tiles are not all row-aligned, tile by tile."""
+        dim, tc = self.layout.shape[2], self.layout.chunk_tokens
+        row = dim * dst.itemsize
+        sel = range(self.layout.shape[1]) if layers is None else layers
+        for c in range(a // tc, -(-b // tc)):
+            t0, t1 = max(a, c * tc), min(b, (c + 1) * tc)  # tokens of chunk c, in the shard
+            for j, layer in enumerate(sel):
+                off = shard.offsets[c][layer]
+                if off == EMPTY:
+                    dst[t0 - a : t1 - a, j] = self.layout.fill_value
+                else:
+                    lo = off + (t0 - c * tc) * row
+                    src = shard.raw[lo : lo + (t1 - t0) * row]
+                    dst[t0 - a : t1 - a, j] = src.view(dst.dtype).reshape(t1 - t0, dim)
 
     def _shard(self, k: int) -> _Shard | None:
         key = (self._id, k)
@@ -263,4 +299,20 @@ class ShardReader:
             raise StoreCorruptError(
                 f"{path}: shard index names a chunk that is not {tile} bytes inside the file"
             )
-        return _Shard(raw, index[..., 0].tolist())
+        offsets = index[..., 0]  # (St/Tc, L) byte offsets
+        row = dim * self.layout.dtype.itemsize
+        aligned = bool(np.all(offsets[present] % row == 0))
+        rows = raw[: body_end - body_end % row].view(self.layout.dtype).reshape(-1, dim)
+        first_row = np.full(offsets.shape, -(2**40), dtype=np.intp)  # (St/Tc, L)
+        if aligned:
+            first_row[present] = (offsets[present] // row).astype(np.intp)
+        tokens = np.arange(self.layout.shard_tokens)
+        tc = self.layout.chunk_tokens
+        token_rows = first_row[tokens // tc] + (tokens % tc)[:, None]  # (St, L)
+        return _Shard(
+            raw,
+            rows if aligned else None,
+            token_rows,
+            offsets.tolist(),
+            bool(present.all()),
+        )

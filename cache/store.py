@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from . import quant
 from .errors import (
     ExampleNotFoundError,
     FeatureSetNotFoundError,
@@ -38,6 +39,11 @@ from .errors import (
 from .keys import STORE_FORMAT_VERSION, digest, encoder_id
 from .segment import Segment, write_segment
 from .types import ExampleBatch, FeatureSetInfo
+
+#: What a pool may store; int8 is quantised with one scale per token and layer (quant.py).
+STORED_DTYPES = ("float16", "float32", "int8")
+#: What a read may return: a float dtype, or "int8" (the stored values and their scales).
+READ_DTYPES = ("float16", "float32", "int8")
 
 
 class Store:
@@ -53,6 +59,7 @@ class Store:
         # fs_id -> (inode, mtime, size of its .json, info): a read parses the manifest once
         self._info_cache: dict[str, tuple[tuple[int, int, int], FeatureSetInfo]] = {}
         self._format_checked = False
+        self._fs_dir = os.fspath(self.path / "featuresets")  # a str: read() builds names on it
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -93,8 +100,8 @@ class Store:
 
     def ensure_pool(self, identity: dict[str, Any], dtype: str, num_layers: int, dim: int) -> str:
         """Create (once) the pool for an encoder identity at a dtype; return its id."""
-        if dtype not in ("float16", "float32"):
-            raise ValueError(f"dtype must be 'float16' or 'float32', got {dtype!r}")
+        if dtype not in STORED_DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(STORED_DTYPES)}, got {dtype!r}")
         self.ensure()
         pool_id = encoder_id(identity, dtype)
         meta = self.path / "pools" / pool_id / "zarr.json"
@@ -102,9 +109,10 @@ class Store:
             import zarr
 
             group = zarr.open_group(str(meta.parent), mode="a")
-            group.attrs.update(
-                {"identity": identity, "dtype": dtype, "num_layers": num_layers, "dim": dim}
-            )
+            attrs = {"identity": identity, "dtype": dtype, "num_layers": num_layers, "dim": dim}
+            if dtype == "int8":
+                attrs["quantization"] = quant.SCHEME
+            group.attrs.update(attrs)
             (meta.parent / "segments").mkdir(exist_ok=True)
         return pool_id
 
@@ -183,9 +191,9 @@ class Store:
 
     def get_featureset(self, fs_id: str) -> FeatureSetInfo:
         self.check_format()
-        path = self.path / "featuresets" / f"{fs_id}.json"
+        path = f"{self._fs_dir}/{fs_id}.json"  # a str: no Path parsing on every read
         try:
-            st = None if "/" in fs_id else path.stat()
+            st = None if "/" in fs_id else os.stat(path)
         except (OSError, ValueError):  # missing, or a name no file can have
             st = None
         if st is None or not stat.S_ISREG(st.st_mode):
@@ -196,7 +204,7 @@ class Store:
         cached = self._info_cache.get(fs_id)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        info = _info(json.loads(path.read_text()))
+        info = _info(json.loads(Path(path).read_text()))
         self._info_cache[fs_id] = (stamp, info)
         return info
 
@@ -255,8 +263,13 @@ class Store:
         indices: Sequence[int] | None = None,
         keys: Sequence[str] | None = None,
         layers: Sequence[int] | None = None,
+        dtype: str | None = None,
     ) -> ExampleBatch:
-        """Features of some examples of a feature set, by index in the set or by key."""
+        """Features of some examples of a feature set, by index in the set or by key.
+
+        dtype: None gives the stored dtype, float32 for an int8 set (dequantised); float16 or
+        float32 converts; "int8" (an int8 set only) gives the stored values with their scales.
+        """
         info = self.get_featureset(fs_id)
         if (indices is None) == (keys is None):
             raise InvalidSelectionError("give exactly one of indices or keys")
@@ -272,65 +285,70 @@ class Store:
                         f"0..{len(all_keys) - 1}"
                     )
             keys = [all_keys[i] for i in indices]
-        return self.read_keys(info.encoder_id, list(keys), layer_list)
+        return self._read_keys(info.encoder_id, list(keys), layer_list, dtype)
 
-    def read_keys(self, pool_id: str, keys: list[str], layers: list[int] | None) -> ExampleBatch:
+    def read_keys(
+        self, pool_id: str, keys: list[str], layers: list[int] | None, dtype: str | None = None
+    ) -> ExampleBatch:
+        """Features of examples of a pool, by key (dtype as in `read`)."""
         self.check_format()
         layers = check_layers(layers, self._pool_meta(pool_id)["num_layers"])
+        return self._read_keys(pool_id, keys, layers, dtype)
+
+    def _read_keys(
+        self, pool_id: str, keys: list[str], layers: list[int] | None, dtype: str | None
+    ) -> ExampleBatch:
+        """read_keys with `layers` already checked against the pool."""
         index = self._pool_index(pool_id)
         if any(k not in index for k in keys):
             index = self._pool_index(pool_id, refresh=True)
-        for key in keys:
-            if key not in index:
-                raise ExampleNotFoundError(f"example {key!r} is not in pool {pool_id}")
-        feats, words, types, starts, lengths = [], [], [], [], []
-        spans = self._bulk_spans(pool_id, [index[k] for k in keys], layers)
+            for key in keys:
+                if key not in index:
+                    raise ExampleNotFoundError(f"example {key!r} is not in pool {pool_id}")
+        meta = self._pool_meta(pool_id)
+        located = []  # (segment, start, end, row) of each key
+        ends = [0]  # Python ints: cheaper than numpy for a handful of examples
         for key in keys:
             seg_id, row = index[key]
-            seg = self._segment(pool_id, seg_id)
-            s, e = seg.span(row)
-            if seg_id in spans:  # one read of the segment's span, sliced here
-                base, block = spans[seg_id]
-                feats.append(block[s - base : e - base])  # (S, Lsel, D)
-            else:
-                feats.append(seg.read_features(row, layers))  # (S, Lsel, D)
-            words.append(seg.word_ids[s:e])
-            types.append(seg.type_ids[s:e])
-            starts.append(int(seg.pair_starts[row]))
-            lengths.append(e - s)
-        if feats:
-            features = np.concatenate(feats, axis=0)  # (N, Lsel, D)
-        else:
-            meta = self._pool_meta(pool_id)
-            n_sel = len(layers) if layers is not None else meta["num_layers"]
-            features = np.zeros((0, n_sel, meta["dim"]), dtype=meta["dtype"])
+            seg = self._segments.get((pool_id, seg_id)) or self._segment(pool_id, seg_id)
+            start, end = seg.span(row)
+            located.append((seg, start, end, row))
+            ends.append(ends[-1] + end - start)
+        offsets = np.array(ends, dtype=np.int64)  # (n + 1,)
+        n_sel = meta["num_layers"] if layers is None else len(layers)
+        stored = meta["dtype"]
+        want = read_dtype(dtype, stored)
+        # each example is read straight into its rows of one output array: no second copy
+        # (an int8 set: into an int8 array, then dequantised or converted once)
+        features = np.empty((ends[-1], n_sel, meta["dim"]), dtype=stored)
+        scales = np.empty((ends[-1], n_sel), np.float32) if stored == "int8" else None
+        word_ids = np.empty(len(features), dtype=np.int32)
+        type_ids = np.empty(len(features), dtype=np.int8)
+        starts = np.empty(len(keys), dtype=np.int64)
+        for i, (seg, s, e, row) in enumerate(located):
+            lo, hi = ends[i], ends[i + 1]
+            seg.read_range(s, e, layers, features[lo:hi])  # (S, Lsel, D)
+            word_ids[lo:hi] = seg.word_ids[s:e]
+            type_ids[lo:hi] = seg.type_ids[s:e]
+            starts[i] = seg.pair_starts[row]
+            if scales is not None:
+                scales[lo:hi] = seg.scales[s:e] if layers is None else seg.scales[s:e][:, layers]
+        if scales is not None and want != "int8":
+            features, scales = quant.dequantize(features, scales, want), None
+        elif want != stored:
+            features = features.astype(want)
         return ExampleBatch(
             features=features,
-            offsets=np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).astype(np.int64),
-            word_ids=np.concatenate(words) if words else np.zeros(0, np.int32),
-            type_ids=np.concatenate(types) if types else np.zeros(0, np.int8),
-            pair_starts=np.array(starts, dtype=np.int64),
-            layers=list(layers) if layers is not None else list(range(features.shape[1])),
+            offsets=offsets,
+            word_ids=word_ids,
+            type_ids=type_ids,
+            pair_starts=starts,
+            layers=list(layers) if layers is not None else list(range(n_sel)),
             keys=list(keys),
+            scales=scales,
         )
 
     # ---------------------------------------------------------------- internals
-    def _bulk_spans(self, pool_id: str, locations, layers) -> dict[str, tuple[int, np.ndarray]]:
-        """Segments worth one contiguous read: the rows asked cover >= 1/4 of their span."""
-        rows_by_seg: dict[str, list[int]] = {}
-        for seg_id, row in locations:
-            rows_by_seg.setdefault(seg_id, []).append(row)
-        out = {}
-        for seg_id, rows in rows_by_seg.items():
-            if len(rows) < 4:
-                continue
-            seg = self._segment(pool_id, seg_id)
-            lo, hi = seg.span(min(rows))[0], seg.span(max(rows))[1]
-            wanted = sum(seg.span(r)[1] - seg.span(r)[0] for r in set(rows))
-            if wanted * 4 >= hi - lo:
-                out[seg_id] = (lo, seg.read_range(lo, hi, layers))  # (hi-lo, Lsel, D)
-        return out
-
     def _pool_meta(self, pool_id: str) -> dict[str, Any]:
         if pool_id in self._meta_cache:  # a pool's attributes never change once written
             return self._meta_cache[pool_id]
@@ -380,6 +398,19 @@ def check_layers(layers: Sequence[int] | None, num_layers: int) -> list[int] | N
     if not out:
         raise InvalidSelectionError("layers is empty: name at least one layer")
     return out
+
+
+def read_dtype(dtype: str | None, stored: str) -> str:
+    """The dtype a read gives: `dtype` checked against what the pool stores."""
+    if dtype is None:
+        return "float32" if stored == "int8" else stored
+    if dtype not in READ_DTYPES:
+        raise InvalidSelectionError(
+            f"dtype {dtype!r}: a read gives one of {', '.join(READ_DTYPES)}"
+        )
+    if dtype == "int8" and stored != "int8":
+        raise InvalidSelectionError(f"dtype 'int8': this feature set is stored as {stored}")
+    return dtype
 
 
 def _info(manifest: dict[str, Any]) -> FeatureSetInfo:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -46,6 +46,10 @@ class FeatureSetInfo:
             manifest=manifest,
         )
 
+    def bytes_per_token(self, num_layers: int | None = None) -> int:
+        """Stored bytes of one token's features (all layers, or `num_layers` of them)."""
+        return token_bytes(self.dtype, num_layers or self.num_layers, self.dim)
+
     def summary(self) -> dict[str, Any]:
         """The JSON the service lists for this set."""
         return {
@@ -61,6 +65,12 @@ class FeatureSetInfo:
         }
 
 
+def token_bytes(dtype: str, num_layers: int, dim: int) -> int:
+    """Bytes one token's features take stored as `dtype` (int8: a float32 scale per layer)."""
+    itemsize = {"float16": 2, "float32": 4, "int8": 1}[dtype]
+    return num_layers * (dim * itemsize + (4 if dtype == "int8" else 0))
+
+
 @dataclass
 class ExampleBatch:
     """Features of n examples on one flat token axis (ragged, no padding).
@@ -72,6 +82,8 @@ class ExampleBatch:
     pair_starts: (n,) int64, token index (relative to the example) where text b starts, -1 if none
     layers:      the layer indices held in `features`, in order
     keys:        the n example keys
+    scales:      (N, Lsel) float32 when `features` are int8 as stored (cache/quant.py): the
+                 values are features * scales[..., None]; None for float features
     """
 
     features: np.ndarray
@@ -81,6 +93,7 @@ class ExampleBatch:
     pair_starts: np.ndarray
     layers: list[int]
     keys: list[str]
+    scales: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -100,7 +113,22 @@ class ExampleBatch:
             pair_starts=np.concatenate([p.pair_starts for p in parts]),  # (n,)
             layers=list(parts[0].layers),
             keys=[k for p in parts for k in p.keys],
+            scales=None
+            if parts[0].scales is None
+            else np.concatenate([p.scales for p in parts]),  # (N, Lsel)
         )
+
+    def dequantized(self, dtype: str = "float32") -> ExampleBatch:
+        """This batch with float features (int8 features times their scales); self if float."""
+        if self.scales is None:
+            return (
+                self
+                if self.features.dtype == dtype
+                else replace(self, features=self.features.astype(dtype))
+            )
+        from .quant import dequantize
+
+        return replace(self, features=dequantize(self.features, self.scales, dtype), scales=None)
 
     def example(self, i: int) -> np.ndarray:
         """(S_i, Lsel, D) features of example i."""

@@ -1,11 +1,13 @@
 """The features wire format, in one place: what the service writes and the client reads.
 
 Safetensors body (`application/x-safetensors`), n examples, N tokens:
-    features     (N, Lsel, D) float16|float32, the store's dtype
+    features     (N, Lsel, D) float16|float32|int8, the store's dtype
     offsets      (n + 1,) int64
     word_ids     (N,) int32
     type_ids     (N,) int8
     pair_starts  (n,) int64
+    scales       (N, Lsel) float32, only when features are int8 as an int8 set stores them:
+                 the values are features * scales[..., None] (cache/quant.py)
     metadata     format, featureset, dtype, layers (JSON list), keys (JSON list)
 
 `encode(batch, fs_id)` -> bytes, `encode_parts` -> the same as pieces to stream without a copy,
@@ -35,13 +37,16 @@ _INDEX_DTYPES = {"offsets": np.int64, "word_ids": np.int32, "type_ids": np.int8,
 def body_bytes(batch: ExampleBatch) -> int:
     """Bytes of the safetensors body of `batch`, to within its header."""
     arrays = (batch.features, batch.offsets, batch.word_ids, batch.type_ids, batch.pair_starts)
-    return sum(a.nbytes for a in arrays) + sum(len(k) + 4 for k in batch.keys)
+    scales = 0 if batch.scales is None else batch.scales.nbytes
+    return sum(a.nbytes for a in arrays) + scales + sum(len(k) + 4 for k in batch.keys)
 
 
 def _tensors(batch: ExampleBatch) -> dict[str, np.ndarray]:
     tensors = {"features": np.ascontiguousarray(batch.features)}
     for name, dtype in _INDEX_DTYPES.items():
         tensors[name] = np.ascontiguousarray(getattr(batch, name), dtype=dtype)
+    if batch.scales is not None:
+        tensors["scales"] = np.ascontiguousarray(batch.scales, dtype=np.float32)
     return tensors
 
 
@@ -57,6 +62,7 @@ def _metadata(batch: ExampleBatch, fs_id: str, extra: dict[str, str] | None) -> 
 
 
 _ST_DTYPES = {"float16": "F16", "float32": "F32", "int64": "I64", "int32": "I32", "int8": "I8"}
+_FEATURE_DTYPES = ("float16", "float32", "int8")
 
 
 def encode_parts(
@@ -108,7 +114,8 @@ def decode(body: bytes | bytearray | memoryview) -> ExampleBatch:
     if meta.get("format") != WIRE_FORMAT:
         raise StoreError(f"features body in format {meta.get('format')!r}, expected {WIRE_FORMAT}")
     start, t = 8 + n, {}
-    for name in ("features", *_INDEX_DTYPES):
+    names = ("features", *_INDEX_DTYPES, *(["scales"] if "scales" in header else []))
+    for name in names:
         try:
             info = header[name]
             dtype = np.dtype(_NP_DTYPES[info["dtype"]])
@@ -124,6 +131,18 @@ def decode(body: bytes | bytearray | memoryview) -> ExampleBatch:
             )
         array = np.frombuffer(view, dtype=dtype, count=count, offset=start + lo).reshape(shape)
         t[name] = array if array.flags.writeable else array.copy()
+    quantized = t["features"].dtype == np.int8
+    if t["features"].dtype.name not in _FEATURE_DTYPES or quantized != ("scales" in t):
+        raise StoreError(
+            f"features body: features of {t['features'].dtype.name} "
+            f"{'with' if 'scales' in t else 'without'} scales (int8 features come with scales, "
+            "float16/float32 features without)"
+        )
+    if quantized and t["scales"].shape != t["features"].shape[:2]:
+        raise StoreError(
+            f"features body: scales {list(t['scales'].shape)} for features "
+            f"{list(t['features'].shape)} (expected one scale per token and layer)"
+        )
     return ExampleBatch(
         features=t["features"],  # (N, Lsel, D)
         offsets=t["offsets"],  # (n + 1,)
@@ -132,4 +151,5 @@ def decode(body: bytes | bytearray | memoryview) -> ExampleBatch:
         pair_starts=t["pair_starts"],  # (n,)
         layers=json.loads(meta["layers"]),
         keys=json.loads(meta["keys"]),
+        scales=t.get("scales"),  # (N, Lsel) int8 features only
     )

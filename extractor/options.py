@@ -43,7 +43,10 @@ class ExtractOptions:
         "joint", "sentence pairs: one joint input, or each text alone",
         choices=("joint", "separate"),
     )  # fmt: skip
-    dtype: str = option(DTYPE, "storage dtype", choices=("float16", "float32"))
+    dtype: str = option(
+        DTYPE, "storage dtype (int8: a scale per token and layer, see docs/int8.md)",
+        choices=("float16", "float32", "int8"),
+    )  # fmt: skip
     token_budget: int = option(TOKEN_BUDGET, "padded tokens per forward batch", ge=1)
     segment_tokens: int | None = option(
         None, "tokens per committed segment (default: about 64 MB of features)", ge=1

@@ -16,7 +16,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from cache import FeatureSetInfo, Store, digest, example_key, versions
+from cache import FeatureSetInfo, Store, digest, example_key, quant, versions
+from cache.types import token_bytes
 
 from .base import EXTRACTOR_VERSION, Encoder, Prepared, TextInput
 from .batching import bucket_batches, ordered_batches
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 class ExtractConfig:
     """How to extract (what is stored does not depend on these, except dtype)."""
 
-    dtype: str = DTYPE  # storage dtype: float16 (default) or float32
+    dtype: str = DTYPE  # storage dtype: float16 (default), float32 or int8 (cache/quant.py)
     token_budget: int = TOKEN_BUDGET  # padded tokens per forward batch
     segment_tokens: int | None = None  # tokens per committed segment; None: about 64 MB
     batch_size: int = BATCH_SIZE  # examples per batch for ordered (stateful) encoders
@@ -96,7 +97,7 @@ def extract(
 
     if not texts:
         raise ValueError("nothing to extract: the input holds no examples")
-    bytes_per_token = encoder.num_layers * encoder.dim * (2 if config.dtype == "float16" else 4)
+    bytes_per_token = token_bytes(config.dtype, encoder.num_layers, encoder.dim)
     seg_tokens = config.segment_tokens or max(256, (64 << 20) // bytes_per_token)
     pool = store.ensure_pool(encoder.identity, config.dtype, encoder.num_layers, encoder.dim)
     keys = [example_key(pool, t.payload()) for t in texts]
@@ -172,6 +173,7 @@ def extract(
             "encoder": encoder.identity,
             "encoder_id": pool,
             "dtype": config.dtype,
+            **({"quantization": quant.SCHEME} if config.dtype == "int8" else {}),
             "num_layers": encoder.num_layers,
             "dim": encoder.dim,
             "source": config.source,

@@ -27,7 +27,13 @@ def take(eb: ExampleBatch, indices: Sequence[int]) -> ExampleBatch:
         pair_starts=eb.pair_starts[indices],
         layers=eb.layers,
         keys=[eb.keys[i] for i in indices],
+        scales=None if eb.scales is None else eb.scales[rows],  # (N, Lsel) int8 sets
     )
+
+
+def _floats(eb: ExampleBatch) -> ExampleBatch:
+    """A batch of an int8 set dequantised to float32 (float batches as they are)."""
+    return eb if eb.scales is None else eb.dequantized("float32")
 
 
 class FeatureSource:
@@ -51,9 +57,8 @@ class FeatureSource:
         self.reader, self.info, self.layers = reader, info, layers
         self.block_examples = block_examples
         n_layers = len(layers) if layers else info.num_layers
-        itemsize = 2 if info.dtype == "float16" else 4
         tokens = info.manifest.get("num_tokens") or info.num_examples * 64
-        self.nbytes = tokens * n_layers * info.dim * itemsize
+        self.nbytes = tokens * info.bytes_per_token(n_layers)  # an int8 set stays int8 here
         self.all: ExampleBatch | None = None
         self.order: list[int] = []
         if self.nbytes <= max_bytes:
@@ -68,7 +73,9 @@ class FeatureSource:
         return self.all is None
 
     def _read(self, indices: list[int]) -> ExampleBatch:
-        return self.reader.read(self.info.id, indices=indices, layers=self.layers)
+        """Features as stored: an int8 set is held as int8 and dequantised a batch at a time."""
+        dtype = "int8" if self.info.dtype == "int8" else None
+        return self.reader.read(self.info.id, indices=indices, layers=self.layers, dtype=dtype)
 
     def iterate(self, batch_size: int, rng: np.random.Generator | None = None):
         """Yield (indices, ExampleBatch); shuffled when `rng` is given, else a fixed order."""
@@ -77,7 +84,7 @@ class FeatureSource:
             order = rng.permutation(n) if rng is not None else np.arange(n)
             for i in range(0, n, batch_size):
                 idx = order[i : i + batch_size].tolist()
-                yield idx, take(self.all, idx)
+                yield idx, _floats(take(self.all, idx))
             return
         blocks = [self.order[i : i + self.block_examples] for i in range(0, n, self.block_examples)]
         if rng is not None:
@@ -90,4 +97,4 @@ class FeatureSource:
             pos = rng.permutation(len(block)) if rng is not None else np.arange(len(block))
             for i in range(0, len(block), batch_size):
                 chosen = pos[i : i + batch_size].tolist()
-                yield [block[j] for j in chosen], take(data, chosen)
+                yield [block[j] for j in chosen], _floats(take(data, chosen))

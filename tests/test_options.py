@@ -134,7 +134,7 @@ def test_the_cli_refuses_a_bad_value_with_the_field_not_a_traceback(capsys):
         "snowfire train: error: TrainConfig.epochs: expected >= 1, got 0" in capsys.readouterr().err
     )
     with pytest.raises(SystemExit):  # a choice argparse already knows
-        main("extract --encoder minilm --store s --input t --dtype int8".split())
+        main("extract --encoder minilm --store s --input t --dtype bfloat16".split())
 
 
 def test_the_cli_parser_loads_no_heavy_package_and_train_stays_a_function():

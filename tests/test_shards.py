@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from zarr.codecs import BytesCodec, ShardingCodec, ZstdCodec
 from zarr.core.indexing import _morton_order
 
-from cache import StoreCorruptError, shards
+from cache import StoreCorruptError, quant, shards
 from cache.segment import CHUNK_TOKENS, SHARD_TOKENS, Segment, record_checksums, write_segment
 
 L, D = 3, 8  # layers, hidden: small, the layout code does not care
@@ -39,10 +39,12 @@ def _parts(lengths, seed=0, layers=L, dim=D):
 
 
 def _segment(path: Path, lengths, dtype, seed=0) -> tuple[Segment, np.ndarray]:
-    """A segment written through write_segment, and its features as zarr would store them."""
+    """A segment written through write_segment, and its features as zarr would store them
+    (int8: the quantised values, cache/quant.py)."""
     parts = _parts(lengths, seed)
     write_segment(path, [f"k{i}" for i in range(len(parts))], parts, dtype)
-    return Segment(path), np.concatenate([p[0] for p in parts]).astype(dtype)  # (N, L, D)
+    values = np.concatenate([p[0] for p in parts])  # (N, L, D)
+    return Segment(path), quant.quantize(values)[0] if dtype == "int8" else values.astype(dtype)
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -52,6 +54,8 @@ def _files(root: Path) -> dict[str, bytes]:
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
+    if a.dtype == np.int8:
+        return a
     return a.view(np.uint16 if a.dtype == np.float16 else np.uint32)  # compare -0.0, NaN too
 
 
@@ -64,7 +68,7 @@ def test_morton_order_is_zarrs(grid):
     np.testing.assert_array_equal(shards.morton_order(grid), np.asarray(_morton_order(grid)))
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int8"])
 @pytest.mark.parametrize("n", [1, 31, 32, 2047, 2048, 2049, 5000])
 def test_zarr_reads_what_we_write_and_writes_the_same_bytes(tmp_path, n, dtype):
     seg, want = _segment(tmp_path / "ours", [n], dtype)
@@ -107,11 +111,12 @@ def test_same_inputs_give_identical_files(tmp_path):
 
 @pytest.fixture(scope="module")
 def segments(tmp_path_factory):
-    """Segments with full, partial and single-chunk shards, both dtypes."""
+    """Segments with full, partial and single-chunk shards, every stored dtype."""
     root = tmp_path_factory.mktemp("segs")
     return [
         _segment(root / "a", [5, 2100, 1, 2000, 60], "float16", seed=1),
         _segment(root / "b", [33, 7], "float32", seed=2),
+        _segment(root / "c", [2050, 9, 130], "int8", seed=3),
     ]
 
 
@@ -269,3 +274,57 @@ def test_examples_must_agree_on_layers_and_dim(tmp_path):
         ValueError, match=r"example 1 has features \(6, 1, 8\), expected \(S, 3, 8\)"
     ):
         write_segment(tmp_path / "s", ["a", "b"], parts, "float16")
+
+
+def _rewrite_index(seg: Segment, edit) -> None:
+    """Rewrite shard 0's body and index with `edit(body, index) -> body` (a valid zarr shard
+    still: zarr reads the tiles wherever the index puts them), then re-record the checksums."""
+    path = _shard_file(seg)
+    raw = path.read_bytes()
+    chunks = SHARD_TOKENS // CHUNK_TOKENS if seg.features.shape[0] >= SHARD_TOKENS else None
+    chunks = chunks or -(-seg.features.shape[0] // CHUNK_TOKENS)
+    size = chunks * L * 16
+    index = np.frombuffer(raw[-size - 4 : -4], "<u8").reshape(chunks, L, 2).copy()
+    body = edit(raw[: -size - 4], index)
+    index_bytes = index.tobytes()
+    crc = shards.google_crc32c.value(index_bytes).to_bytes(4, "little")
+    path.write_bytes(body + index_bytes + crc)
+    record_checksums(seg.path)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_tiles_off_the_row_grid_are_read_tile_by_tile(tmp_path, dtype):
+    seg, want = _segment(tmp_path / "s", [40, 57], dtype)
+
+    def shift(body: bytes, index: np.ndarray) -> bytes:
+        index[..., 0] += 1  # every tile one byte later: no longer a multiple of the row size
+        return b"\0" + body
+
+    _rewrite_index(seg, shift)
+    seg = Segment(tmp_path / "s")
+    assert seg._shards is not None
+    assert seg._shards._shard(0).rows is None  # the tile-by-tile path
+    np.testing.assert_array_equal(seg.features[:], want)  # zarr agrees the shard is valid
+    for start, end, layers in [(0, 97, None), (5, 70, [2, 0]), (31, 33, [1])]:
+        np.testing.assert_array_equal(
+            seg.read_range(start, end, layers),
+            want[start:end, layers] if layers else want[start:end],
+        )
+
+
+def test_tiles_not_stored_read_as_fill_value_like_zarr(tmp_path):
+    seg, want = _segment(tmp_path / "s", [40, 57], "float16")
+
+    def drop(body: bytes, index: np.ndarray) -> bytes:
+        index[1, 2] = shards.EMPTY  # tokens 32:64 of layer 2 not stored
+        return body
+
+    _rewrite_index(seg, drop)
+    seg = Segment(tmp_path / "s")
+    assert seg._shards._shard(0).rows is not None and not seg._shards._shard(0).complete
+    got = seg.read_range(20, 90, [2, 1])
+    np.testing.assert_array_equal(
+        got, seg.features.get_orthogonal_selection((slice(20, 90), [2, 1], slice(None)))
+    )
+    assert not got[12:44, 0].any() and got[:12, 0].any() and got[44:, 0].any()
+    np.testing.assert_array_equal(got[:, 1], want[20:90, 1])
