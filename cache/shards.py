@@ -32,13 +32,11 @@ with the fill value.
 
 from __future__ import annotations
 
+import functools
 import json
 import mmap
 import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
-from itertools import count
 from pathlib import Path
 
 import google_crc32c
@@ -170,15 +168,26 @@ class _Shard:
 
 # Open shard maps, shared by every reader in the process. A map costs no memory beyond the
 # page cache, but each holds a file descriptor (Python's mmap keeps a dup) and address space,
-# and a pool can hold thousands of shards: the LRU bounds both. os.pread would need no bound
-# but one system call and one extra copy per (Tc, 1, D) tile; a map lets numpy copy the tiles
-# straight into the output. An evicted map is only dropped, not closed: a reader that took it
-# before the eviction still copies from it, and it is unmapped when that reader lets go.
-# One lock guards the LRU (and the mapping and index check of a shard not yet open).
+# and a pool can hold thousands of shards: an LRU bounds both. os.pread would need no bound
+# but one system call and one extra copy per read; a map lets numpy copy the rows straight
+# into the output. An evicted map is only dropped, not closed: a reader that took it before
+# the eviction still copies from it, and it is unmapped when that reader lets go. The LRU is
+# functools.lru_cache (in C, thread-safe, a hit costs about a dict look-up: it is on every
+# read); two threads opening the same shard at once may both map and check it, once each.
 MAX_OPEN_SHARDS = 256
-_open: OrderedDict[tuple[int, int], _Shard | None] = OrderedDict()  # (reader, shard) -> map
-_open_lock = threading.Lock()
-_reader_ids = count()
+
+
+def _map_shard(reader: ShardReader, k: int) -> _Shard | None:
+    return reader._map(k)
+
+
+_open = functools.lru_cache(maxsize=MAX_OPEN_SHARDS)(_map_shard)  # (reader, shard) -> map
+
+
+def set_max_open_shards(n: int) -> None:
+    """Bound the open shard maps at `n` (the maps open now are dropped)."""
+    global _open
+    _open = functools.lru_cache(maxsize=n)(_map_shard)
 
 
 class ShardReader:
@@ -190,7 +199,6 @@ class ShardReader:
         self.dir = array_dir
         self.layout = lay
         self.expected = expected
-        self._id = next(_reader_ids)
 
     def read(
         self, start: int, end: int, layers: list[int] | None, out: np.ndarray | None = None
@@ -219,8 +227,9 @@ class ShardReader:
                 self._copy_tiles(shard, pos - k * st, stop - k * st, layers, dst)
             else:
                 rows = shard.token_rows[pos - k * st : stop - k * st]  # (S', L), a view
-                if layers is not None:
-                    rows = rows[:, layers]  # (S', Lsel)
+                if layers is not None:  # a view for a run of layers, else a gather
+                    run = layers == list(range(layers[0], layers[0] + len(layers)))
+                    rows = rows[:, layers[0] : layers[-1] + 1] if run else rows[:, layers]
                 # rows are checked inside the body when the shard is mapped: clip never clips
                 shard.rows.take(rows, axis=0, out=dst, mode="clip")
                 if not shard.complete and (rows < 0).any():
@@ -245,15 +254,7 @@ class ShardReader:
                     dst[t0 - a : t1 - a, j] = src.view(dst.dtype).reshape(t1 - t0, dim)
 
     def _shard(self, k: int) -> _Shard | None:
-        key = (self._id, k)
-        with _open_lock:
-            if key in _open:
-                _open.move_to_end(key)
-                return _open[key]
-            shard = _open[key] = self._map(k)
-            while len(_open) > MAX_OPEN_SHARDS:
-                _open.popitem(last=False)
-            return shard
+        return _open(self, k)
 
     def _map(self, k: int) -> _Shard | None:
         """Map shard k and check its index (once: the segment is immutable); None if absent."""
