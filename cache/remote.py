@@ -217,16 +217,22 @@ class RemoteStore:
         raise cls(detail)
 
 
-def _body_into_buffer(response) -> bytearray | bytes:
+def _body_into_buffer(response) -> memoryview | bytes:
     """The body read straight into one writable buffer of its Content-Length, which `decode`
-    then views without copying; `.data` when the length is not given."""
+    then views without copying; `.data` when the length is not given. The buffer is not
+    zero-filled first (np.empty, not bytearray): for a large body that fill cost as much as
+    receiving it."""
     length = response.headers.get("Content-Length")
     if length is None:
         return response.data
-    buf = bytearray(int(length))
-    view, got = memoryview(buf), 0
+    buf = memoryview(np.empty(int(length), dtype=np.uint8))
+    # urllib3's readinto reads into a temporary bytes and copies it over; the http.client
+    # response under it reads into the buffer itself (the body is never content-encoded here)
+    raw = getattr(response, "_fp", None)
+    readinto = raw.readinto if hasattr(raw, "readinto") else response.readinto
+    view, got = buf, 0
     while got < len(buf):
-        n = response.readinto(view[got:])
+        n = readinto(view[got:])
         if not n:
             raise ConnectionError(f"the service sent {got} of {len(buf)} body bytes, then closed")
         got += n
