@@ -24,7 +24,7 @@ from .errors import (
 )
 from .store import check_layers, read_dtype
 from .types import ExampleBatch, FeatureSetInfo
-from .wire import SAFETENSORS, body_bytes, decode
+from .wire import SAFETENSORS, decode
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +41,15 @@ _BY_STATUS: dict[int, type[StoreError]] = {
     422: InvalidSelectionError,
 }
 _GUESS_TOKENS = 64  # tokens per example assumed before a set reports its num_tokens
+PARALLEL_MIN_EXAMPLES = 32  # a read of fewer examples than twice this goes in one request
 
 
 class RemoteStore:
     """Read feature sets from `snowfire serve` at `base_url` (e.g. "http://host:8000")."""
 
-    def __init__(self, base_url: str, *, timeout: float = 120.0):
+    def __init__(self, base_url: str, *, timeout: float = 120.0, parallel: int = 2):
+        """parallel: requests a large read is split into and sent at once (one connection
+        each): the service reads one part while it sends another (benchmarks/README.md)."""
         import urllib3
 
         self.url = base_url.rstrip("/")
@@ -58,6 +61,7 @@ class RemoteStore:
         self._infos: dict[str, FeatureSetInfo] = {}
         self._keys: dict[str, list[str]] = {}
         self._max_body: int | None = None
+        self.parallel = max(1, parallel)
 
     def __repr__(self) -> str:
         return f"RemoteStore({self.url!r})"
@@ -127,26 +131,33 @@ class RemoteStore:
         if not selection:
             return _as_dtype(self._read_one(fs_id, field, selection, layer_list), dtype)
         step = self._first_step(fs_id, layer_list)
-        target = self._body_cap() // 2
-        parts, start = [], 0
-        while start < len(selection):
-            chunk = selection[start : start + step]
-            try:
-                part = self._read_one(fs_id, field, chunk, layer_list)
-            except RequestTooLargeError:
-                if len(chunk) == 1:
-                    raise
-                step = len(chunk) // 2
-                log.info("%s: %d examples too large for one response; trying %d", fs_id,
-                         len(chunk), step)  # fmt: skip
-                continue
-            parts.append(part)
-            start += len(chunk)
-            per_example = max(1, body_bytes(part) // len(chunk))
-            step = max(1, target // per_example)
+        if len(selection) >= 2 * PARALLEL_MIN_EXAMPLES and self.parallel > 1:
+            step = min(step, -(-len(selection) // self.parallel))  # one part per connection
+        chunks = [selection[i : i + step] for i in range(0, len(selection), step)]
+        if len(chunks) == 1:
+            parts = [self._read_split(fs_id, field, chunks[0], layer_list)]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(self.parallel, len(chunks))) as pool:
+                parts = list(
+                    pool.map(lambda c: self._read_split(fs_id, field, c, layer_list), chunks)
+                )
         return _as_dtype(parts[0] if len(parts) == 1 else ExampleBatch.concat(parts), dtype)
 
     # ---------------------------------------------------------------- internals
+    def _read_split(self, fs_id: str, field: str, chunk: list, layers: list | None):
+        """One request for `chunk`, halved (recursively) while the service answers 413."""
+        try:
+            return self._read_one(fs_id, field, chunk, layers)
+        except RequestTooLargeError:
+            if len(chunk) == 1:
+                raise
+        half = len(chunk) // 2
+        log.info("%s: %d examples too large for one response; trying %d", fs_id, len(chunk), half)
+        parts = [self._read_split(fs_id, field, c, layers) for c in (chunk[:half], chunk[half:])]
+        return ExampleBatch.concat(parts)
+
     def _read_one(self, fs_id: str, field: str, chunk: list, layers: list | None) -> ExampleBatch:
         body: dict[str, Any] = {field: chunk}
         if layers is not None:

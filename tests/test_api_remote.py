@@ -167,6 +167,33 @@ def test_refused_request_is_halved_and_retried(small_server, local, monkeypatch)
         assert transport.refused > 0
 
 
+def test_a_large_read_goes_out_as_parallel_requests(server, local, monkeypatch):
+    import cache.remote
+
+    monkeypatch.setattr(cache.remote, "PARALLEL_MIN_EXAMPLES", 2)
+    with RemoteStore(server.url, parallel=3) as remote:
+        remote.get_featureset("fs32")  # the look-ups first: only reads below
+        transport = Counting(remote)
+        in_flight, peak, lock = [0], [0], threading.Lock()
+        send = transport.send
+
+        def slow_send(method, url, body, headers):
+            with lock:
+                in_flight[0] += 1
+                peak[0] = max(peak[0], in_flight[0])
+            time.sleep(0.2)  # long enough for the other requests to start
+            try:
+                return send(method, url, body, headers)
+            finally:
+                with lock:
+                    in_flight[0] -= 1
+
+        transport.send = slow_send
+        idx = [7, 3, 0, 11, 5, 2, 9, 4, 1]
+        assert_same_batch(remote.read("fs32", indices=idx), local.read("fs32", indices=idx))
+        assert transport.features_requests == 3 and peak[0] == 3  # 3 parts, sent at once
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error"),
     [
