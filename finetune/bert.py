@@ -48,6 +48,8 @@ class BertFinetuner(nn.Module):
         labels: Sequence[str] | None = None,
         dropout: float = 0.1,
         max_length: int = 128,
+        crf: bool = False,
+        lstm: int = 0,
     ) -> None:
         """model_dir: a HF folder (or hub name); labels: class names or tags (index order),
         None for regression; max_length: pieces per input, capped at the model's limit."""
@@ -70,9 +72,10 @@ class BertFinetuner(nn.Module):
         self.uses_types = getattr(config, "type_vocab_size", 0) > 1
         self.num_layers = config.num_hidden_layers + 1  # L, embeddings included
         pad_tag = list(labels).index("O") if kind == "tagging" and "O" in labels else 0
-        self.output = OutputLayer(
-            config.hidden_size, kind, num_labels, dropout=dropout, pad_tag=pad_tag
-        )
+        tagging = kind == "tagging"
+        self.output = OutputLayer(config.hidden_size, kind, num_labels, dropout=dropout,
+                                  crf=crf and tagging, lstm=lstm if tagging else 0,
+                                  pad_tag=pad_tag)  # fmt: skip
         self.label_index = {label: i for i, label in enumerate(labels or ())}
 
     # ------------------------------------------------------------------ data

@@ -85,7 +85,14 @@ class FinetuneConfig:
         True, "ELMo pairs: bi-attention and ESIM's enhanced pooling (off: max-pool each text "
         "and concatenate, the paper's Table 3 ablation)",
     )  # fmt: skip
-    crf: bool = option(True, "ELMo tagging: a CRF output layer (off: a per-word softmax)")
+    crf: bool | None = option(
+        None, "tagging: a CRF output layer (off: a per-word softmax); default: ELMo yes, the "
+        "BERT family no (a softmax over each word's first piece, as Devlin et al.)",
+    )  # fmt: skip
+    output_lstm: int = option(
+        0, "tagging: a BiLSTM of this many units per direction under the output layer "
+        "(0: none; the paper's Table 5 adds one)", ge=0,
+    )  # fmt: skip
     checkpoint_every: int = option(
         0, "also write RUN/checkpoint.pt every this many steps (0: once per epoch)", ge=0
     )

@@ -50,6 +50,7 @@ class ElmoFinetuner(nn.Module):
         dropout: float = 0.1,
         bi_attention: bool = True,
         crf: bool = True,
+        lstm: int = 0,
     ) -> None:
         super().__init__()
         from heads import ScalarMix
@@ -66,6 +67,7 @@ class ElmoFinetuner(nn.Module):
             num_labels,
             dropout=dropout,
             crf=crf and kind == "tagging",
+            lstm=lstm if kind == "tagging" else 0,
             pad_tag=pad_tag,
         )
         self.label_index = {label: i for i, label in enumerate(labels or ())}

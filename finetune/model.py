@@ -29,6 +29,8 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
             labels=spec.labels,
             dropout=cfg.dropout,
             max_length=cfg.max_length,
+            crf=bool(cfg.crf),  # None: the BERT family's softmax
+            lstm=cfg.output_lstm,
         )
         # the extractor's identity of the starting encoder: the same hashes a store keys on
         config = model.encoder.config
@@ -47,7 +49,8 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
         labels=spec.labels,
         dropout=cfg.dropout,
         bi_attention=cfg.bi_attention,
-        crf=cfg.crf,
+        crf=cfg.crf is not False,  # None: ELMo's CRF
+        lstm=cfg.output_lstm,
     )
     identity = {
         "kind": "elmo",

@@ -25,7 +25,8 @@ __all__ = ["IGNORE_INDEX", "KINDS", "OutputLayer", "TagScores"]
 
 
 class OutputLayer(nn.Module):
-    """dropout -> linear (-> CRF) for one task kind; `predict` decodes its output."""
+    """(dropout -> BiLSTM ->) dropout -> linear (-> CRF) for one task kind; `predict` decodes
+    its output."""
 
     def __init__(
         self,
@@ -35,10 +36,13 @@ class OutputLayer(nn.Module):
         *,
         dropout: float = 0.1,
         crf: bool = False,
+        lstm: int = 0,
         pad_tag: int = 0,
     ) -> None:
-        """in_dim: D; num_labels: K (1 for regression); crf: tagging only; pad_tag: the tag
-        predicted for words the encoder did not see (the index of "O")."""
+        """in_dim: D; num_labels: K (1 for regression); crf: tagging only; lstm: tagging only,
+        a BiLSTM of this many units per direction between the encoder's word vectors and the
+        linear layer (the paper's Table 5 "+BiLSTM"; 0: none); pad_tag: the tag predicted for
+        words the encoder did not see (the index of "O")."""
         super().__init__()
         if kind not in KINDS:
             raise ValueError(f"OutputLayer: expected kind in {KINDS}, got {kind!r}")
@@ -48,8 +52,17 @@ class OutputLayer(nn.Module):
             raise ValueError(f"OutputLayer: expected >= 2 labels for {kind}, got {num_labels}")
         if crf and kind != "tagging":
             raise ValueError(f"OutputLayer: a CRF is for tagging, not {kind}")
+        if lstm and kind != "tagging":
+            raise ValueError(f"OutputLayer: the BiLSTM is for tagging, not {kind}")
         self.kind, self.pad_tag = kind, pad_tag
         self.dropout = nn.Dropout(dropout)
+        if lstm:
+            from heads.sequence import BiLSTM
+
+            self.lstm = BiLSTM(in_dim, lstm)
+            in_dim = self.lstm.output_dim  # 2 * lstm
+        else:
+            self.lstm = None
         self.linear = nn.Linear(in_dim, num_labels)
         if crf:
             from torchcrf import CRF
@@ -65,6 +78,10 @@ class OutputLayer(nn.Module):
         mask: torch.Tensor | None = None,  # (B, T) bool, tagging
         lengths: torch.Tensor | None = None,  # (B,) long, tagging
     ) -> tuple[torch.Tensor | TagScores, torch.Tensor | None]:
+        if self.lstm is not None:
+            if mask is None:
+                raise ValueError("OutputLayer: tagging needs the (B, T) word mask")
+            x = self.lstm(self.dropout(x), mask)  # (B, T, 2H)
         z = self.linear(self.dropout(x)).float()  # (B, K) | (B, 1) | (B, T, K)
         if self.kind == "regression":
             z = z.squeeze(-1)  # (B,)

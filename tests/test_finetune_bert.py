@@ -54,3 +54,39 @@ def test_pairs_are_encoded_jointly_with_token_types(tiny_bert_dir):
     assert batch["labels"].tolist() == [3.5]
     out, loss = model(batch)
     assert out.shape == (1,) and loss.shape == ()
+
+
+def test_bilstm_crf_output_for_tagging(tiny_bert_dir):
+    """Table 5's 🔥 + BiLSTM + CRF: the added parameters are exactly an LSTM per direction and
+    a CRF; the loss is the CRF's and learns; predictions cover every word."""
+    spec = get_task("conll2003")
+    k = len(spec.labels)
+    plain = BertFinetuner(tiny_bert_dir, kind="tagging", num_labels=k, labels=spec.labels)
+    model = BertFinetuner(tiny_bert_dir, kind="tagging", num_labels=k, labels=spec.labels,
+                          crf=True, lstm=5)  # fmt: skip
+    d, h = model.encoder.config.hidden_size, 5
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    lstm = 2 * (4 * h * (d + h) + 2 * 4 * h)  # two directions: W_ih, W_hh, b_ih, b_hh
+    crf = k * k + 2 * k  # transitions, start, end
+    assert count(model) - count(plain) == lstm + crf + (2 * h - d) * k  # linear in: 2H not D
+    assert model.output.crf is not None and model.output.lstm is not None
+    groups = dict(model.layer_groups())
+    assert {id(p) for p in model.output.lstm.parameters()} <= {id(p) for p in groups["output"]}
+    torch.manual_seed(0)
+    examples = [Example(0, ("the", "dogs", "runs"), tags=("O", "I-PER", "O")),
+                Example(1, ("a", "man"), tags=("O", "I-PER"))]  # fmt: skip
+    batch = model.collate(examples)
+    optim = torch.optim.Adam(model.output.parameters(), lr=0.05)
+    losses = []
+    for _ in range(30):
+        _, loss = model(batch)
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.2 * losses[0]
+    model.eval()
+    with torch.no_grad():
+        out, _ = model(batch)
+    per, o = spec.labels.index("I-PER"), spec.labels.index("O")
+    assert model.predict(out) == [[o, per, o], [o, per]]

@@ -22,7 +22,7 @@ def test_defaults_follow_the_family_recipe():
         "discriminative": 1.0,
         "gradual_unfreezing": False,
     }
-    assert cfg.bi_attention and cfg.crf
+    assert cfg.bi_attention and cfg.crf is None and cfg.output_lstm == 0  # family defaults
     elmo = FinetuneConfig(**(BASE | {"encoder": "elmo:/x"}))
     assert elmo.family == "elmo" and elmo.recipe_name == "elmo" and elmo.peak_lr == 1e-3
     assert elmo.settings() == {
