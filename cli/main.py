@@ -144,6 +144,9 @@ def _analyze(args: argparse.Namespace) -> int:
     kw = {}
     if args.name == "pairs":
         kw = {"seeds": args.seeds, "head": args.head or "esim", "epochs": args.epochs}
+    elif args.name in ("ner-params", "elmo-biattention"):
+        kw = {"seeds": args.seeds, "epochs": args.epochs,
+              "max_train_examples": args.max_train_examples}  # fmt: skip
     elif args.name == "probes":
         finetuned = dict(item.split("=", 1) for item in args.finetuned or [])
         kw = {"finetuned": finetuned} | ({"epochs": args.epochs} if args.epochs else {})
@@ -285,14 +288,21 @@ def _add_store_tools(sub) -> None:
 
 def _add_analyze(sub) -> None:
     a = sub.add_parser("analyze", help="the paper's analyses: pairs (Table 4), probes (Fig. 1), "
-                       "mi (Fig. 2)")  # fmt: skip
-    a.add_argument("name", choices=["pairs", "probes", "mi"])
+                       "mi (Fig. 2), ner-params (Table 5), elmo-biattention (Table 3)")  # fmt: skip
+    a.add_argument("name", choices=["pairs", "probes", "mi", "ner-params", "elmo-biattention"])
     a.add_argument("--encoder", required=True, help="minilm | hf:DIR | elmo:...")
     a.add_argument("--data", required=True, help="task data directory")
     a.add_argument("--out", required=True, help="output directory (NAME.json, .md, .png)")
     a.add_argument("--store", default=None, help="feature store (default OUT/store)")
     a.add_argument("--tasks", action="append", help="tasks (default: the paper's for NAME)")
-    a.add_argument("--seeds", type=int, default=1, help="pairs: seeds per cell")
+    a.add_argument("--seeds", type=int, default=1,
+                   help="pairs, ner-params, elmo-biattention: seeds per cell")  # fmt: skip
+    a.add_argument(
+        "--max-train-examples",
+        type=int,
+        default=None,
+        help="ner-params, elmo-biattention: 🔥 on this many training examples",
+    )
     a.add_argument("--head", default=None, help="pairs: the head (default esim)")
     a.add_argument("--epochs", type=int, default=None, help="epochs cap of each run")
     a.add_argument("--finetuned", action="append", metavar="TASK=RUN",

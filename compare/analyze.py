@@ -6,6 +6,9 @@
             with --finetuned TASK=RUN, for a 🔥 run's saved encoder re-extracted
     mi      mutual information between each layer's mean activation and the labels (Figure 2;
             compare/mi.py says which estimator and why)
+    ner-params        parameters added on NER (Table 5): ❄️ + CRF vs ❄️ + BiLSTM + CRF, and 🔥
+                      + CRF, 🔥 + BiLSTM + CRF, each with and without gradual unfreezing
+    elmo-biattention  ELMo 🔥 on pairs with and without bi-attention (Table 3)
 
 Features come from OUT/store (or --store) and are extracted where missing; every run is an
 ordinary run directory under OUT/NAME/, so a rerun recomputes nothing.
@@ -29,7 +32,15 @@ PAPER_PAIRS = {
 }  # fmt: skip  (BERT-base ❄️ dev: joint, separate)
 DEFAULT_TASKS = {"pairs": ("sick-e", "sick-r", "stsb", "mrpc"),
                  "probes": ("cola", "sst2", "mrpc", "stsb"),
-                 "mi": ("cola", "sst2", "mrpc", "stsb")}  # fmt: skip
+                 "mi": ("cola", "sst2", "mrpc", "stsb"),
+                 "ner-params": ("conll2003",),
+                 "elmo-biattention": ("sick-e", "sick-r", "stsb", "mrpc")}  # fmt: skip
+#: ELMo, CoNLL-2003 dev F1 (Table 5); the paper lists no 🔥 + BiLSTM + CRF without unfreezing
+PAPER_NER = {"❄️ + CRF": 91.9, "❄️ + BiLSTM + CRF": 95.5, "🔥 + CRF": 95.1,
+             "🔥 + CRF + gradual unfreezing": 95.5, "🔥 + BiLSTM + CRF": None,
+             "🔥 + BiLSTM + CRF + gradual unfreezing": 95.2}  # fmt: skip
+#: ELMo 🔥 dev (Table 3), with and without bi-attention, where PAPER.md quotes it
+PAPER_BIATTENTION = {"stsb": (80.2, 38.5)}
 
 
 def _features(encoder: str, store: str, task: str, data: str, split: str, pair: str):
@@ -169,7 +180,94 @@ def probes(encoder, data, out: Path, store, tasks, finetuned: dict[str, str] | N
     return _write(out, "probes", result, rows, "probe dev score per layer (x100)")
 
 
-ANALYSES = {"pairs": pairs, "probes": probes, "mi": mi}
+def _finetune(encoder, task, data, out: Path, seed: int, **kw) -> dict:
+    from finetune import FinetuneConfig
+    from finetune import train as finetune
+
+    kw = {k: v for k, v in kw.items() if v is not None}
+    return finetune(FinetuneConfig(encoder=encoder, task=task, data=data, out=str(out),
+                                   seed=seed, progress=False, **kw))  # fmt: skip
+
+
+def ner_params(encoder, data, out: Path, store, tasks, seeds=1, epochs=None,
+               max_train_examples=None, lstm: int = 200) -> dict:  # fmt: skip
+    """Table 5: dev F1 of ❄️ + CRF and ❄️ + BiLSTM + CRF (the `crf` and `bilstm-crf` heads),
+    and of 🔥 with a CRF output, with and without a BiLSTM (`lstm` units per direction) under
+    it, each with and without gradual unfreezing; every cell a mean over `seeds`."""
+    from tasks import get_task
+
+    (task,) = tasks
+    metric = get_task(task).metric
+    for split in ("train", "dev"):
+        _features(encoder, store, task, data, split, "joint")
+    root, cells = out / "ner-params", {}
+    for head, name in (("crf", "❄️ + CRF"), ("bilstm-crf", "❄️ + BiLSTM + CRF")):
+        cells[name] = mean_sd([
+            _train(store, encoder, task, head, data, root / head / f"seed{s}", "joint", seed=s,
+                   **({"epochs": epochs} if epochs else {}))["dev"][metric]
+            for s in range(seeds)
+        ])  # fmt: skip
+    for units, layer in ((0, "🔥 + CRF"), (lstm, "🔥 + BiLSTM + CRF")):
+        for gradual in (False, True):
+            name = layer + (" + gradual unfreezing" if gradual else "")
+            run = root / f"fire-lstm{units}-{'gu' if gradual else 'all'}"
+            cells[name] = mean_sd([
+                _finetune(encoder, task, data, run / f"seed{s}", s, crf=True, output_lstm=units,
+                          gradual_unfreezing=gradual, epochs=epochs,
+                          max_train_examples=max_train_examples)["dev"][metric]
+                for s in range(seeds)
+            ])  # fmt: skip
+    result = {task: cells}
+    rows = ["| set-up | dev F1 | sd | paper, ELMo |", "| --- | --- | --- | --- |"]
+    for name, (mean, sd) in cells.items():
+        paper = PAPER_NER.get(name)
+        rows.append(f"| {name} | {100 * mean:.1f} | {'–' if sd is None else f'{100 * sd:.1f}'} "
+                    f"| {'–' if paper is None else paper} |")  # fmt: skip
+    _hbars(cells, out / "ner-params.png", f"{encoder}: parameters added on {task} (dev F1)")
+    caption = (
+        f"{task} dev {metric}, {seeds} seed(s); 🔥 BiLSTM: {lstm} units per direction"
+        + (f"; {epochs} epochs" if epochs else "")
+        + (f"; 🔥 on {max_train_examples} training sentences" if max_train_examples else "")
+    )
+    return _write(out, "ner-params", result, rows, caption)
+
+
+def elmo_biattention(encoder, data, out: Path, store, tasks, seeds=1, epochs=None,
+                     max_train_examples=None) -> dict:  # fmt: skip
+    """Table 3: ELMo 🔥 on pair tasks with bi-attention and ESIM's enhanced pooling, and
+    without (each text max-pooled alone, then concatenated), dev scores."""
+    from extractor.options import encoder_family
+    from tasks import get_task
+
+    if encoder_family(encoder) != "elmo":
+        raise ValueError(f"elmo-biattention fine-tunes ELMo: --encoder elmo:..., got {encoder!r}")
+    result: dict[str, Any] = {}
+    for task in tasks:
+        spec = get_task(task)
+        if not spec.pair:
+            raise ValueError(f"elmo-biattention is about pairs: {task} is a single-text task")
+        result[task] = {}
+        for bi, key in ((True, "bi-attention"), (False, "none")):
+            result[task][key] = mean_sd([
+                _finetune(encoder, task, data, out / "elmo-biattention" / task / key / f"seed{s}",
+                          s, bi_attention=bi, epochs=epochs,
+                          max_train_examples=max_train_examples)["dev"][spec.metric]
+                for s in range(seeds)
+            ])  # fmt: skip
+    rows = ["| task | with bi-attention | without | paper ELMo with | without |",
+            "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    for task, r in result.items():
+        paper = PAPER_BIATTENTION.get(task, ("–", "–"))
+        rows.append(f"| {task} | {100 * r['bi-attention'][0]:.1f} | {100 * r['none'][0]:.1f} | "
+                    f"{paper[0]} | {paper[1]} |")  # fmt: skip
+    _bars(result, ("bi-attention", "none"), out / "elmo-biattention.png",
+          "ELMo fine-tuned on pairs, with and without bi-attention (dev)")  # fmt: skip
+    return _write(out, "elmo-biattention", result, rows,
+                  f"ELMo 🔥 dev scores, {seeds} seed(s)")  # fmt: skip
+
+
+ANALYSES = {"pairs": pairs, "probes": probes, "mi": mi, "ner-params": ner_params,
+            "elmo-biattention": elmo_biattention}  # fmt: skip
 
 
 def _write(out: Path, name: str, result: dict, rows: list[str], caption: str) -> dict:
@@ -210,6 +308,20 @@ def _bars(result, keys, path: Path, title: str) -> None:
     ax.set_xticks(range(len(tasks)), tasks)
     ax.set_ylabel("dev score (x100)")
     ax.set_title(title)
+    _save(fig, ax, path)
+
+
+def _hbars(cells: dict[str, tuple[float, float | None]], path: Path, title: str) -> None:
+    names = list(cells)
+    fig, ax = _figure((6.5, 0.45 * len(names) + 1.2))
+    means = [100 * cells[n][0] for n in names]
+    ax.barh(range(len(names)), means, xerr=[100 * (cells[n][1] or 0) for n in names],
+            capsize=3, label="dev")  # fmt: skip
+    plain = [n.replace("❄️", "frozen").replace("🔥", "fine-tuned") for n in names]  # the font
+    ax.set_yticks(range(len(names)), plain)
+    ax.invert_yaxis()
+    ax.set_xlim(max(0.0, min(means) - 10), max(means) + 3)
+    ax.set_title(title, fontsize=9)
     _save(fig, ax, path)
 
 

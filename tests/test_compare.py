@@ -144,3 +144,58 @@ def test_the_full_budget_tunes_fire_on_dev(tiny_bert_dir, tmp_path, monkeypatch)
         == json.loads((Path(grid["chosen"]["run"]) / "metrics.json").read_text())["dev"]
     )
     assert "rate and epochs tuned on dev" in (out / "table.md").read_text()
+
+
+def test_ner_params_runs_the_six_cells_of_table_5(tiny_bert_dir, tmp_path):
+    from cli.main import main as snowfire
+    from tests.test_finetune_e2e import write_conll
+
+    data = write_conll(tmp_path / "data", sizes=(("train", 24), ("dev", 8)))
+    out = tmp_path / "an"
+    argv = ["analyze", "ner-params", "--encoder", f"hf:{tiny_bert_dir}", "--data", str(data),
+            "--out", str(out), "--epochs", "1", "--max-train-examples", "16"]  # fmt: skip
+    assert snowfire(argv) == 0
+    cells = json.loads((out / "ner-params.json").read_text())["conll2003"]
+    assert list(cells) == ["❄️ + CRF", "❄️ + BiLSTM + CRF", "🔥 + CRF",
+                           "🔥 + CRF + gradual unfreezing", "🔥 + BiLSTM + CRF",
+                           "🔥 + BiLSTM + CRF + gradual unfreezing"]  # fmt: skip
+    root = out / "ner-params"
+    for run, name, lstm, gradual in [
+        ("fire-lstm0-all", "🔥 + CRF", 0, False),
+        ("fire-lstm200-gu", "🔥 + BiLSTM + CRF + gradual unfreezing", 200, True),
+    ]:
+        config = json.loads((root / run / "seed0" / "config.json").read_text())
+        assert config["finetune"]["output_lstm"] == lstm and config["finetune"]["crf"] is True
+        assert config["recipe"]["settings"]["gradual_unfreezing"] is gradual
+        metrics = json.loads((root / run / "seed0" / "metrics.json").read_text())
+        assert cells[name][0] == metrics["dev"]["span_f1"]  # the table's score is the run's
+    assert json.loads((root / "bilstm-crf" / "seed0" / "config.json").read_text())["train"][
+        "head"] == "bilstm-crf"  # fmt: skip
+    table = (out / "ner-params.md").read_text()
+    assert "| ❄️ + CRF | " in table and "| 91.9 |" in table  # the paper's ELMo row beside ours
+    assert (out / "ner-params.png").stat().st_size > 1000
+    mtime = (root / "fire-lstm0-all" / "seed0" / "metrics.json").stat().st_mtime_ns
+    assert snowfire(argv) == 0  # a rerun recomputes nothing
+    assert (root / "fire-lstm0-all" / "seed0" / "metrics.json").stat().st_mtime_ns == mtime
+
+
+def test_elmo_biattention_on_the_fixture_and_refuses_other_encoders(tmp_path, capsys):
+    from cli.main import main as snowfire
+    from tests.conftest import FIXTURES, need_shared
+    from tests.test_finetune_e2e import write_stsb
+
+    elmo = need_shared(FIXTURES / "allennlp_elmo")
+    options, weights = elmo / "options.json", elmo / "lm_weights.hdf5"
+    data = write_stsb(tmp_path / "data", sizes=(("train", 16), ("dev", 8)))
+    out = tmp_path / "an"
+    base = ["--data", str(data), "--out", str(out), "--epochs", "1", "--tasks", "stsb"]
+    assert snowfire(["analyze", "elmo-biattention", "--encoder", "minilm", *base]) == 2
+    assert "elmo-biattention fine-tunes ELMo: --encoder elmo:" in capsys.readouterr().err
+    assert snowfire(["analyze", "elmo-biattention", "--encoder",
+                     f"elmo:{options},{weights}", *base]) == 0  # fmt: skip
+    result = json.loads((out / "elmo-biattention.json").read_text())["stsb"]
+    for key, bi in (("bi-attention", True), ("none", False)):
+        run = out / "elmo-biattention" / "stsb" / key / "seed0"
+        assert json.loads((run / "config.json").read_text())["finetune"]["bi_attention"] is bi
+        assert result[key][0] == json.loads((run / "metrics.json").read_text())["dev"]["pearson"]
+    assert "| stsb |" in (out / "elmo-biattention.md").read_text()
