@@ -334,3 +334,38 @@ def test_tiles_not_stored_read_as_fill_value_like_zarr(tmp_path):
     )
     assert not got[12:44, 0].any() and got[:12, 0].any() and got[44:, 0].any()
     np.testing.assert_array_equal(got[:, 1], want[20:90, 1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 2 * SHARD_TOKENS + 70),
+    layers=st.integers(1, 4),
+    dim=st.sampled_from([1, 3, 8]),
+    dtype=st.sampled_from(["float16", "float32", "int8"]),
+    data=st.data(),
+)
+def test_what_zarr_writes_in_our_layout_we_read(tmp_path_factory, n, layers, dim, dtype, data):
+    """The other way round: zarr writes an array of random shape and dtype in the layout the
+    direct path knows; ShardReader reads random token ranges and layer subsets of it."""
+    rng = np.random.default_rng(n * 31 + layers)
+    if dtype == "int8":
+        want = rng.integers(-127, 128, size=(n, layers, dim)).astype(np.int8)
+    else:
+        want = rng.standard_normal((n, layers, dim)).astype(dtype)
+    root = tmp_path_factory.mktemp("zarr-writes")
+    shard = min(SHARD_TOKENS, -(-n // CHUNK_TOKENS) * CHUNK_TOKENS)
+    arr = zarr.open_group(str(root), mode="w-").create_array(
+        "features", shape=want.shape, dtype=dtype, chunks=(CHUNK_TOKENS, 1, dim),
+        shards=(shard, layers, dim), compressors=None, fill_value=0,
+    )  # fmt: skip
+    arr[:] = want
+    lay = shards.layout(root / "features")
+    assert lay is not None, "zarr's own write of our layout must take the direct path"
+    reader = shards.ShardReader(root / "features", lay)
+    start = data.draw(st.integers(0, n - 1))
+    end = data.draw(st.integers(start, n))
+    sel = data.draw(st.none() | st.lists(st.integers(0, layers - 1), min_size=1, max_size=4))
+    got = reader.read(start, end, sel)
+    np.testing.assert_array_equal(
+        _bits(got), _bits(want[start:end] if sel is None else want[start:end, sel])
+    )
