@@ -83,12 +83,12 @@ def pairs(encoder, data, out: Path, store, tasks, seeds=1, head="esim", epochs=N
                 for s in range(seeds)
             ]  # fmt: skip
             result[task][pair] = mean_sd(scores)
-    rows = ["| task | joint | separate | paper BERT-base joint | separate |",
-            "| --- | --- | --- | --- | --- |"]  # fmt: skip
-    for task, r in result.items():
-        paper = PAPER_PAIRS.get(task, ("–", "–"))
-        rows.append(f"| {task} | {100 * r['joint'][0]:.1f} | {100 * r['separate'][0]:.1f} | "
-                    f"{paper[0]} | {paper[1]} |")  # fmt: skip
+    rows = _paired_rows(
+        result,
+        ("joint", "separate"),
+        PAPER_PAIRS,
+        "| task | joint | separate | paper BERT-base joint | separate |",
+    )
     _bars(result, ("joint", "separate"), out / "pairs.png", f"{encoder}: {head} on pairs (dev)")
     return _write(out, "pairs", result, rows, f"❄️ {head}, pairs encoded jointly vs separately")
 
@@ -254,12 +254,8 @@ def elmo_biattention(encoder, data, out: Path, store, tasks, seeds=1, epochs=Non
                           max_train_examples=max_train_examples)["dev"][spec.metric]
                 for s in range(seeds)
             ])  # fmt: skip
-    rows = ["| task | with bi-attention | without | paper ELMo with | without |",
-            "| --- | --- | --- | --- | --- |"]  # fmt: skip
-    for task, r in result.items():
-        paper = PAPER_BIATTENTION.get(task, ("–", "–"))
-        rows.append(f"| {task} | {100 * r['bi-attention'][0]:.1f} | {100 * r['none'][0]:.1f} | "
-                    f"{paper[0]} | {paper[1]} |")  # fmt: skip
+    header = "| task | with bi-attention | without | paper ELMo with | without |"
+    rows = _paired_rows(result, ("bi-attention", "none"), PAPER_BIATTENTION, header)
     _bars(result, ("bi-attention", "none"), out / "elmo-biattention.png",
           "ELMo fine-tuned on pairs, with and without bi-attention (dev)")  # fmt: skip
     return _write(out, "elmo-biattention", result, rows,
@@ -309,6 +305,16 @@ def _bars(result, keys, path: Path, title: str) -> None:
     ax.set_ylabel("dev score (x100)")
     ax.set_title(title)
     _save(fig, ax, path)
+
+
+def _paired_rows(result: dict, keys: tuple[str, str], paper: dict, header: str) -> list[str]:
+    """A markdown table: per task, our mean for each of two set-ups, then the paper's two."""
+    rows = [header, "| --- | --- | --- | --- | --- |"]
+    for task, r in result.items():
+        theirs = paper.get(task, ("–", "–"))
+        rows.append(f"| {task} | {100 * r[keys[0]][0]:.1f} | {100 * r[keys[1]][0]:.1f} | "
+                    f"{theirs[0]} | {theirs[1]} |")  # fmt: skip
+    return rows
 
 
 def _hbars(cells: dict[str, tuple[float, float | None]], path: Path, title: str) -> None:
