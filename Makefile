@@ -51,6 +51,7 @@ bench: setup
 	$(BIN)/python benchmarks/extract_vs_encoder.py
 	$(BIN)/python benchmarks/store_read.py
 	$(BIN)/python benchmarks/rest_vs_inprocess.py
+	$(BIN)/python benchmarks/epoch_remote.py
 	$(BIN)/python benchmarks/load.py
 	$(BIN)/python benchmarks/cache_speedup.py
 
