@@ -127,8 +127,8 @@ TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
          "params.split.0: Input should be 'train', 'dev' or 'test' (got 'val')"),
         ({"kind": "extract", "params": {"encoder": "minilm", "input": "missing.txt"}},
          "params: input: no file HOME/missing.txt"),
-        ({"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "dtype": "int8"}},
-         "params.dtype: Input should be 'float16' or 'float32' (got 'int8')"),
+        ({"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "dtype": "bfloat16"}},
+         "params.dtype: Input should be 'float16', 'float32' or 'int8' (got 'bfloat16')"),
     ],
 )  # fmt: skip
 def test_submission_errors_are_422_with_the_reason(client, home, body, detail):
