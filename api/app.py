@@ -11,7 +11,8 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 
-from cache import Store
+from cache import open_store
+from cache.bucket import is_bucket
 from jobs import Home, JobQueue
 
 from .embed_routes import router as embed_router
@@ -31,12 +32,12 @@ log = logging.getLogger(__name__)
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
-    if not settings.store.is_dir():
+    if not is_bucket(settings.store) and not Path(settings.store).is_dir():
         log.warning(
             "store %s does not exist yet: serving no feature sets until one is written",
             settings.store,
         )
-    app.state.store = Store(settings.store)
+    app.state.store = open_store(settings.store)
     app.state.home = Home(settings.home.resolve()) if settings.home else None
     app.state.queue = JobQueue(app.state.home.queue) if app.state.home else None
     app.state.embedder = None
@@ -65,7 +66,7 @@ def create_app(
     endpoints when `settings.home` names a data directory (SNOWFIRE_HOME)."""
     settings = settings or Settings()
     if store_dir is not None:
-        settings = settings.model_copy(update={"store": Path(store_dir)})
+        settings = settings.model_copy(update={"store": str(store_dir)})
     app = FastAPI(
         title="snowfire",
         version=snowfire_version(),

@@ -26,7 +26,10 @@ class Settings(BaseSettings):
         description="the data directory shared with the workers (store, runs, job queue); "
         "without it the service serves a store and no jobs",
     )
-    store: Path = Field(Path("store"), description="the store directory (default HOME/store)")
+    store: str = Field(
+        "store",
+        description="the store: a directory (default HOME/store) or s3://bucket/prefix",
+    )
     host: str = Field("127.0.0.1", description="interface uvicorn binds")
     port: int = Field(8000, ge=0, le=65535, description="TCP port (0: any free port)")
     log_level: str = Field("info", description="uvicorn log level (warning hides access logs)")
@@ -84,5 +87,7 @@ class Settings(BaseSettings):
     @classmethod
     def _store_in_home(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("home") and not data.get("store"):
-            data = {**data, "store": Path(data["home"]) / "store"}
+            data = {**data, "store": str(Path(data["home"]) / "store")}
+        if isinstance(data, dict) and isinstance(data.get("store"), Path):
+            data = {**data, "store": str(data["store"])}
         return data

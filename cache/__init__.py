@@ -25,11 +25,18 @@ from .store import Store
 from .types import ExampleBatch, FeatureSetInfo
 
 
+def open_store(location) -> Store:
+    """The store at a directory, or on object storage for an s3://bucket/prefix URL."""
+    from .bucket import BucketStore, is_bucket
+
+    return BucketStore(str(location)) if is_bucket(location) else Store(location)
+
+
 def open_reader(location: str):
-    """A local `Store` for a path, a `RemoteStore` for an http(s) URL: the same read methods."""
+    """A store (open_store), or a `RemoteStore` for an http(s) URL: the same read methods."""
     if str(location).startswith(("http://", "https://")):
         return RemoteStore(str(location))
-    return Store(location)
+    return open_store(location)
 
 
 __all__ = [
@@ -53,5 +60,6 @@ __all__ = [
     "file_sha256",
     "identity_content",
     "open_reader",
+    "open_store",
     "versions",
 ]

@@ -177,7 +177,15 @@ class Segment:
                 f"segment {path} is damaged: {'; '.join(problems)}; "
                 "run `snowfire fsck --store STORE --repair`"
             )
-        group = zarr.open_group(str(path), mode="r")
+        self._load(zarr.open_group(str(path), mode="r"))
+        # None: a layout we do not write (compressed, index first, ...): zarr reads it
+        expected = {n.removeprefix("features/"): table[n][0] for n in shard_files}
+        self._shards = (
+            None if layout is None else shards.ShardReader(path / "features", layout, expected)
+        )
+
+    def _load(self, group) -> None:
+        """The keys and small arrays of the segment's zarr group."""
         self.keys: list[str] = list(group.attrs["keys"])
         self.features = group["features"]
         self.shape = tuple(self.features.shape)  # (N, L, D)
@@ -187,11 +195,6 @@ class Segment:
         self.type_ids = group["type_ids"][:]  # (N,)
         self.pair_starts = group["pair_starts"][:]  # (n,)
         self.scales = group["scales"][:] if "scales" in group else None  # (N, L) int8 only
-        # None: a layout we do not write (compressed, index first, ...): zarr reads it
-        expected = {n.removeprefix("features/"): table[n][0] for n in shard_files}
-        self._shards = (
-            None if layout is None else shards.ShardReader(path / "features", layout, expected)
-        )
 
     def span(self, row: int) -> tuple[int, int]:
         return self._bounds[row], self._bounds[row + 1]

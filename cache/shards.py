@@ -63,6 +63,15 @@ def layout(array_dir: Path) -> Layout | None:
     """The layout of the zarr array at `array_dir`, or None if it is not exactly ours."""
     try:
         meta = json.loads((array_dir / "zarr.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return layout_of(meta)
+
+
+def layout_of(meta: dict) -> Layout | None:
+    """The layout a zarr array's metadata (its zarr.json, parsed) describes, or None if it is
+    not exactly ours."""
+    try:
         shape = tuple(meta["shape"])
         (codec,) = meta["codecs"]
         cfg = codec["configuration"]

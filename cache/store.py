@@ -69,10 +69,10 @@ class Store:
         store of another format has other keys, and mixing them would serve wrong features."""
         if self._format_checked:
             return
-        root = self.path / "zarr.json"
-        if not root.exists():
+        try:
+            attrs = json.loads(self._read_text("zarr.json")).get("attributes", {})
+        except FileNotFoundError:
             return  # nothing written yet: reads find no feature set
-        attrs = json.loads(root.read_text()).get("attributes", {})
         if attrs.get("format") != "snowfire-store":
             raise IncompatibleStoreError(f"{self.path} is a zarr store but not a snowfire store")
         if attrs.get("version") != STORE_FORMAT_VERSION:
@@ -152,8 +152,6 @@ class Store:
         missing = self.missing_keys(manifest["encoder_id"], keys)
         if missing:
             raise ExampleNotFoundError(f"{len(missing)} keys of the feature set are not stored")
-        fs_dir = self.path / "featuresets"
-        fs_dir.mkdir(parents=True, exist_ok=True)
         fs_id = manifest["id"]
         index = self._pool_index(manifest["encoder_id"])
         num_tokens = 0
@@ -170,9 +168,12 @@ class Store:
             if len(texts) != len(keys):
                 raise ValueError(f"{len(texts)} texts for {len(keys)} keys")
             lines = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in texts)
-            _atomic_write(fs_dir / f"{fs_id}.texts.jsonl", lines)
-        _atomic_write(fs_dir / f"{fs_id}.keys", "".join(k + "\n" for k in keys))
-        _atomic_write(fs_dir / f"{fs_id}.json", json.dumps(manifest, indent=2, sort_keys=True))
+            self._write_text(f"featuresets/{fs_id}.texts.jsonl", lines)
+        self._write_text(f"featuresets/{fs_id}.keys", "".join(k + "\n" for k in keys))
+        # the manifest last: a reader sees the set only once its keys and texts are in place
+        self._write_text(
+            f"featuresets/{fs_id}.json", json.dumps(manifest, indent=2, sort_keys=True)
+        )
         self._keys_cache.pop(fs_id, None)
         return _info(manifest)
 
@@ -184,10 +185,10 @@ class Store:
 
     def list_featuresets(self) -> list[FeatureSetInfo]:
         self.check_format()
-        fs_dir = self.path / "featuresets"
-        if not fs_dir.is_dir():
-            return []
-        return [_info(json.loads(p.read_text())) for p in sorted(fs_dir.glob("[!.]*.json"))]
+        return [
+            _info(json.loads(self._read_text(f"featuresets/{name}")))
+            for name in self._manifest_names()
+        ]
 
     def get_featureset(self, fs_id: str) -> FeatureSetInfo:
         self.check_format()
@@ -237,8 +238,7 @@ class Store:
     def featureset_keys(self, fs_id: str) -> list[str]:
         if fs_id not in self._keys_cache:
             self.get_featureset(fs_id)
-            text = (self.path / "featuresets" / f"{fs_id}.keys").read_text()
-            self._keys_cache[fs_id] = text.split()
+            self._keys_cache[fs_id] = self._read_text(f"featuresets/{fs_id}.keys").split()
         return self._keys_cache[fs_id]
 
     def storage_order(self, fs_id: str) -> list[int]:
@@ -251,10 +251,13 @@ class Store:
     def featureset_texts(self, fs_id: str) -> list[dict[str, Any]]:
         """The words of each example ({"a": [...], "b": [...] | None}), in order."""
         self.get_featureset(fs_id)
-        path = self.path / "featuresets" / f"{fs_id}.texts.jsonl"
-        if not path.is_file():
-            raise ExampleNotFoundError(f"feature set {fs_id!r} was stored without its texts")
-        return [json.loads(line) for line in path.read_text().splitlines()]
+        try:
+            text = self._read_text(f"featuresets/{fs_id}.texts.jsonl")
+        except FileNotFoundError:
+            raise ExampleNotFoundError(
+                f"feature set {fs_id!r} was stored without its texts"
+            ) from None
+        return [json.loads(line) for line in text.splitlines()]
 
     # ---------------------------------------------------------------- reading
     def read(
@@ -325,9 +328,15 @@ class Store:
         word_ids = np.empty(len(features), dtype=np.int32)
         type_ids = np.empty(len(features), dtype=np.int8)
         starts = np.empty(len(keys), dtype=np.int64)
+        self._read_ranges(
+            [
+                (seg, s, e, features[ends[i] : ends[i + 1]])
+                for i, (seg, s, e, _) in enumerate(located)
+            ],
+            layers,
+        )
         for i, (seg, s, e, row) in enumerate(located):
             lo, hi = ends[i], ends[i + 1]
-            seg.read_range(s, e, layers, features[lo:hi])  # (S, Lsel, D)
             word_ids[lo:hi] = seg.word_ids[s:e]
             type_ids[lo:hi] = seg.type_ids[s:e]
             starts[i] = seg.pair_starts[row]
@@ -349,13 +358,19 @@ class Store:
         )
 
     # ---------------------------------------------------------------- internals
+    def _read_ranges(self, jobs: list[tuple[Segment, int, int, np.ndarray]], layers) -> None:
+        """Read each (segment, start, end, out) token range into its out array."""
+        for seg, start, end, out in jobs:
+            seg.read_range(start, end, layers, out)  # (S, Lsel, D)
+
     def _pool_meta(self, pool_id: str) -> dict[str, Any]:
         if pool_id in self._meta_cache:  # a pool's attributes never change once written
             return self._meta_cache[pool_id]
-        meta = self.path / "pools" / pool_id / "zarr.json"
-        if not meta.is_file():
-            raise ExampleNotFoundError(f"no pool {pool_id} in {self.path}")
-        self._meta_cache[pool_id] = json.loads(meta.read_text())["attributes"]
+        try:
+            meta = json.loads(self._read_text(f"pools/{pool_id}/zarr.json"))
+        except FileNotFoundError:
+            raise ExampleNotFoundError(f"no pool {pool_id} in {self.path}") from None
+        self._meta_cache[pool_id] = meta["attributes"]
         return self._meta_cache[pool_id]
 
     def _pool_index(self, pool_id: str, refresh: bool = False) -> dict[str, tuple[str, int]]:
@@ -363,24 +378,51 @@ class Store:
             if pool_id in self._index and not refresh:
                 return self._index[pool_id]
             index = dict(self._index.get(pool_id, {}))
-            seg_dir = self.path / "pools" / pool_id / "segments"
             known = {seg for seg, _ in index.values()}
-            for seg_path in sorted(seg_dir.glob("[!.]*")) if seg_dir.is_dir() else []:
-                if seg_path.name in known:
+            for name in self._segment_names(pool_id):
+                if name in known:
                     continue
-                seg = self._segments.get((pool_id, seg_path.name)) or Segment(seg_path)
-                self._segments[(pool_id, seg_path.name)] = seg
+                seg = self._segments.get((pool_id, name)) or self._open_segment(pool_id, name)
+                if seg is None:  # not committed yet (object storage: its last object is to come)
+                    continue
+                self._segments[(pool_id, name)] = seg
                 for row, key in enumerate(seg.keys):
-                    index.setdefault(key, (seg_path.name, row))
+                    index.setdefault(key, (name, row))
             self._index[pool_id] = index
             return index
 
     def _segment(self, pool_id: str, seg_id: str) -> Segment:
         seg = self._segments.get((pool_id, seg_id))
         if seg is None:
-            seg = Segment(self.path / "pools" / pool_id / "segments" / seg_id)
+            seg = self._open_segment(pool_id, seg_id)
+            if seg is None:
+                raise ExampleNotFoundError(f"segment {seg_id} of pool {pool_id} is not committed")
             self._segments[(pool_id, seg_id)] = seg
         return seg
+
+    # ------------------------------------------------ where the bytes live: a local directory
+    # (cache/bucket.py puts the same names on object storage)
+    def has_segment(self, pool_id: str, seg_id: str) -> bool:
+        """Whether a segment is committed (a re-run skips it)."""
+        return (self.path / "pools" / pool_id / "segments" / seg_id).exists()
+
+    def _read_text(self, rel: str) -> str:
+        return (self.path / rel).read_text()  # FileNotFoundError when absent
+
+    def _write_text(self, rel: str, text: str) -> None:
+        (self.path / rel).parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.path / rel, text)
+
+    def _manifest_names(self) -> list[str]:
+        fs_dir = self.path / "featuresets"
+        return sorted(p.name for p in fs_dir.glob("[!.]*.json")) if fs_dir.is_dir() else []
+
+    def _segment_names(self, pool_id: str) -> list[str]:
+        seg_dir = self.path / "pools" / pool_id / "segments"
+        return sorted(p.name for p in seg_dir.glob("[!.]*")) if seg_dir.is_dir() else []
+
+    def _open_segment(self, pool_id: str, seg_id: str) -> Segment | None:
+        return Segment(self.path / "pools" / pool_id / "segments" / seg_id)
 
 
 def check_layers(layers: Sequence[int] | None, num_layers: int) -> list[int] | None:

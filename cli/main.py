@@ -167,17 +167,26 @@ def _ls(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from cache import Store, export_hdf5
+    from cache import export_hdf5, open_store
 
-    n = export_hdf5(Store(args.store), args.featureset, args.out, words=args.words)
+    n = export_hdf5(open_store(args.store), args.featureset, args.out, words=args.words)
     print(f"wrote {n} sentences of {args.featureset} to {args.out}")
     return 0
 
 
 def _fsck(args: argparse.Namespace) -> int:
     from cache import Store
+    from cache.bucket import is_bucket
     from cache.fsck import check_store
 
+    if is_bucket(args.store):
+        print(
+            f"{args.store}: fsck checks a local store; on object storage a segment's objects are "
+            "checked against its checksums when it is opened (sync the prefix to a directory "
+            "to check it all)",
+            file=sys.stderr,
+        )
+        return 2
     store = Store(args.store)
     damage = check_store(store, progress=not args.quiet)
     for d in damage:
@@ -218,7 +227,9 @@ def _add_config_command(sub, name: str, help: str, config: str, func) -> argpars
 
 def _add_service(sub) -> None:
     s = sub.add_parser("serve", help="serve a store over REST")
-    s.add_argument("--store", default=None, help="store directory (env SNOWFIRE_STORE)")
+    s.add_argument(
+        "--store", default=None, help="store directory or s3://bucket/prefix (env SNOWFIRE_STORE)"
+    )
     s.add_argument("--host", default=None, help="default 127.0.0.1 (env SNOWFIRE_HOST)")
     s.add_argument("--port", type=int, default=None, help="default 8000 (env SNOWFIRE_PORT)")
     s.add_argument("--home", default=None, help="data directory: store + jobs (SNOWFIRE_HOME)")

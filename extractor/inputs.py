@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cache import FeatureSetInfo, Store, file_sha256
+from cache import FeatureSetInfo, file_sha256, open_store
 
 from .base import TextInput
 from .encoders import load_encoder
@@ -84,7 +84,7 @@ def run_extract(options: ExtractOptions | dict[str, Any]) -> list[FeatureSetInfo
         elmo_state=opts.elmo_state,
         batch_size=opts.batch_size,
     )
-    store = Store(opts.store)
+    store = open_store(opts.store)
     made = []
     for item in inputs:
         config = ExtractConfig(

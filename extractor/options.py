@@ -30,7 +30,7 @@ class ExtractOptions:
     """One `snowfire extract`: a task's splits (`task` + `data`) or a raw text file (`input`)."""
 
     encoder: str = option(help=f"the encoder: {ENCODER_FORMS}")
-    store: str = option(help="store directory")
+    store: str = option(help="store directory or s3://bucket/prefix")
     task: str | None = option(None, "task name", choices=TASK_NAMES)
     data: str | None = option(None, "task data directory (one folder per task)")
     split: list[str] | None = option(

@@ -114,11 +114,10 @@ def extract(
                 for k, i in sorted(first.items(), key=lambda x: x[1])
             ]
         segments = _plan(encoder, items, config, seg_tokens)
-        seg_dir = store.path / "pools" / pool / "segments"
         work = []  # (segment id, committed?, batches to encode)
         for seg in segments:
             seg_id = digest([k for batch in seg for k, _ in batch], 24)
-            done = (seg_dir / seg_id).exists()
+            done = store.has_segment(pool, seg_id)
             if not encoder.ordered:  # encode only what no earlier command stored
                 seg = [
                     b

@@ -14,7 +14,9 @@ from tasks.registry import TASK_NAMES
 class TrainConfig:
     """Everything that defines a head run (recorded in RUN/config.json). Checked when built."""
 
-    store: str = option(help="store directory or http://HOST:PORT of the service")
+    store: str = option(
+        help="store directory, s3://bucket/prefix or http://HOST:PORT of the service"
+    )
     encoder: str = option(help="the encoder spec the features were extracted with (e.g. minilm)")
     task: str = option(help="task name", choices=TASK_NAMES)
     head: str = option(help="head name (linear, mlp, probe, bcn, esim, bilstm-crf, ...)")

@@ -51,3 +51,43 @@ def tiny_bert_dir(tmp_path_factory) -> Path:
     )
     BertModel(config).eval().save_pretrained(root)
     return root
+
+
+@pytest.fixture(scope="session")
+def local_s3():
+    """moto's S3 server on loopback, and the environment that points obstore (and any child
+    process) at it; yields a function making a new empty bucket's s3:// URL."""
+    import itertools
+    import logging
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    env = {
+        "AWS_ACCESS_KEY_ID": "snowfire-test",
+        "AWS_SECRET_ACCESS_KEY": "snowfire-test",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_ALLOW_HTTP": "true",
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"])
+    counter = itertools.count()
+
+    def new_bucket(prefix: str = "store") -> str:
+        name = f"snowfire-{next(counter)}"
+        client.create_bucket(Bucket=name)
+        return f"s3://{name}/{prefix}"
+
+    yield new_bucket
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    server.stop()

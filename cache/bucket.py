@@ -1,0 +1,344 @@
+"""The store on S3-compatible object storage (`s3://bucket/prefix`), through obstore.
+
+The objects carry the names a local store's files have (store.py), so a bucket prefix and a
+directory hold the same bytes and zarr opens either. Credentials, region and endpoint come
+from the usual environment variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
+AWS_ENDPOINT_URL; AWS_ALLOW_HTTP=true for a plain-http endpoint such as a local MinIO).
+
+Atomicity without rename (docs/scale.md): a PUT makes a whole object visible or nothing.
+    a segment    its files are put first, its checksums.json last: a segment without one is
+                 not committed and readers do not list it; a writer killed mid-segment leaves
+                 objects no reader looks at, and the re-run puts the same bytes again
+    a feature set  its .keys and .texts.jsonl first, its .json manifest last: a reader sees a
+                 set only when every segment it lists and its manifest exist
+Segments are content-addressed and extraction is deterministic, so two writers of one
+segment put identical bytes: no lock is needed, and none is taken.
+
+Reads fetch a segment's small arrays whole (checked against its checksums), each features
+shard's index once (cached, its crc32c checked), and the token ranges asked for as byte
+ranges: one request per example and shard at most (obstore merges ranges less than 1 MiB
+apart), the examples of a read fetched concurrently.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import quant
+from .errors import FeatureSetNotFoundError, IncompatibleStoreError, StoreCorruptError
+from .keys import STORE_FORMAT_VERSION, encoder_id
+from .segment import CHECKSUMS, Segment, write_segment
+from .shards import EMPTY, Layout, layout_of
+from .store import STORED_DTYPES, Store, _info
+from .types import FeatureSetInfo
+
+SCHEMES = ("s3://",)
+#: Concurrent requests of one read (examples) or one upload (files).
+CONCURRENCY = 16
+
+
+def is_bucket(location: Any) -> bool:
+    return str(location).startswith(SCHEMES)
+
+
+def connect(url: str):
+    """An obstore client for `s3://bucket/prefix`, configured from the environment."""
+    try:
+        from obstore.store import from_url
+    except ImportError:
+        raise RuntimeError(
+            f"{url}: a store on object storage needs obstore: pip install 'snowfire[s3]'"
+        ) from None
+    return from_url(url)
+
+
+class BucketStore(Store):
+    """A snowfire store under an S3 prefix: the read and write methods of `Store`."""
+
+    #: seconds a parsed manifest is trusted before it is fetched again
+    manifest_ttl = 5.0
+
+    def __init__(self, url: str, client=None):
+        super().__init__(url)
+        self.path = url.rstrip("/")  # a URL, for messages: not a local path
+        self.client = client if client is not None else connect(self.path)
+        self._threads = ThreadPoolExecutor(CONCURRENCY, thread_name_prefix="snowfire-s3")
+
+    def __repr__(self) -> str:
+        return f"BucketStore({self.path!r})"
+
+    # ------------------------------------------------------------------ objects
+    def _get(self, rel: str) -> bytes:
+        import obstore
+
+        return bytes(obstore.get(self.client, rel).bytes())  # FileNotFoundError when absent
+
+    def _put(self, rel: str, data: bytes) -> None:
+        import obstore
+
+        obstore.put(self.client, rel, data)
+
+    def _read_text(self, rel: str) -> str:
+        return self._get(rel).decode()
+
+    def _write_text(self, rel: str, text: str) -> None:
+        self._put(rel, text.encode())  # one PUT: the whole object or nothing
+
+    def _exists(self, rel: str) -> bool:
+        import obstore
+
+        try:
+            obstore.head(self.client, rel)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _listing(self, prefix: str | None) -> dict:
+        import obstore
+
+        return obstore.list_with_delimiter(self.client, prefix)
+
+    def _manifest_names(self) -> list[str]:
+        names = (o["path"].rsplit("/", 1)[-1] for o in self._listing("featuresets")["objects"])
+        return sorted(n for n in names if n.endswith(".json") and not n.startswith("."))
+
+    def _segment_names(self, pool_id: str) -> list[str]:
+        found = self._listing(f"pools/{pool_id}/segments")["common_prefixes"]
+        return sorted(p.rsplit("/", 1)[-1] for p in found)
+
+    def has_segment(self, pool_id: str, seg_id: str) -> bool:
+        return self._exists(f"pools/{pool_id}/segments/{seg_id}/{CHECKSUMS}")
+
+    def _open_segment(self, pool_id: str, seg_id: str) -> Segment | None:
+        try:
+            return BucketSegment(self, f"pools/{pool_id}/segments/{seg_id}")
+        except _NotCommitted:
+            return None
+
+    # ------------------------------------------------------------------ writing
+    def ensure(self) -> None:
+        try:
+            self._read_text("zarr.json")
+        except FileNotFoundError:
+            listing = self._listing(None)
+            if listing["objects"] or listing["common_prefixes"]:
+                raise IncompatibleStoreError(
+                    f"{self.path} holds objects and is not a store"
+                ) from None
+            attrs = {"format": "snowfire-store", "version": STORE_FORMAT_VERSION}
+            self._write_text("zarr.json", _group_json(attrs))
+        self.check_format()
+
+    def ensure_pool(self, identity: dict[str, Any], dtype: str, num_layers: int, dim: int) -> str:
+        if dtype not in STORED_DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(STORED_DTYPES)}, got {dtype!r}")
+        self.ensure()
+        pool_id = encoder_id(identity, dtype)
+        if not self._exists(f"pools/{pool_id}/zarr.json"):
+            attrs = {"identity": identity, "dtype": dtype, "num_layers": num_layers, "dim": dim}
+            if dtype == "int8":
+                attrs["quantization"] = quant.SCHEME
+            self._write_text(f"pools/{pool_id}/zarr.json", _group_json(attrs))
+        return pool_id
+
+    @contextmanager
+    def writer(self, pool_id: str) -> Iterator[None]:
+        """No lock: two writers of a segment put the same bytes (see the module's notes)."""
+        yield
+
+    def write_segment(self, pool_id: str, seg_id: str, keys: list[str], parts, dtype: str) -> None:
+        """Write the segment locally, put its files, then its checksums (the commit)."""
+        prefix = f"pools/{pool_id}/segments/{seg_id}"
+        if self.has_segment(pool_id, seg_id):
+            return
+        with tempfile.TemporaryDirectory(prefix="snowfire-seg-") as tmp:
+            local = Path(tmp) / seg_id
+            write_segment(local, keys, parts, dtype)
+            files = sorted(p for p in local.rglob("*") if p.is_file() and p.name != CHECKSUMS)
+            list(
+                self._threads.map(
+                    lambda p: self._put(f"{prefix}/{p.relative_to(local)}", p.read_bytes()),
+                    files,
+                )
+            )
+            self._put(f"{prefix}/{CHECKSUMS}", (local / CHECKSUMS).read_bytes())
+        with self._lock:
+            if pool_id in self._index:
+                for row, key in enumerate(keys):
+                    self._index[pool_id].setdefault(key, (seg_id, row))
+
+    # ------------------------------------------------------------------ reading
+    def get_featureset(self, fs_id: str) -> FeatureSetInfo:
+        self.check_format()
+        cached = self._info_cache.get(fs_id)
+        if cached is not None and time.monotonic() - cached[0] < self.manifest_ttl:
+            return cached[1]
+        if "/" in fs_id or not fs_id:
+            raise FeatureSetNotFoundError(f"no feature set {fs_id!r} in {self.path}")
+        try:
+            info = _info(json.loads(self._read_text(f"featuresets/{fs_id}.json")))
+        except FileNotFoundError:
+            raise FeatureSetNotFoundError(f"no feature set {fs_id!r} in {self.path}") from None
+        self._info_cache[fs_id] = (time.monotonic(), info)
+        return info
+
+    def _read_ranges(self, jobs, layers) -> None:
+        if len(jobs) < 2:
+            return super()._read_ranges(jobs, layers)
+        list(self._threads.map(lambda j: j[0].read_range(j[1], j[2], layers, j[3]), jobs))
+
+
+class _NotCommitted(Exception):
+    """A segment prefix without its checksums object: a writer has not finished it."""
+
+
+class BucketSegment(Segment):
+    """A committed segment under a bucket prefix: small arrays fetched once, shards by range."""
+
+    def __init__(self, store: BucketStore, prefix: str):
+        import zarr
+        from zarr.core.buffer import cpu
+
+        self.path = f"{store.path}/{prefix}"
+        try:
+            table = json.loads(store._get(f"{prefix}/{CHECKSUMS}"))
+        except FileNotFoundError:
+            raise _NotCommitted(prefix) from None
+        small = sorted(n for n in table if not n.startswith("features/c/"))
+        fetched = store._threads.map(lambda n: _get_or_none(store, f"{prefix}/{n}"), small)
+        blobs = dict(zip(small, fetched, strict=True))
+        problems = []
+        for name, data in blobs.items():
+            crc, size = table[name]
+            if data is None:
+                problems.append(f"{name}: missing")
+            elif len(data) != size:
+                problems.append(f"{name}: {len(data)} bytes, recorded {size}")
+            elif _crc(data) != crc:
+                problems.append(f"{name}: crc32c {_crc(data)}, recorded {crc}")
+        if problems:
+            raise StoreCorruptError(f"segment {self.path} is damaged: {'; '.join(problems)}")
+        lay = layout_of(json.loads(blobs["features/zarr.json"]))
+        if lay is None:
+            raise StoreCorruptError(
+                f"segment {self.path}: its features are not in the layout snowfire writes; "
+                "a store on object storage is read only in that layout"
+            )
+        memory = zarr.storage.MemoryStore({n: cpu.Buffer.from_bytes(b) for n, b in blobs.items()})
+        self._load(zarr.open_group(memory, mode="r"))
+        self._shards = RangeShardReader(store, f"{prefix}/features", lay)
+
+
+class RangeShardReader:
+    """Token ranges of a `features` array on object storage, by byte range (shards.py's
+    layout; the same `read` as shards.ShardReader)."""
+
+    def __init__(self, store: BucketStore, array_prefix: str, lay: Layout):
+        self.store = store
+        self.prefix = array_prefix
+        self.layout = lay
+
+    def read(
+        self, start: int, end: int, layers: list[int] | None, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        import obstore
+
+        _, num_layers, dim = self.layout.shape
+        sel = list(range(num_layers)) if layers is None else layers
+        if out is None:
+            out = np.empty((end - start, len(sel), dim), dtype=self.layout.dtype)
+        st, tc = self.layout.shard_tokens, self.layout.chunk_tokens
+        row = dim * self.layout.dtype.itemsize
+        pos = start
+        while pos < end:
+            k = pos // st
+            stop = min(end, (k + 1) * st)
+            a, b = pos - k * st, stop - k * st  # tokens a:b of shard k
+            offsets = _shard_index(self, k)
+            starts, places = [], []  # byte offset in the shard, (out rows, layer column)
+            for c in range(a // tc, -(-b // tc)):
+                t0, t1 = max(a, c * tc), min(b, (c + 1) * tc)
+                rows = slice(t0 - a + pos - start, t1 - a + pos - start)
+                for j, layer in enumerate(sel):
+                    off = EMPTY if offsets is None else offsets[c][layer]
+                    if off == EMPTY:
+                        out[rows, j] = self.layout.fill_value
+                    else:
+                        starts.append(off + (t0 - c * tc) * row)
+                        places.append((rows, j, (t1 - t0) * row))
+            if starts:
+                got = obstore.get_ranges(
+                    self.store.client,
+                    f"{self.prefix}/c/{k}/0/0",
+                    starts=starts,
+                    lengths=[n for _, _, n in places],
+                )
+                for (rows, j, _), data in zip(places, got, strict=True):
+                    out[rows, j] = np.frombuffer(data, self.layout.dtype).reshape(-1, dim)
+            pos = stop
+        return out
+
+
+@functools.lru_cache(maxsize=2048)
+def _shard_index(reader: RangeShardReader, k: int) -> list[list[int]] | None:
+    """[chunk][layer] byte offset of each tile of shard k (EMPTY: not stored), its crc32c and
+    bounds checked; None if the shard was never written (all fill value). Fetched once."""
+    import obstore
+
+    lay = reader.layout
+    _, num_layers, dim = lay.shape
+    chunks = lay.shard_tokens // lay.chunk_tokens
+    size = chunks * num_layers * 16
+    path = f"{reader.prefix}/c/{k}/0/0"
+    try:
+        got = obstore.get(reader.store.client, path, options={"range": {"suffix": size + 4}})
+    except FileNotFoundError:
+        return None
+    total = got.meta["size"]
+    raw = bytes(got.bytes())
+    where = f"{reader.store.path}/{path}"
+    if len(raw) != size + 4:
+        raise StoreCorruptError(f"{where}: {total} bytes, shorter than its shard index")
+    import google_crc32c
+
+    stored, computed = int.from_bytes(raw[-4:], "little"), google_crc32c.value(raw[:-4])
+    if stored != computed:
+        raise StoreCorruptError(
+            f"{where}: shard index checksum mismatch (crc32c stored {stored:08x}, "
+            f"computed {computed:08x})"
+        )
+    index = np.frombuffer(raw[:-4], "<u8").reshape(chunks, num_layers, 2)
+    present = index[..., 0] != EMPTY
+    tile = lay.chunk_tokens * dim * lay.dtype.itemsize
+    body_end = total - size - 4
+    if np.any(index[present, 1] != tile) or np.any(index[present, 0] > body_end - tile):
+        raise StoreCorruptError(f"{where}: shard index names a chunk outside the object")
+    return index[..., 0].tolist()
+
+
+def _get_or_none(store: BucketStore, rel: str) -> bytes | None:
+    try:
+        return store._get(rel)
+    except FileNotFoundError:
+        return None
+
+
+def _crc(data: bytes) -> str:
+    import google_crc32c
+
+    return f"{google_crc32c.value(data):08x}"  # as segment.file_crc32c writes it
+
+
+def _group_json(attrs: dict[str, Any]) -> str:
+    """A zarr v3 group's zarr.json, as zarr writes it."""
+    return json.dumps({"attributes": attrs, "zarr_format": 3, "node_type": "group"}, indent=2)

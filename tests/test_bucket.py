@@ -1,0 +1,265 @@
+"""The store on S3-compatible object storage (moto's S3 server on loopback): the same objects
+as a local store's files, the same reads, zarr opens it, an interrupted writer shows nothing,
+damage is named, `snowfire serve` serves it and a head trains from it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from cache import RemoteStore, Store, StoreCorruptError, open_reader, open_store
+from cache.bucket import BucketStore
+from cli.main import main as snowfire
+from extractor import ExtractConfig, TextInput, extract
+from extractor.hf import HFEncoder
+from tests.conftest import REPO, WORDS
+
+pytestmark = pytest.mark.subprocess  # a server thread, and a `snowfire serve` process
+
+
+def _texts(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        a = tuple(rng.choice(WORDS, size=int(rng.integers(2, 14))))
+        b = tuple(rng.choice(WORDS, size=int(rng.integers(2, 6)))) if i % 3 == 0 else None
+        out.append(TextInput(a, b))
+    return out
+
+
+def _extract(tiny_bert_dir, store, dtype="float16", texts=None):
+    enc = HFEncoder(tiny_bert_dir, name="tiny", spec=f"hf:{tiny_bert_dir}")
+    cfg = ExtractConfig(progress=False, dtype=dtype, segment_tokens=120)  # several segments
+    return extract(enc, texts or _texts(), store, task=None, split=None, config=cfg)
+
+
+def _objects(store: BucketStore) -> dict[str, bytes]:
+    import obstore
+
+    names = [o["path"] for page in obstore.list(store.client) for o in page]
+    return {name: store._get(name) for name in names}
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.startswith(".")  # .lock: the local writer's lock file
+    }
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int8"])
+def test_a_bucket_holds_the_local_stores_bytes_and_reads_the_same(
+    tiny_bert_dir, local_s3, tmp_path, dtype
+):
+    url = local_s3()
+    local = Store(tmp_path / "local")
+    want = _extract(tiny_bert_dir, local, dtype)
+    got = _extract(tiny_bert_dir, open_store(url), dtype)
+    assert got == want
+    bucket = BucketStore(url)
+    assert _objects(bucket) == _files(local.path)  # every name, every byte
+    segments = {n.split("/")[3] for n in _objects(bucket) if "/segments/" in n}
+    assert len(segments) >= 3
+    fresh = open_reader(url)  # nothing cached from the write
+    assert fresh.list_featuresets() == local.list_featuresets()
+    rng = np.random.default_rng(1)
+    for layers in (None, [2], [0, 2], [2, 0]):
+        idx = [int(i) for i in rng.permutation(want.num_examples)[:17]]
+        for read_dtype in (None, "float32") + (("int8",) if dtype == "int8" else ()):
+            a = fresh.read(want.id, indices=idx, layers=layers, dtype=read_dtype)
+            b = local.read(want.id, indices=idx, layers=layers, dtype=read_dtype)
+            np.testing.assert_array_equal(a.features, b.features)
+            np.testing.assert_array_equal(a.offsets, b.offsets)
+            np.testing.assert_array_equal(a.word_ids, b.word_ids)
+            np.testing.assert_array_equal(a.pair_starts, b.pair_starts)
+            if dtype == "int8" and read_dtype == "int8":
+                np.testing.assert_array_equal(a.scales, b.scales)
+    assert fresh.featureset_texts(want.id) == local.featureset_texts(want.id)
+
+
+def test_zarr_opens_the_bucket(tiny_bert_dir, local_s3, tmp_path):
+    import zarr
+    from zarr.storage import ObjectStore
+
+    url = local_s3()
+    info = _extract(tiny_bert_dir, open_store(url))
+    bucket = BucketStore(url)
+    root = zarr.open_group(ObjectStore(bucket.client, read_only=True), mode="r")
+    assert root.attrs["format"] == "snowfire-store"
+    seg_id = bucket._segment_names(info.encoder_id)[0]
+    group = root[f"pools/{info.encoder_id}/segments/{seg_id}"]
+    ours = bucket._segment(info.encoder_id, seg_id)
+    np.testing.assert_array_equal(group["features"][:], ours.read_range(0, ours.shape[0], None))
+    assert list(group.attrs["keys"]) == ours.keys
+
+
+def test_an_interrupted_writer_leaves_nothing_visible_and_the_rerun_completes(
+    tiny_bert_dir, local_s3, tmp_path, monkeypatch
+):
+    url = local_s3()
+    puts = []
+    real_put = BucketStore._put
+
+    def failing_put(self, rel, data):
+        if len(puts) == 12:  # the root and pool metadata, then part of the first segment
+            raise ConnectionError("network gone")
+        puts.append(rel)
+        real_put(self, rel, data)
+
+    monkeypatch.setattr(BucketStore, "_put", failing_put)
+    with pytest.raises(ConnectionError):
+        _extract(tiny_bert_dir, open_store(url))
+    monkeypatch.setattr(BucketStore, "_put", real_put)
+    assert any("/segments/" in p for p in puts)  # a segment was part written
+    seen = BucketStore(url)
+    assert seen.list_featuresets() == []
+    pool = next(p.split("/")[1] for p in puts if p.startswith("pools/"))
+    assert seen._segment_names(pool)  # its objects are there...
+    assert seen._pool_index(pool) == {}  # ...but no reader sees the uncommitted segment
+    local = Store(tmp_path / "local")
+    want = _extract(tiny_bert_dir, local)
+    assert _extract(tiny_bert_dir, open_store(url)) == want
+    assert _objects(BucketStore(url)) == _files(local.path)
+
+
+def test_a_damaged_object_is_named(tiny_bert_dir, local_s3):
+    url = local_s3()
+    info = _extract(tiny_bert_dir, open_store(url))
+    bucket = BucketStore(url)
+    seg_id = bucket._segment_names(info.encoder_id)[0]
+    name = f"pools/{info.encoder_id}/segments/{seg_id}/word_ids/c/0"
+    data = bytearray(bucket._get(name))
+    data[-1] ^= 0xFF
+    bucket._put(name, bytes(data))
+    with pytest.raises(StoreCorruptError, match=r"word_ids/c/0: crc32c \w+, recorded \w+"):
+        BucketStore(url).read(info.id, indices=list(range(info.num_examples)))
+
+
+def test_without_obstore_the_message_says_what_to_install(monkeypatch):
+    from cache.bucket import connect
+
+    monkeypatch.setitem(sys.modules, "obstore.store", None)  # import fails as if not installed
+    with pytest.raises(
+        RuntimeError, match=r"s3://x/y: .* needs obstore: pip install 'snowfire\[s3\]'"
+    ):
+        connect("s3://x/y")
+
+
+def test_a_prefix_holding_other_objects_is_not_taken_over(local_s3):
+    from cache.errors import IncompatibleStoreError
+
+    url = local_s3()
+    store = BucketStore(url)
+    store._put("notes.txt", b"someone else's")
+    with pytest.raises(IncompatibleStoreError, match="holds objects and is not a store"):
+        store.ensure()
+    assert store._get("notes.txt") == b"someone else's"
+
+
+def test_serve_and_train_from_a_bucket(tiny_bert_dir, local_s3, tmp_path):
+    from tests.test_train import _train
+
+    data = _tiny_sst2(tmp_path / "data")
+    url = local_s3()
+    local = tmp_path / "local"
+    for store in (url, str(local)):
+        argv = ["extract", "--encoder", f"hf:{tiny_bert_dir}", "--task", "sst2"]
+        assert snowfire(argv + ["--data", str(data), "--store", store, "--quiet"]) == 0
+    # a head trained from the bucket equals one trained from the local store (same seed)
+    runs = {}
+    for name, store in (("bucket", url), ("local", str(local))):
+        out = tmp_path / name
+        runs[name] = _train(tiny_bert_dir, data, store, out, "sst2", "linear", "--lr", "0.03",
+                            "--epochs", "15")  # fmt: skip
+    assert runs["bucket"] == runs["local"]
+    assert runs["local"]["train"]["accuracy"] > 0.6  # it learned: the runs compare something
+    from safetensors.numpy import load_file
+
+    weights = [load_file(tmp_path / n / "weights.safetensors") for n in ("bucket", "local")]
+    assert weights[0].keys() == weights[1].keys()
+    for key in weights[0]:
+        np.testing.assert_array_equal(weights[0][key], weights[1][key])
+    # `snowfire serve --store s3://...` answers what the local store holds
+    port = _port()
+    cmd = [sys.executable, "-m", "cli", "serve", "--store", url, "--port", str(port)]
+    log = tmp_path / "serve.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _wait_up(proc, port, log)
+        fs = Store(local).list_featuresets()
+        with RemoteStore(f"http://127.0.0.1:{port}") as remote:
+            assert [f.id for f in remote.list_featuresets()] == [f.id for f in fs]
+            for info in fs:
+                idx = list(range(info.num_examples))
+                a = remote.read(info.id, indices=idx, layers=[0, 2])
+                b = Store(local).read(info.id, indices=idx, layers=[0, 2])
+                np.testing.assert_array_equal(a.features, b.features)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def _tiny_sst2(root: Path) -> Path:
+    rng = np.random.default_rng(0)
+    (root / "sst2").mkdir(parents=True)
+    for split, n in (("train", 60), ("dev", 20)):
+        rows = []
+        for _ in range(n):
+            label = int(rng.integers(0, 2))
+            words = list(rng.choice(WORDS[:40], size=int(rng.integers(3, 8))))
+            words.append("good" if label else "bad")
+            rows.append(f"{' '.join(words)}\t{label}")
+        (root / "sst2" / f"{split}.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
+    return root
+
+
+def _port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_up(proc, port, log) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"snowfire serve exited: {log.read_text()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).is_success:
+                return
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise AssertionError(f"snowfire serve did not answer: {log.read_text()}")
+
+
+def test_manifest_is_the_last_object_a_set_writes(tiny_bert_dir, local_s3, monkeypatch):
+    url = local_s3()
+    order = []
+    real_put = BucketStore._put
+
+    def recording_put(self, rel, data):
+        order.append(rel)
+        real_put(self, rel, data)
+
+    monkeypatch.setattr(BucketStore, "_put", recording_put)
+    info = _extract(tiny_bert_dir, open_store(url))
+    assert order[-1] == f"featuresets/{info.id}.json"
+    for seg in {p.split("/")[3] for p in order if "/segments/" in p}:
+        mine = [i for i, p in enumerate(order) if f"/segments/{seg}/" in p]
+        assert order[mine[-1]].endswith(f"{seg}/checksums.json")  # the segment's commit
+    assert json.loads(real_get(url, order[-1]))["id"] == info.id
+
+
+def real_get(url, rel):
+    return BucketStore(url)._get(rel)
