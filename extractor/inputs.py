@@ -3,11 +3,13 @@ as one function, shared by the CLI and the extract job runner."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cache import FeatureSetInfo, file_sha256, open_store
+from cache.bucket import is_bucket
 
 from .base import TextInput
 from .encoders import load_encoder
@@ -85,6 +87,23 @@ def run_extract(options: ExtractOptions | dict[str, Any]) -> list[FeatureSetInfo
         batch_size=opts.batch_size,
     )
     store = open_store(opts.store)
+    runner = None
+    if opts.ray is not None:
+        from .ray_run import RayRunner
+
+        factory = functools.partial(
+            load_encoder,
+            opts.encoder,
+            pair_encoding=opts.pair_encoding,
+            max_length=opts.max_length,
+            device=opts.device,
+            elmo_state=opts.elmo_state,
+            batch_size=opts.batch_size,
+        )
+        where = opts.store if is_bucket(opts.store) else str(Path(opts.store).resolve())
+        runner = RayRunner(
+            factory, where, address=opts.ray, actors=opts.actors, gpus_per_actor=opts.gpus_per_actor
+        )
     made = []
     for item in inputs:
         config = ExtractConfig(
@@ -104,6 +123,9 @@ def run_extract(options: ExtractOptions | dict[str, Any]) -> list[FeatureSetInfo
                 split=item.split,
                 config=config,
                 name=item.name,
+                runner=runner,
             )
         )
+    if runner is not None:
+        runner.close()
     return made

@@ -60,6 +60,16 @@ class ExtractOptions:
     )
     batch_size: int = option(BATCH_SIZE, "sentences per batch (ELMo)", ge=1)
     progress: bool = option(True, "show a progress bar")
+    ray: str | None = option(
+        None, "encode on Ray: a cluster address (auto, ray://HOST:10001) or 'local' to start "
+        "one here; the store must be reachable from every node (shared directory or s3://)",
+    )  # fmt: skip
+    actors: int | None = option(
+        None, "Ray actors, one encoder each (default: one per GPU, else 2)", ge=1
+    )
+    gpus_per_actor: float | None = option(
+        None, "GPUs per Ray actor (default: 1 when the cluster has GPUs, else 0)", ge=0
+    )
 
     def __post_init__(self) -> None:
         check(self)

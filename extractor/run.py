@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,6 +83,37 @@ def _plan(encoder: Encoder, items: list[tuple[str, Prepared]], cfg: ExtractConfi
     return segments
 
 
+def _run_here(encoder, store, pool, work, dtype, written, bar) -> None:
+    """Encode the planned segments in order and write each in a background thread."""
+    start, n_tokens = time.perf_counter(), 0
+    # a segment is written by one background thread while the next one is encoded; at
+    # most one write is pending (memory: two segments), and a write's error stops the run
+    writes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snowfire-write")
+    pending: Future | None = None
+    try:
+        for seg_id, done, seg in work:
+            out_keys, parts = [], []
+            for batch in seg:
+                encoded = encoder.encode([p for _, p in batch])
+                for (key, _), enc in zip(batch, encoded, strict=True):
+                    n_tokens += enc.features.shape[0]
+                    if key not in written:
+                        written.add(key)
+                        out_keys.append(key)
+                        parts.append((enc.features, enc.word_ids, enc.type_ids, enc.pair_start))
+                bar.update(len(batch))
+                bar.set_postfix(tok_s=f"{n_tokens / max(time.perf_counter() - start, 1e-9):.0f}")
+            if pending is not None:
+                pending.result()  # re-raises the previous write's error
+                pending = None
+            if parts and not done:
+                pending = writes.submit(store.write_segment, pool, seg_id, out_keys, parts, dtype)
+        if pending is not None:
+            pending.result()
+    finally:
+        writes.shutdown(wait=True)  # never leave a write running behind an error
+
+
 def extract(
     encoder: Encoder,
     texts: list[TextInput],
@@ -91,8 +123,13 @@ def extract(
     split: str | None,
     config: ExtractConfig = ExtractConfig(),
     name: str | None = None,
+    runner: Callable[..., None] | None = None,
 ) -> FeatureSetInfo:
-    """Encode `texts` (skipping what the store holds) and record them as one feature set."""
+    """Encode `texts` (skipping what the store holds) and record them as one feature set.
+
+    runner: how the planned segments are encoded and written; None: here, in this process;
+    `extractor.ray_run.RayRunner`: on a pool of Ray actors, each writing its own segments.
+    """
     from tqdm import tqdm
 
     if not texts:
@@ -129,36 +166,15 @@ def extract(
             work.append((seg_id, done, seg))
         total = sum(len(b) for _, _, seg in work for b in seg)
         bar = tqdm(total=total, unit="ex", desc="extract", disable=not config.progress)
-        start, n_tokens, written = time.perf_counter(), 0, set(stored_before)
-        # a segment is written by one background thread while the next one is encoded; at
-        # most one write is pending (memory: two segments), and a write's error stops the run
-        writes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snowfire-write")
-        pending: Future | None = None
-        try:
-            for seg_id, done, seg in work:
-                out_keys, parts = [], []
-                for batch in seg:
-                    encoded = encoder.encode([p for _, p in batch])
-                    for (key, _), enc in zip(batch, encoded, strict=True):
-                        n_tokens += enc.features.shape[0]
-                        if key not in written:
-                            written.add(key)
-                            out_keys.append(key)
-                            parts.append((enc.features, enc.word_ids, enc.type_ids, enc.pair_start))
-                    bar.update(len(batch))
-                    rate = n_tokens / max(time.perf_counter() - start, 1e-9)
-                    bar.set_postfix(tok_s=f"{rate:.0f}")
-                if pending is not None:
-                    pending.result()  # re-raises the previous write's error
-                    pending = None
-                if parts and not done:
-                    pending = writes.submit(
-                        store.write_segment, pool, seg_id, out_keys, parts, config.dtype
-                    )
-            if pending is not None:
-                pending.result()
-        finally:
-            writes.shutdown(wait=True)  # never leave a write running behind an error
+        if runner is not None:
+            if encoder.ordered:
+                raise ValueError(
+                    "an ordered encoder (ELMo with --elmo-state stateful) carries its state "
+                    "through every example in order: it runs in one process, not on Ray"
+                )
+            runner(pool, [(i, b) for i, done, b in work if not done], config.dtype, bar)
+        else:
+            _run_here(encoder, store, pool, work, config.dtype, set(stored_before), bar)
         bar.close()
         fs_name = name or (f"{task}-{split}" if task else "input")
         fs_id = f"{slug(encoder.identity.get('spec', 'enc'))}-{slug(fs_name)}-" + digest(
