@@ -40,6 +40,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.store = open_store(settings.store)
     app.state.home = Home(settings.home.resolve()) if settings.home else None
     app.state.queue = JobQueue(app.state.home.queue) if app.state.home else None
+    app.state.ray = None
+    if settings.ray:
+        if app.state.home is None:
+            raise ValueError("--ray runs the jobs of a data directory: give --home too")
+        from jobs.ray_jobs import RayDispatch
+
+        log.info("jobs of %s run on Ray (%s)", app.state.home.root, settings.ray)
+        app.state.ray = RayDispatch(app.state.home, settings.ray, slots=settings.ray_slots)
     app.state.embedder = None
     if settings.encoder:
         from .embed import EmbedWorker
@@ -54,6 +62,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             on_batch=app.state.metrics.embed_batch.observe,
         )
     yield
+    if app.state.ray is not None:
+        app.state.ray.close()
     if app.state.embedder is not None:
         app.state.embedder.close()
     app.state.store = app.state.queue = app.state.embedder = None
@@ -110,12 +120,14 @@ def serve(
     home: str | os.PathLike | None = None,
     encoder: str | None = None,
     device: str | None = None,
+    ray: str | None = None,
+    ray_slots: int | None = None,
 ) -> None:
     """Run the service with uvicorn until interrupted; None takes the SNOWFIRE_* setting."""
     import uvicorn
 
     given = {"store": store_dir, "host": host, "port": port, "home": home, "encoder": encoder,
-             "device": device}  # fmt: skip
+             "device": device, "ray": ray, "ray_slots": ray_slots}  # fmt: skip
     settings = Settings(**{k: v for k, v in given.items() if v is not None})
     uvicorn.run(
         create_app(settings=settings),

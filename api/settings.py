@@ -71,6 +71,13 @@ class Settings(BaseSettings):
         5.0, ge=0, description="how long the encoder waits for more requests to batch together"
     )
 
+    ray: str | None = Field(
+        None,
+        description="run the jobs of `home` as Ray tasks on this cluster (an address, auto, or "
+        "local to start one) instead of `snowfire worker` processes",
+    )
+    ray_slots: int = Field(4, gt=0, description="jobs of each kind running at once on Ray")
+
     api_keys: str | None = Field(
         None,
         description="comma-separated API keys, `KEY` (read) or `KEY:write` (may submit and "

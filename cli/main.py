@@ -33,7 +33,7 @@ def _serve(args: argparse.Namespace) -> int:
     from api import serve
 
     serve(args.store, host=args.host, port=args.port, home=args.home, encoder=args.encoder,
-          device=args.device)  # fmt: skip
+          device=args.device, ray=args.ray, ray_slots=args.ray_slots)  # fmt: skip
     return 0
 
 
@@ -240,6 +240,16 @@ def _add_service(sub) -> None:
         "lacks are computed and stored (SNOWFIRE_ENCODER; none: /v1/embed is 503)",
     )
     s.add_argument("--device", default=None, help="the embed encoder's device (SNOWFIRE_DEVICE)")
+    s.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="run the jobs of --home as Ray tasks on this cluster (auto, ray://HOST:10001, or "
+        "local: start one here) instead of `snowfire worker` processes (SNOWFIRE_RAY)",
+    )
+    s.add_argument(
+        "--ray-slots", type=int, default=None, help="jobs of each kind at once on Ray (default 4)"
+    )
     s.set_defaults(func=_serve)
 
     w = sub.add_parser("worker", help="run queued jobs of one kind (data directory: --home)")

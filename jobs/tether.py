@@ -50,8 +50,11 @@ def stop(reason: str) -> None:
     os._exit(137)
 
 
-def watch(queue: JobQueue, job_id: str, lease: str, parent: int, every: float) -> threading.Thread:
-    """Start the watcher thread (a daemon: it ends with the runner)."""
+def watch(
+    queue: JobQueue, job_id: str, lease: str, parent: int | None, every: float
+) -> threading.Thread:
+    """Start the watcher thread (a daemon: it ends with the runner); parent None: no parent to
+    watch (a Ray task: Ray kills it with its driver), the lease only."""
 
     def loop() -> None:
         while True:
@@ -65,9 +68,9 @@ def watch(queue: JobQueue, job_id: str, lease: str, parent: int, every: float) -
     return thread
 
 
-def why_stop(queue: JobQueue, job_id: str, lease: str, parent: int) -> str | None:
+def why_stop(queue: JobQueue, job_id: str, lease: str, parent: int | None) -> str | None:
     """Why this runner must stop now, or None."""
-    if os.getppid() != parent:
+    if parent is not None and os.getppid() != parent:
         return f"the worker (pid {parent}) is gone"
     state = queue.lease_state(job_id)
     if state is None:
