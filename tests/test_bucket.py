@@ -263,3 +263,20 @@ def test_manifest_is_the_last_object_a_set_writes(tiny_bert_dir, local_s3, monke
 
 def real_get(url, rel):
     return BucketStore(url)._get(rel)
+
+
+def test_reads_across_shards_of_one_segment(tiny_bert_dir, local_s3, tmp_path):
+    texts = _texts(n=400, seed=5)  # one segment of several shards of 2,048 tokens
+    enc = HFEncoder(tiny_bert_dir, name="tiny", spec=f"hf:{tiny_bert_dir}")
+    cfg = ExtractConfig(progress=False, dtype="float32", segment_tokens=10**6)
+    local = Store(tmp_path / "local")
+    info = extract(enc, texts, local, task=None, split=None, config=cfg)
+    extract(enc, texts, open_store(url := local_s3()), task=None, split=None, config=cfg)
+    shards = [n for n in _objects(BucketStore(url)) if "/features/c/" in n]
+    assert len(shards) >= 2
+    bucket, rng = BucketStore(url), np.random.default_rng(0)
+    for layers in (None, [1], [2, 0]):
+        for idx in (list(range(info.num_examples)), [int(i) for i in rng.permutation(400)[:50]]):
+            a = bucket.read(info.id, indices=idx, layers=layers)
+            b = local.read(info.id, indices=idx, layers=layers)
+            np.testing.assert_array_equal(a.features, b.features)
