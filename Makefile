@@ -54,6 +54,7 @@ bench: setup
 	$(BIN)/python benchmarks/epoch_remote.py
 	$(BIN)/python benchmarks/load.py
 	$(BIN)/python benchmarks/cache_speedup.py
+	$(BIN)/python benchmarks/object_store.py
 
 clean:
 	rm -rf $(VENV)

@@ -38,7 +38,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             settings.store,
         )
     app.state.store = open_store(settings.store)
-    app.state.home = Home(settings.home.resolve()) if settings.home else None
+    bucket = settings.store if is_bucket(settings.store) else None
+    app.state.home = Home(settings.home.resolve(), store_url=bucket) if settings.home else None
     app.state.queue = JobQueue(app.state.home.queue) if app.state.home else None
     app.state.ray = None
     if settings.ray:

@@ -23,6 +23,8 @@ ALLOWED_ENV = "SNOWFIRE_ALLOWED_PATHS"
 @dataclass(frozen=True)
 class Home:
     root: Path
+    #: the service's store when it is on object storage (s3://...): jobs use it by default
+    store_url: str | None = None
 
     @classmethod
     def resolve(cls, given: str | os.PathLike | None = None) -> Home:
@@ -51,6 +53,19 @@ class Home:
     @property
     def jobs(self) -> Path:
         return self.root / "jobs"
+
+    def store_param(self, value: str | None) -> str:
+        """A job's `store`: by default the service's store on object storage if it has one,
+        else HOME/store; a path must stay where `path` allows, and the one URL a job may name
+        is the service's own (a job cannot reach another bucket with the service's keys)."""
+        if value is None or (self.store_url is not None and value == self.store_url):
+            return self.store_url or self.path("store")
+        if "://" in value:
+            raise ValueError(
+                f"store: a job may use the service's store ({self.store_url or 'HOME/store'}) "
+                f"or a directory under HOME, not {value}"
+            )
+        return self.path(value)
 
     def log(self, job_id: str) -> Path:
         return self.jobs / f"{job_id}.log"

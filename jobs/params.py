@@ -108,7 +108,7 @@ def _splits(task: str, data: str, needed: list[str]) -> None:
 
 
 def _extract(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
-    p["store"] = home.path(p["store"] or "store")
+    p["store"] = home.store_param(p["store"])
     if p["input"] is not None:
         p["input"] = home.path(p["input"])
     elif p["task"] is not None:
@@ -130,7 +130,7 @@ def _extract_files(p: dict[str, Any]) -> None:
 
 def _run_dirs(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
     if "store" in p:
-        p["store"] = home.path(p["store"] or "store")
+        p["store"] = home.store_param(p["store"])
     p["data"] = home.path(p["data"] or "tasks")
     p["out"] = home.path(p["out"] or f"runs/{job_id}")
     return p

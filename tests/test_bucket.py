@@ -280,3 +280,28 @@ def test_reads_across_shards_of_one_segment(tiny_bert_dir, local_s3, tmp_path):
             a = bucket.read(info.id, indices=idx, layers=layers)
             b = local.read(info.id, indices=idx, layers=layers)
             np.testing.assert_array_equal(a.features, b.features)
+
+
+def test_jobs_of_a_service_on_a_bucket_use_it(tiny_bert_dir, local_s3, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from api import Settings, create_app
+    from jobs import Home
+    from jobs.worker import Worker
+
+    url = local_s3()
+    _tiny_sst2(tmp_path / "home" / "tasks")
+    settings = Settings(home=tmp_path / "home", store=url)
+    with TestClient(create_app(settings=settings)) as client:
+        body = {"kind": "extract", "params": {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2"}}
+        r = client.post("/v1/jobs", json=body)
+        assert r.status_code == 202 and r.json()["params"]["store"] == url, r.text
+        other = {**body, "params": {**body["params"], "store": "s3://someone-else/x"}}
+        r2 = client.post("/v1/jobs", json=other)
+        assert r2.status_code == 422 and "may use the service's store" in r2.text, r2.text
+        Worker(Home((tmp_path / "home").resolve()), "extract", poll=0.2).run(once=True)
+        job = client.get(f"/v1/jobs/{r.json()['id']}").json()
+        assert job["status"] == "done", job
+        listed = client.get("/v1/featuresets").json()
+        assert {f["split"] for f in listed} == {"train", "dev"}
+    assert [f.id for f in BucketStore(url).list_featuresets()] == sorted(f["id"] for f in listed)
