@@ -45,6 +45,10 @@ class CompareConfig:
                                      "and the smallest one)")  # fmt: skip
     device: str | None = option(None, "cpu, cuda (default: the GPU when present)")
     progress: bool = option(True, "show progress bars")
+    ray: str | None = option(
+        None, "run each task's cells at once as Ray tasks on this cluster (an address, auto, or "
+        "local to start one); OUT and the store must be reachable from every node",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         check(self)

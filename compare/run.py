@@ -110,13 +110,47 @@ def run_compare(cfg: CompareConfig) -> dict[str, Any]:
     for task in cfg.tasks:
         print(f"compare {task}: features of {cfg.encoder}", flush=True)
         extraction[task] = extract_task(cfg, task)
-        for cell in (c for c in cells if c["task"] == task):
+        mine = [c for c in cells if c["task"] == task]
+        runs = (
+            _on_ray(cfg, mine, extraction[task]) if cfg.ray else _here(cfg, mine, extraction[task])
+        )
+        for cell, (metrics, seconds) in runs:
+            cell["metrics"] = metrics
             done += 1
             what = f"❄️ {cell['head']}" if cell["mode"] == "snow" else "🔥 fine-tuning"
-            started = time.perf_counter()
-            cell["metrics"] = run_cell(cfg, cell, extraction[task]["pair_encoding"])
-            dev = cell["metrics"].get("dev", {})
-            shown = ", ".join(f"{k} {v:.4f}" for k, v in dev.items())
+            shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.get("dev", {}).items())
             print(f"[{done}/{len(cells)}] {task} {what} seed {cell['seed']}: dev {shown} "
-                  f"({time.perf_counter() - started:.0f} s)", flush=True)  # fmt: skip
+                  f"({seconds:.0f} s)", flush=True)  # fmt: skip
     return write_report(cfg, cells, extraction)
+
+
+def _timed(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> tuple[dict, float]:
+    started = time.perf_counter()
+    return run_cell(cfg, cell, pair_encoding), time.perf_counter() - started
+
+
+def _here(cfg: CompareConfig, cells: list[dict], extraction: dict):
+    """The cells one after another, each as it finishes."""
+    for cell in cells:
+        yield cell, _timed(cfg, cell, extraction["pair_encoding"])
+
+
+def _on_ray(cfg: CompareConfig, cells: list[dict], extraction: dict):
+    """The cells at once as Ray tasks (a GPU each for 🔥 when the cluster has GPUs), each as
+    it finishes. A cell's seed is in its config, so its result is the sequential one."""
+    import ray
+
+    from extractor.ray_run import connect
+
+    connect(cfg.ray)
+    gpu = ray.cluster_resources().get("GPU", 0) > 0
+    task = ray.remote(_timed)
+    refs = {
+        task.options(num_cpus=1, num_gpus=1 if gpu and c["mode"] == "fire" else 0).remote(
+            cfg, c, extraction["pair_encoding"]
+        ): c
+        for c in cells
+    }
+    while refs:
+        ready, _ = ray.wait(list(refs), num_returns=1)
+        yield refs.pop(ready[0]), ray.get(ready[0])

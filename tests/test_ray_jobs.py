@@ -104,3 +104,24 @@ def test_a_failing_job_reports_why(client, tiny_bert_dir):
                                                 "head": "linear"}))  # fmt: skip
     assert job["status"] == "failed"
     assert "FeatureSetNotFoundError" in job["error"] and "sst2" in job["error"], job["error"]
+
+
+def test_compare_runs_its_cells_on_ray_with_the_sequential_results(ray_local, tiny_bert_dir,
+                                                                    tmp_path):  # fmt: skip
+    from cli.main import main as snowfire
+    from tasks import DEMO_DATA_DIR
+
+    base = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2", "--data",
+            str(DEMO_DATA_DIR), "--heads", "linear,mlp", "--quiet"]  # fmt: skip
+    store = str(tmp_path / "store")  # extracted once, read by both
+    assert snowfire(base + ["--out", str(tmp_path / "seq"), "--store", store]) == 0
+    assert (
+        snowfire(base + ["--out", str(tmp_path / "ray"), "--store", store, "--ray", "local"]) == 0
+    )
+    import json
+
+    seq, par = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("seq", "ray"))
+    assert len(seq["cells"]) == 3  # linear, mlp, fine-tuning
+    for a, b in zip(seq["cells"], par["cells"], strict=True):
+        assert (a["mode"], a["head"], a["seed"]) == (b["mode"], b["head"], b["seed"])
+        assert a["metrics"] == b["metrics"], (a["mode"], a["head"])
