@@ -78,7 +78,9 @@ def run_extract(options: ExtractOptions | dict[str, Any]) -> list[FeatureSetInfo
     inputs = gather_inputs(
         task=opts.task, data=opts.data, splits=opts.split, input=opts.input, name=opts.name
     )
-    encoder = load_encoder(
+    # the encoder of this process (it plans); on Ray, each actor builds its own the same way
+    factory = functools.partial(
+        load_encoder,
         opts.encoder,
         pair_encoding=opts.pair_encoding,
         max_length=opts.max_length,
@@ -86,24 +88,24 @@ def run_extract(options: ExtractOptions | dict[str, Any]) -> list[FeatureSetInfo
         elmo_state=opts.elmo_state,
         batch_size=opts.batch_size,
     )
+    encoder = factory()
     store = open_store(opts.store)
     runner = None
     if opts.ray is not None:
         from .ray_run import RayRunner
 
-        factory = functools.partial(
-            load_encoder,
-            opts.encoder,
-            pair_encoding=opts.pair_encoding,
-            max_length=opts.max_length,
-            device=opts.device,
-            elmo_state=opts.elmo_state,
-            batch_size=opts.batch_size,
-        )
         where = opts.store if is_bucket(opts.store) else str(Path(opts.store).resolve())
         runner = RayRunner(
             factory, where, address=opts.ray, actors=opts.actors, gpus_per_actor=opts.gpus_per_actor
         )
+    try:
+        return _extract_all(opts, inputs, encoder, store, runner)
+    finally:
+        if runner is not None:
+            runner.close()
+
+
+def _extract_all(opts, inputs, encoder, store, runner) -> list[FeatureSetInfo]:
     made = []
     for item in inputs:
         config = ExtractConfig(
@@ -126,6 +128,4 @@ def run_extract(options: ExtractOptions | dict[str, Any]) -> list[FeatureSetInfo
                 runner=runner,
             )
         )
-    if runner is not None:
-        runner.close()
     return made
