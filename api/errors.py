@@ -21,6 +21,7 @@ from cache import (
     InvalidSelectionError,
     RequestTooLargeError,
     StoreError,
+    StoreUnreachableError,
 )
 from jobs import (
     InvalidJobError,
@@ -42,6 +43,7 @@ STATUS: dict[type[Exception], int] = {
     ExampleNotFoundError: 404,
     InvalidSelectionError: 422,
     RequestTooLargeError: 413,
+    StoreUnreachableError: 503,
     JobNotFoundError: 404,
     InvalidJobError: 422,
     JobStateError: 409,

@@ -8,6 +8,7 @@ from .errors import (
     RequestTooLargeError,
     StoreCorruptError,
     StoreError,
+    StoreUnreachableError,
 )
 from .export import export_hdf5
 from .keys import (
@@ -52,6 +53,7 @@ __all__ = [
     "Store",
     "StoreCorruptError",
     "StoreError",
+    "StoreUnreachableError",
     "canonical_json",
     "digest",
     "encoder_id",

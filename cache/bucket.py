@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import tempfile
 import time
 from collections.abc import Iterator
@@ -36,7 +37,12 @@ from typing import Any
 import numpy as np
 
 from . import quant
-from .errors import FeatureSetNotFoundError, IncompatibleStoreError, StoreCorruptError
+from .errors import (
+    FeatureSetNotFoundError,
+    IncompatibleStoreError,
+    StoreCorruptError,
+    StoreUnreachableError,
+)
 from .keys import STORE_FORMAT_VERSION, encoder_id
 from .segment import CHECKSUMS, Segment, write_segment
 from .shards import EMPTY, Layout, layout_of
@@ -51,6 +57,27 @@ CONCURRENCY = 16
 #: of transfer). Measured on moto (benchmarks/object_store.py), 256 random examples: 0.73 s at
 #: 1 MiB, 1.6 s at 256 KiB, 4.4 s at 64 KiB, 11.9 s with no merging.
 COALESCE = 1 << 20
+
+
+@contextmanager
+def reaching(url: str, what: str) -> Iterator[None]:
+    """Turn an object-storage failure (other than a missing object) into a one-line
+    StoreUnreachableError naming the store, what was being done and S3's own code."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except Exception as err:
+        if type(err).__module__.split(".")[0] != "obstore":
+            raise
+        text = str(err)
+        code = re.search(r"<Code>([^<]+)</Code>", text)
+        message = re.search(r"<Message>([^<]+)</Message>", text)
+        why = f"{code[1]}: {message[1]}" if code and message else text.splitlines()[0][:300]
+        raise StoreUnreachableError(
+            f"{url}: {what} failed ({why}); check the bucket and prefix, AWS_ENDPOINT_URL, "
+            "AWS_REGION and the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
+        ) from None
 
 
 def is_bucket(location: Any) -> bool:
@@ -87,12 +114,14 @@ class BucketStore(Store):
     def _get(self, rel: str) -> bytes:
         import obstore
 
-        return bytes(obstore.get(self.client, rel).bytes())  # FileNotFoundError when absent
+        with reaching(self.path, f"reading {rel}"):
+            return bytes(obstore.get(self.client, rel).bytes())  # FileNotFoundError if absent
 
     def _put(self, rel: str, data: bytes) -> None:
         import obstore
 
-        obstore.put(self.client, rel, data)
+        with reaching(self.path, f"writing {rel}"):
+            obstore.put(self.client, rel, data)
 
     def _read_text(self, rel: str) -> str:
         return self._get(rel).decode()
@@ -104,7 +133,8 @@ class BucketStore(Store):
         import obstore
 
         try:
-            obstore.head(self.client, rel)
+            with reaching(self.path, f"looking up {rel}"):
+                obstore.head(self.client, rel)
         except FileNotFoundError:
             return False
         return True
@@ -112,7 +142,8 @@ class BucketStore(Store):
     def _listing(self, prefix: str | None) -> dict:
         import obstore
 
-        return obstore.list_with_delimiter(self.client, prefix)
+        with reaching(self.path, f"listing {prefix or 'the prefix'}"):
+            return obstore.list_with_delimiter(self.client, prefix)
 
     def _manifest_names(self) -> list[str]:
         names = (o["path"].rsplit("/", 1)[-1] for o in self._listing("featuresets")["objects"])
@@ -204,7 +235,8 @@ class BucketStore(Store):
         for seg, start, end, out in jobs:
             for path, ranges in seg._shards.plan(start, end, layers, out).items():
                 plans.setdefault(path, []).extend(ranges)
-        fetch(self.client, plans, self._threads)
+        with reaching(self.path, "reading features"):
+            fetch(self.client, plans, self._threads)
 
 
 class _NotCommitted(Exception):
@@ -264,7 +296,8 @@ class RangeShardReader:
         n_sel = num_layers if layers is None else len(layers)
         if out is None:
             out = np.empty((end - start, n_sel, dim), dtype=self.layout.dtype)
-        fetch(self.store.client, self.plan(start, end, layers, out))
+        with reaching(self.store.path, "reading features"):
+            fetch(self.store.client, self.plan(start, end, layers, out))
         return out
 
     def plan(self, start: int, end: int, layers: list[int] | None, out: np.ndarray) -> dict:
@@ -332,7 +365,8 @@ def _shard_index(reader: RangeShardReader, k: int) -> list[list[int]] | None:
     size = chunks * num_layers * 16
     path = f"{reader.prefix}/c/{k}/0/0"
     try:
-        got = obstore.get(reader.store.client, path, options={"range": {"suffix": size + 4}})
+        with reaching(reader.store.path, f"reading the index of {path}"):
+            got = obstore.get(reader.store.client, path, options={"range": {"suffix": size + 4}})
     except FileNotFoundError:
         return None
     total = got.meta["size"]

@@ -36,3 +36,8 @@ class IncompatibleStoreError(StoreError, ValueError):
 
 class StoreCorruptError(StoreError, RuntimeError):
     """On-disk data does not match its metadata."""
+
+
+class StoreUnreachableError(StoreError, OSError):
+    """Object storage answered with an error or not at all (HTTP 503): the bucket, the
+    endpoint or the credentials, named in the message."""

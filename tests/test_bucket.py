@@ -305,3 +305,20 @@ def test_jobs_of_a_service_on_a_bucket_use_it(tiny_bert_dir, local_s3, tmp_path)
         listed = client.get("/v1/featuresets").json()
         assert {f["split"] for f in listed} == {"train", "dev"}
     assert [f.id for f in BucketStore(url).list_featuresets()] == sorted(f["id"] for f in listed)
+
+
+def test_a_missing_bucket_is_named_in_one_line_and_the_service_answers_503(local_s3, capsys):
+    from fastapi.testclient import TestClient
+
+    from api import create_app
+
+    local_s3()  # the server and its environment, but not this bucket
+    url = "s3://never-made/store"
+    assert snowfire(["ls", "--store", url]) == 2
+    err = capsys.readouterr().err
+    assert f"{url}: listing featuresets failed (NoSuchBucket: " in err, err
+    assert "AWS_ENDPOINT_URL" in err and "Traceback" not in err
+    with TestClient(create_app(url)) as client:
+        r = client.get("/v1/featuresets")
+    assert r.status_code == 503, r.text
+    assert r.json()["error"] == "StoreUnreachableError" and "NoSuchBucket" in r.json()["detail"]
