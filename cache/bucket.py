@@ -36,17 +36,16 @@ from typing import Any
 
 import numpy as np
 
-from . import quant
 from .errors import (
     FeatureSetNotFoundError,
     IncompatibleStoreError,
     StoreCorruptError,
     StoreUnreachableError,
 )
-from .keys import STORE_FORMAT_VERSION, encoder_id
-from .segment import CHECKSUMS, Segment, write_segment
-from .shards import EMPTY, Layout, layout_of
-from .store import STORED_DTYPES, Store, _info
+from .keys import STORE_FORMAT_VERSION
+from .segment import CHECKSUMS, Segment, mismatch, write_segment
+from .shards import EMPTY, Layout, index_size, layout_of, read_index
+from .store import Store, _info
 from .types import FeatureSetInfo
 
 SCHEMES = ("s3://",)
@@ -176,28 +175,18 @@ class BucketStore(Store):
             self._write_text("zarr.json", _group_json(attrs))
         self.check_format()
 
-    def ensure_pool(self, identity: dict[str, Any], dtype: str, num_layers: int, dim: int) -> str:
-        if dtype not in STORED_DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(STORED_DTYPES)}, got {dtype!r}")
-        self.ensure()
-        pool_id = encoder_id(identity, dtype)
+    def _create_pool(self, pool_id: str, attrs: dict[str, Any]) -> None:
         if not self._exists(f"pools/{pool_id}/zarr.json"):
-            attrs = {"identity": identity, "dtype": dtype, "num_layers": num_layers, "dim": dim}
-            if dtype == "int8":
-                attrs["quantization"] = quant.SCHEME
             self._write_text(f"pools/{pool_id}/zarr.json", _group_json(attrs))
-        return pool_id
 
     @contextmanager
     def writer(self, pool_id: str) -> Iterator[None]:
         """No lock: two writers of a segment put the same bytes (see the module's notes)."""
         yield
 
-    def write_segment(self, pool_id: str, seg_id: str, keys: list[str], parts, dtype: str) -> None:
+    def _commit_segment(self, pool_id: str, seg_id: str, keys: list[str], parts, dtype: str):
         """Write the segment locally, put its files, then its checksums (the commit)."""
         prefix = f"pools/{pool_id}/segments/{seg_id}"
-        if self.has_segment(pool_id, seg_id):
-            return
         with tempfile.TemporaryDirectory(prefix="snowfire-seg-") as tmp:
             local = Path(tmp) / seg_id
             write_segment(local, keys, parts, dtype)
@@ -209,10 +198,6 @@ class BucketStore(Store):
                 )
             )
             self._put(f"{prefix}/{CHECKSUMS}", (local / CHECKSUMS).read_bytes())
-        with self._lock:
-            if pool_id in self._index:
-                for row, key in enumerate(keys):
-                    self._index[pool_id].setdefault(key, (seg_id, row))
 
     # ------------------------------------------------------------------ reading
     def get_featureset(self, fs_id: str) -> FeatureSetInfo:
@@ -258,15 +243,11 @@ class BucketSegment(Segment):
         small = sorted(n for n in table if not n.startswith("features/c/"))
         fetched = store._threads.map(lambda n: _get_or_none(store, f"{prefix}/{n}"), small)
         blobs = dict(zip(small, fetched, strict=True))
-        problems = []
-        for name, data in blobs.items():
-            crc, size = table[name]
-            if data is None:
-                problems.append(f"{name}: missing")
-            elif len(data) != size:
-                problems.append(f"{name}: {len(data)} bytes, recorded {size}")
-            elif _crc(data) != crc:
-                problems.append(f"{name}: crc32c {_crc(data)}, recorded {crc}")
+        sizes = {name: None if data is None else len(data) for name, data in blobs.items()}
+        problems = [
+            p for name, data in blobs.items()
+            if (p := mismatch(name, sizes[name], lambda d=data: _crc(d), table[name]))
+        ]  # fmt: skip
         if problems:
             raise StoreCorruptError(f"segment {self.path} is damaged: {'; '.join(problems)}")
         lay = layout_of(json.loads(blobs["features/zarr.json"]))
@@ -359,36 +340,19 @@ def _shard_index(reader: RangeShardReader, k: int) -> list[list[int]] | None:
     bounds checked; None if the shard was never written (all fill value). Fetched once."""
     import obstore
 
-    lay = reader.layout
-    _, num_layers, dim = lay.shape
-    chunks = lay.shard_tokens // lay.chunk_tokens
-    size = chunks * num_layers * 16
+    tail = index_size(reader.layout)
     path = f"{reader.prefix}/c/{k}/0/0"
     try:
         with reaching(reader.store.path, f"reading the index of {path}"):
-            got = obstore.get(reader.store.client, path, options={"range": {"suffix": size + 4}})
+            got = obstore.get(reader.store.client, path, options={"range": {"suffix": tail}})
     except FileNotFoundError:
         return None
     total = got.meta["size"]
     raw = bytes(got.bytes())
     where = f"{reader.store.path}/{path}"
-    if len(raw) != size + 4:
-        raise StoreCorruptError(f"{where}: {total} bytes, shorter than its shard index")
-    import google_crc32c
-
-    stored, computed = int.from_bytes(raw[-4:], "little"), google_crc32c.value(raw[:-4])
-    if stored != computed:
-        raise StoreCorruptError(
-            f"{where}: shard index checksum mismatch (crc32c stored {stored:08x}, "
-            f"computed {computed:08x})"
-        )
-    index = np.frombuffer(raw[:-4], "<u8").reshape(chunks, num_layers, 2)
-    present = index[..., 0] != EMPTY
-    tile = lay.chunk_tokens * dim * lay.dtype.itemsize
-    body_end = total - size - 4
-    if np.any(index[present, 1] != tile) or np.any(index[present, 0] > body_end - tile):
-        raise StoreCorruptError(f"{where}: shard index names a chunk outside the object")
-    return index[..., 0].tolist()
+    if len(raw) != tail:
+        raise StoreCorruptError(f"{where}: {total} bytes, shorter than its {tail}-byte shard index")
+    return read_index(raw, reader.layout, total - tail, where)[..., 0].tolist()
 
 
 def _get_or_none(store: BucketStore, rel: str) -> bytes | None:

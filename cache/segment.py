@@ -139,19 +139,27 @@ def read_checksums(path: Path) -> dict[str, list]:
         raise StoreCorruptError(f"segment {path}: {CHECKSUMS} is unreadable ({err})") from err
 
 
+def mismatch(name: str, size: int | None, crc, recorded: list) -> str | None:
+    """Why a segment file differs from its recorded [crc32c hex, size], or None. `size` None:
+    the file is missing; `crc()` computes its crc32c (only when the sizes agree)."""
+    if size is None:
+        return f"{name}: missing"
+    if size != recorded[1]:
+        return f"{name}: {size} bytes, recorded {recorded[1]}"
+    got = crc()
+    return None if got == recorded[0] else f"{name}: crc32c {got}, recorded {recorded[0]}"
+
+
 def damaged_files(path: Path, names: list[str] | None = None) -> list[str]:
     """Files of segment `path` (all, or `names`) whose bytes differ from CHECKSUMS, with why."""
     table = read_checksums(path)
     problems = []
     for name in sorted(table if names is None else names):
-        crc, size = table[name]
         f = path / name
-        if not f.is_file():
-            problems.append(f"{name}: missing")
-        elif f.stat().st_size != size:
-            problems.append(f"{name}: {f.stat().st_size} bytes, recorded {size}")
-        elif file_crc32c(f) != crc:
-            problems.append(f"{name}: crc32c {file_crc32c(f)}, recorded {crc}")
+        size = f.stat().st_size if f.is_file() else None
+        problem = mismatch(name, size, lambda f=f: file_crc32c(f), table[name])
+        if problem:
+            problems.append(problem)
     listed = {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()}
     if names is None:
         problems += [f"{n}: not recorded" for n in sorted(listed - set(table) - {CHECKSUMS})]

@@ -157,6 +157,32 @@ def write(array_dir: Path, lay: Layout, features: np.ndarray) -> None:
             f.write(google_crc32c.value(index_bytes).to_bytes(4, "little"))
 
 
+def index_size(lay: Layout) -> int:
+    """Bytes of a shard's index and its crc32c, the last bytes of the shard file."""
+    return lay.shard_tokens // lay.chunk_tokens * lay.shape[1] * 16 + 4
+
+
+def read_index(tail: bytes, lay: Layout, body_end: int, where: str) -> np.ndarray:
+    """A shard's (St/Tc, L, 2) index of (offset, nbytes) from its last `index_size` bytes,
+    its crc32c checked and every stored tile checked to lie in the body (`body_end` bytes)."""
+    chunks, num_layers = lay.shard_tokens // lay.chunk_tokens, lay.shape[1]
+    stored = int.from_bytes(tail[-4:], "little")
+    computed = google_crc32c.value(tail[:-4])
+    if stored != computed:
+        raise StoreCorruptError(
+            f"{where}: shard index checksum mismatch "
+            f"(crc32c stored {stored:08x}, computed {computed:08x})"
+        )
+    index = np.frombuffer(tail[:-4], "<u8").reshape(chunks, num_layers, 2)  # (St/Tc, L, 2)
+    present = index[..., 0] != EMPTY
+    tile = lay.chunk_tokens * lay.shape[2] * lay.dtype.itemsize
+    if np.any(index[present, 1] != tile) or np.any(index[present, 0] > body_end - tile):
+        raise StoreCorruptError(
+            f"{where}: shard index names a chunk that is not {tile} bytes inside the file"
+        )
+    return index
+
+
 @dataclass(frozen=True)
 class _Shard:
     """One mapped shard file: its bytes, and where each tile starts counted in token rows.
@@ -268,28 +294,20 @@ class ShardReader:
     def _map(self, k: int) -> _Shard | None:
         """Map shard k and check its index (once: the segment is immutable); None if absent."""
         path = self.dir / "c" / str(k) / "0" / "0"
-        _, num_layers, dim = self.layout.shape
-        chunks = self.layout.shard_tokens // self.layout.chunk_tokens
-        tile = self.layout.chunk_tokens * dim * self.layout.dtype.itemsize
-        index_size = chunks * num_layers * 16
+        dim = self.layout.shape[2]
+        tail = index_size(self.layout)
         try:
             with open(path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
-                if size < index_size + 4:
+                if size < tail:
                     raise StoreCorruptError(
-                        f"{path}: {size} bytes, shorter than its {index_size + 4}-byte shard index"
+                        f"{path}: {size} bytes, shorter than its {tail}-byte shard index"
                     )
                 raw = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
         except FileNotFoundError:
             return None  # never written: all fill value, as zarr reads it
-        index_bytes = raw[size - index_size - 4 : size - 4]
-        stored = int.from_bytes(raw[size - 4 :].tobytes(), "little")
-        computed = google_crc32c.value(index_bytes.tobytes())
-        if stored != computed:
-            raise StoreCorruptError(
-                f"{path}: shard index checksum mismatch "
-                f"(crc32c stored {stored:08x}, computed {computed:08x})"
-            )
+        body_end = size - tail
+        index = read_index(raw[body_end:].tobytes(), self.layout, body_end, str(path))
         if self.expected is not None:
             name = f"c/{k}/0/0"
             crc = google_crc32c.Checksum()
@@ -302,13 +320,7 @@ class ShardReader:
                     f"recorded {self.expected.get(name)}); run `snowfire fsck --store STORE "
                     "--repair`"
                 )
-        index = index_bytes.view("<u8").reshape(chunks, num_layers, 2)  # (St/Tc, L, 2)
         present = index[..., 0] != EMPTY
-        body_end = size - index_size - 4
-        if np.any(index[present, 1] != tile) or np.any(index[present, 0] > body_end - tile):
-            raise StoreCorruptError(
-                f"{path}: shard index names a chunk that is not {tile} bytes inside the file"
-            )
         offsets = index[..., 0]  # (St/Tc, L) byte offsets
         row = dim * self.layout.dtype.itemsize
         aligned = bool(np.all(offsets[present] % row == 0))

@@ -104,16 +104,10 @@ class Store:
             raise ValueError(f"dtype must be one of {', '.join(STORED_DTYPES)}, got {dtype!r}")
         self.ensure()
         pool_id = encoder_id(identity, dtype)
-        meta = self.path / "pools" / pool_id / "zarr.json"
-        if not meta.exists():
-            import zarr
-
-            group = zarr.open_group(str(meta.parent), mode="a")
-            attrs = {"identity": identity, "dtype": dtype, "num_layers": num_layers, "dim": dim}
-            if dtype == "int8":
-                attrs["quantization"] = quant.SCHEME
-            group.attrs.update(attrs)
-            (meta.parent / "segments").mkdir(exist_ok=True)
+        attrs = {"identity": identity, "dtype": dtype, "num_layers": num_layers, "dim": dim}
+        if dtype == "int8":
+            attrs["quantization"] = quant.SCHEME
+        self._create_pool(pool_id, attrs)
         return pool_id
 
     @contextmanager
@@ -131,15 +125,9 @@ class Store:
 
     def write_segment(self, pool_id: str, seg_id: str, keys: list[str], parts, dtype: str) -> None:
         """Atomically add one segment of examples (call inside `writer`)."""
-        final = self.path / "pools" / pool_id / "segments" / seg_id
-        if final.exists():
+        if self.has_segment(pool_id, seg_id):
             return
-        tmp = final.with_name(f".tmp-{seg_id}-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        write_segment(tmp, keys, parts, dtype)
-        _fsync_tree(tmp)
-        os.rename(tmp, final)
-        _fsync_dir(final.parent)
+        self._commit_segment(pool_id, seg_id, keys, parts, dtype)
         with self._lock:
             if pool_id in self._index:
                 for row, key in enumerate(keys):
@@ -405,6 +393,25 @@ class Store:
     def has_segment(self, pool_id: str, seg_id: str) -> bool:
         """Whether a segment is committed (a re-run skips it)."""
         return (self.path / "pools" / pool_id / "segments" / seg_id).exists()
+
+    def _create_pool(self, pool_id: str, attrs: dict[str, Any]) -> None:
+        """The pool's group with its attributes, unless it exists."""
+        meta = self.path / "pools" / pool_id / "zarr.json"
+        if not meta.exists():
+            import zarr
+
+            zarr.open_group(str(meta.parent), mode="a").attrs.update(attrs)
+            (meta.parent / "segments").mkdir(exist_ok=True)
+
+    def _commit_segment(self, pool_id: str, seg_id: str, keys: list[str], parts, dtype: str):
+        """Write the segment into a temporary directory, fsync it, rename it into place."""
+        final = self.path / "pools" / pool_id / "segments" / seg_id
+        tmp = final.with_name(f".tmp-{seg_id}-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        write_segment(tmp, keys, parts, dtype)
+        _fsync_tree(tmp)
+        os.rename(tmp, final)
+        _fsync_dir(final.parent)
 
     def _read_text(self, rel: str) -> str:
         return (self.path / rel).read_text()  # FileNotFoundError when absent
