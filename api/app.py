@@ -32,13 +32,13 @@ log = logging.getLogger(__name__)
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
-    if not is_bucket(settings.store) and not Path(settings.store).is_dir():
+    bucket = settings.store if is_bucket(settings.store) else None
+    if bucket is None and not Path(settings.store).is_dir():
         log.warning(
             "store %s does not exist yet: serving no feature sets until one is written",
             settings.store,
         )
     app.state.store = open_store(settings.store)
-    bucket = settings.store if is_bucket(settings.store) else None
     app.state.home = Home(settings.home.resolve(), store_url=bucket) if settings.home else None
     app.state.queue = JobQueue(app.state.home.queue) if app.state.home else None
     app.state.ray = None

@@ -140,10 +140,10 @@ def _on_ray(cfg: CompareConfig, cells: list[dict], extraction: dict):
     it finishes. A cell's seed is in its config, so its result is the sequential one."""
     import ray
 
-    from extractor.ray_run import connect
+    from extractor.ray_run import cluster_gpus, connect
 
     connect(cfg.ray)
-    gpu = ray.cluster_resources().get("GPU", 0) > 0
+    gpu = cluster_gpus() > 0
     task = ray.remote(_timed)
     refs = {
         task.options(num_cpus=1, num_gpus=1 if gpu and c["mode"] == "fire" else 0).remote(

@@ -13,7 +13,6 @@ single-process run's: the batches are the same and each is encoded the same way.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import Callable
@@ -21,7 +20,12 @@ from typing import Any
 
 from cache.bucket import is_bucket
 
-log = logging.getLogger(__name__)
+
+def cluster_gpus() -> float:
+    """GPUs in the Ray cluster this process is connected to."""
+    import ray
+
+    return ray.cluster_resources().get("GPU", 0)
 
 
 def connect(address: str) -> None:
@@ -53,20 +57,13 @@ class SegmentWorker:
 
     def run(self, pool: str, seg_id: str, batches: list, dtype: str) -> tuple[int, int]:
         """(examples, tokens) of one segment, written unless a first attempt committed it."""
+        from .run import encode_segment
+
         if self.store.has_segment(pool, seg_id):
             return sum(len(b) for b in batches), 0
-        keys, parts, tokens = [], [], 0
-        for batch in batches:
-            encoded = self.encoder.encode([p for _, p in batch])
-            for (key, _), enc in zip(batch, encoded, strict=True):
-                keys.append(key)
-                parts.append((enc.features, enc.word_ids, enc.type_ids, enc.pair_start))
-                tokens += enc.features.shape[0]
+        keys, parts = encode_segment(self.encoder, batches)
         self.store.write_segment(pool, seg_id, keys, parts, dtype)
-        return len(keys), tokens
-
-    def pid(self) -> int:
-        return os.getpid()
+        return len(keys), sum(p[0].shape[0] for p in parts)
 
 
 class RayRunner:
@@ -95,8 +92,8 @@ class RayRunner:
             return self.pool
         gpus = self.gpus
         if gpus is None:  # a GPU each when the cluster has them
-            gpus = 1.0 if ray.cluster_resources().get("GPU", 0) else 0.0
-        n = self.actors or (int(ray.cluster_resources().get("GPU", 0) // gpus) if gpus else 2)
+            gpus = 1.0 if cluster_gpus() else 0.0
+        n = self.actors or (int(cluster_gpus() // gpus) if gpus else 2)
         # an s3:// store: the driver's AWS_* settings (endpoint, region, keys) go to the actors
         env = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
         remote = ray.remote(SegmentWorker).options(

@@ -83,26 +83,42 @@ def _plan(encoder: Encoder, items: list[tuple[str, Prepared]], cfg: ExtractConfi
     return segments
 
 
+def encode_segment(encoder, batches, written: set | None = None, on_batch=None):
+    """(keys, parts for write_segment) of a segment's planned batches, leaving out keys in
+    `written` (and adding the new ones to it); on_batch(examples, tokens) after each batch."""
+    keys, parts = [], []
+    for batch in batches:
+        encoded = encoder.encode([p for _, p in batch])
+        tokens = 0
+        for (key, _), enc in zip(batch, encoded, strict=True):
+            tokens += enc.features.shape[0]
+            if written is None or key not in written:
+                if written is not None:
+                    written.add(key)
+                keys.append(key)
+                parts.append((enc.features, enc.word_ids, enc.type_ids, enc.pair_start))
+        if on_batch is not None:
+            on_batch(len(batch), tokens)
+    return keys, parts
+
+
 def _run_here(encoder, store, pool, work, dtype, written, bar) -> None:
     """Encode the planned segments in order and write each in a background thread."""
     start, n_tokens = time.perf_counter(), 0
+
+    def progress(examples: int, tokens: int) -> None:
+        nonlocal n_tokens
+        n_tokens += tokens
+        bar.update(examples)
+        bar.set_postfix(tok_s=f"{n_tokens / max(time.perf_counter() - start, 1e-9):.0f}")
+
     # a segment is written by one background thread while the next one is encoded; at
     # most one write is pending (memory: two segments), and a write's error stops the run
     writes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snowfire-write")
     pending: Future | None = None
     try:
         for seg_id, done, seg in work:
-            out_keys, parts = [], []
-            for batch in seg:
-                encoded = encoder.encode([p for _, p in batch])
-                for (key, _), enc in zip(batch, encoded, strict=True):
-                    n_tokens += enc.features.shape[0]
-                    if key not in written:
-                        written.add(key)
-                        out_keys.append(key)
-                        parts.append((enc.features, enc.word_ids, enc.type_ids, enc.pair_start))
-                bar.update(len(batch))
-                bar.set_postfix(tok_s=f"{n_tokens / max(time.perf_counter() - start, 1e-9):.0f}")
+            out_keys, parts = encode_segment(encoder, seg, written, progress)
             if pending is not None:
                 pending.result()  # re-raises the previous write's error
                 pending = None
@@ -172,7 +188,7 @@ def extract(
                     "an ordered encoder (ELMo with --elmo-state stateful) carries its state "
                     "through every example in order: it runs in one process, not on Ray"
                 )
-            runner(pool, [(i, b) for i, done, b in work if not done], config.dtype, bar)
+            runner(pool, [(seg_id, b) for seg_id, _, b in work], config.dtype, bar)  # none done
         else:
             _run_here(encoder, store, pool, work, config.dtype, set(stored_before), bar)
         bar.close()

@@ -72,10 +72,12 @@ class RayWorker(Worker):
     def run_job(self, job: Job) -> str:
         import ray
 
+        from extractor.ray_run import cluster_gpus
+
         log.info("ray worker %s: job %s (%s, attempt %d)", self.id, job.id, job.kind, job.attempts)
         with self.home.log(job.id).open("ab") as fh:
             fh.write(f"--- attempt {job.attempts} by {self.id} on Ray\n".encode())
-        gpu = job_kind(job.kind).gpu and ray.cluster_resources().get("GPU", 0) > 0
+        gpu = job_kind(job.kind).gpu and cluster_gpus() > 0
         try:
             task = _remote_task().options(num_cpus=1, num_gpus=1 if gpu else 0, max_retries=0)
             ref = task.remote(str(self.home.root), job.id, job.lease, self.beat)

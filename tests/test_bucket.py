@@ -20,6 +20,7 @@ from cli.main import main as snowfire
 from extractor import ExtractConfig, TextInput, extract
 from extractor.hf import HFEncoder
 from tests.conftest import REPO, WORDS
+from tests.test_jobs_compose import _free_port
 
 pytestmark = pytest.mark.subprocess  # a server thread, and a `snowfire serve` process
 
@@ -188,7 +189,7 @@ def test_serve_and_train_from_a_bucket(tiny_bert_dir, local_s3, tmp_path):
     for key in weights[0]:
         np.testing.assert_array_equal(weights[0][key], weights[1][key])
     # `snowfire serve --store s3://...` answers what the local store holds
-    port = _port()
+    port = _free_port()
     cmd = [sys.executable, "-m", "cli", "serve", "--store", url, "--port", str(port)]
     log = tmp_path / "serve.log"
     with open(log, "w") as out:
@@ -220,14 +221,6 @@ def _tiny_sst2(root: Path) -> Path:
             rows.append(f"{' '.join(words)}\t{label}")
         (root / "sst2" / f"{split}.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
     return root
-
-
-def _port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_up(proc, port, log) -> None:

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from cache import RemoteStore, Store, open_store
-from tests.test_bucket import _extract, _port, _wait_up
+from tests.test_bucket import _extract, _wait_up
 from tests.test_compose import REPO, SCHEMA, _Loader, command
-from tests.test_jobs_compose import LOCAL_ENV, _local
+from tests.test_jobs_compose import LOCAL_ENV, _free_port, _local
 
 pytestmark = pytest.mark.subprocess
 
@@ -67,7 +67,7 @@ def test_replicas_over_one_bucket_answer_alike(replicas_file, tiny_bert_dir, loc
     procs, ports = [], []
     try:
         for i in range(3):
-            port = _port()
+            port = _free_port()
             log = tmp_path / f"replica-{i}.log"
             with open(log, "w") as out:
                 procs.append(subprocess.Popen(
