@@ -16,11 +16,12 @@ SMALLEST_HEAD = {"tagging": "crf", "classification": "linear", "regression": "li
 ALL_TASKS = ("conll2003", "sst2", "mnli", "sick-e", "sick-r", "mrpc", "stsb")
 
 #: Caps per budget. quick: fits a 2-core laptop (STS-B + SICK-R, one seed, with the bundled
-#: encoder); full: the defaults of `snowfire train`, and 🔥 with its rate and epochs tuned on
-#: dev (`snowfire finetune --grid`: 3 rates x 2, 3, 4 epochs).
+#: encoder), both sides trained on the same 2,000 examples drawn with the seed
+#: (tasks.train_subset); full: the defaults of `snowfire train`, and 🔥 with its rate and
+#: epochs tuned on dev (`snowfire finetune --grid`: 3 rates x 2, 3, 4 epochs).
 BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
     "quick": {
-        "snow": {"epochs": 3, "patience": 2},
+        "snow": {"epochs": 3, "patience": 2, "max_train_examples": 2000},
         "fire": {"epochs": 2, "max_train_examples": 2000},
     },
     "full": {"snow": {}, "fire": {}},
@@ -37,6 +38,8 @@ class CompareConfig:
     data: str = option(help="task data directory (train, dev, and test where present)")
     out: str = option(help="output directory: runs, results.json, table.md, plots")
     seeds: int = option(1, "seeds per cell: each a full run; mean and sd reported", ge=1)
+    fire_seeds: int | None = option(None, "🔥 seeds per task when fewer than --seeds (🔥 costs "
+                                    "the most); default: --seeds", ge=1)  # fmt: skip
     budget: str = option("quick", "quick: caps that fit a laptop (printed in table.md); "
                          "full: the commands' defaults", choices=tuple(BUDGETS))  # fmt: skip
     store: str | None = option(None, "feature store (default OUT/store); features already "
@@ -68,6 +71,10 @@ class CompareConfig:
         object.__setattr__(self, "tasks", list(dict.fromkeys(names)))
         if self.heads is not None:
             object.__setattr__(self, "heads", [h for item in self.heads for h in item.split(",")])
+
+    @property
+    def seeds_fire(self) -> int:
+        return self.seeds if self.fire_seeds is None else min(self.fire_seeds, self.seeds)
 
     def heads_for(self, task: str) -> list[str]:
         from tasks import get_task

@@ -37,7 +37,7 @@ def _cost(cell: dict[str, Any]) -> dict[str, Any]:
         run = Path(config["grid"]["chosen"]["run"])
     epochs = sum(1 for line in (run / "log.jsonl").read_text().splitlines() if line)
     if cell["mode"] == "snow":
-        n_train = config["featureset"]["num_examples"] if "featureset" in config else 0
+        n_train = config.get("train_examples", config.get("featureset", {}).get("num_examples", 0))
         params = _params_snow(run)
     else:  # a grid's RUN/config.json is its chosen run's, with "grid" added
         n_train = config["num_examples"]["train"]
@@ -79,6 +79,12 @@ def summarise(cfg: CompareConfig, cells: list[dict[str, Any]]) -> dict[str, Any]
     return out
 
 
+def _seeds(cfg: CompareConfig) -> str:
+    if cfg.seeds_fire == cfg.seeds:
+        return f"{cfg.seeds} seed(s)"
+    return f"❄️ {cfg.seeds} seeds, 🔥 {cfg.seeds_fire}"
+
+
 def _cell(pair) -> str:
     mean, sd = pair
     return f"{100 * mean:.1f}" + ("" if sd is None else f" ± {100 * sd:.1f}")
@@ -110,7 +116,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
             rows.append(f"| verdict | | {split} | " + " | ".join(said) + " |")
     caps = BUDGETS[cfg.budget]
     lines = [
-        f"# ❄️ or 🔥: {cfg.encoder}, {cfg.seeds} seed(s), budget {cfg.budget}",
+        f"# ❄️ or 🔥: {cfg.encoder}, {_seeds(cfg)}, budget {cfg.budget}",
         "",
         "\n".join(rows),
         "",
@@ -191,7 +197,7 @@ def _plot_bars(cfg, summary, path: Path) -> None:
         ax.bar(x + offset, means, 0.4, yerr=sds, capsize=3, label=label, color=color)
     ax.set_xticks(x, cfg.tasks)
     ax.set_ylabel("dev score (x100)")
-    ax.set_title(f"{cfg.encoder}: features + head vs fine-tuning ({cfg.seeds} seed(s))")
+    ax.set_title(f"{cfg.encoder}: features + head vs fine-tuning ({_seeds(cfg)})")
     ax.legend(fontsize=8, loc="lower left")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -68,7 +68,7 @@ def plan(cfg: CompareConfig) -> list[dict[str, Any]]:
                 out = Path(cfg.out) / "snow" / task / head / f"seed{seed}"
                 cells.append({"mode": "snow", "task": task, "head": head, "seed": seed,
                               "run": str(out)})  # fmt: skip
-        for seed in range(cfg.seeds):
+        for seed in range(cfg.seeds_fire):
             out = Path(cfg.out) / "fire" / task / f"seed{seed}"
             cells.append({"mode": "fire", "task": task, "head": None, "seed": seed,
                           "run": str(out)})  # fmt: skip

@@ -29,17 +29,22 @@ def mean_sd(values: list[float]) -> tuple[float, float | None]:
 
 def verdict(snow: list[float], fire: list[float]) -> dict[str, object]:
     """Δ = mean 🔥 − mean ❄️ and the verdict: "❄️ ≈ 🔥" when |Δ| is within the spread of the
-    seeds (the root of the two variances' sum), else which one is better. With one seed per
-    side the spread is unknown: the better one is named, marked as a single-seed call."""
+    seeds (the root of the two variances' sum), else which one is better. A side with one seed
+    adds no variance it could not measure: the spread is the other side's, and the verdict
+    says so; with one seed on both sides the spread is unknown and the call is marked."""
     (ms, ss), (mf, sf) = mean_sd(snow), mean_sd(fire)
     delta = mf - ms
-    spread = None if ss is None or sf is None else math.hypot(ss, sf)
+    known = [s for s in (ss, sf) if s is not None]
+    spread = math.hypot(*known) if known else None
     if math.isnan(delta):
         text = "no verdict (a side has no score)"
     elif spread is not None and abs(delta) <= spread:
         text = "❄️ ≈ 🔥"
     else:
         text = "🔥 > ❄️" if delta > 0 else "❄️ > 🔥"
-        if spread is None:
-            text += " (1 seed: spread unknown)"
+    if not math.isnan(delta) and not known:
+        text += " (1 seed: spread unknown)"
+    elif not math.isnan(delta) and len(known) == 1:
+        mine, other = ("❄️", "🔥") if sf is None else ("🔥", "❄️")
+        text += f" (spread of {mine}'s seeds; {other}: 1 seed)"
     return {"delta": delta, "spread": spread, "verdict": text}

@@ -199,7 +199,7 @@ def _train(cfg: FinetuneConfig, on_step) -> dict[str, dict[str, float]]:
 def _examples(cfg: FinetuneConfig):
     """The task's spec and its examples per split present (train and dev needed, with gold
     labels); `max_train_examples` drawn at random with the seed, kept in file order."""
-    from tasks import available_splits, get_task, read_split
+    from tasks import available_splits, get_task, read_split, train_subset
 
     spec = get_task(cfg.task)
     splits = available_splits(cfg.task, cfg.data)
@@ -207,11 +207,9 @@ def _examples(cfg: FinetuneConfig):
         if needed not in splits:
             raise ValueError(f"{cfg.task}: no {needed} split in {cfg.data} (found {splits})")
     examples = {s: read_split(cfg.task, cfg.data, s) for s in splits}
-    if cfg.max_train_examples is not None and cfg.max_train_examples < len(examples["train"]):
-        keep = np.random.default_rng(cfg.seed).choice(
-            len(examples["train"]), cfg.max_train_examples, replace=False
-        )
-        examples["train"] = [examples["train"][i] for i in sorted(keep)]  # files can be sorted
+    keep = train_subset(len(examples["train"]), cfg.max_train_examples, cfg.seed)
+    if keep is not None:  # the same draw as a ❄️ head's with this cap and seed
+        examples["train"] = [examples["train"][i] for i in keep]
     if gold_of(spec, examples["train"]) is None or gold_of(spec, examples["dev"]) is None:
         raise ValueError(f"{cfg.task}: the train and dev splits in {cfg.data} need gold labels")
     return spec, examples

@@ -40,6 +40,10 @@ class TrainConfig:
     hparams: dict[str, Any] = option(
         help='head options as JSON, e.g. {"hidden": 300}', factory=dict
     )
+    max_train_examples: int | None = option(
+        None, "train on N examples drawn at random with the seed (the draw 🔥 fine-tuning makes "
+        "with the same cap and seed); default: all", ge=1,
+    )  # fmt: skip
     max_memory_gb: float = option(
         4.0, "preload a split's features up to this size (GB), else stream them", gt=0
     )

@@ -53,20 +53,29 @@ class FeatureSource:
         layers: list[int] | None,
         max_bytes: int,
         block_examples: int = 2048,
+        subset: list[int] | None = None,
     ):
         self.reader, self.info, self.layers = reader, info, layers
         self.block_examples = block_examples
+        #: the examples served (a capped training set), else all of them
+        self.examples = list(range(info.num_examples)) if subset is None else list(subset)
         n_layers = len(layers) if layers else info.num_layers
         tokens = info.manifest.get("num_tokens") or info.num_examples * 64
+        tokens = tokens * len(self.examples) // max(info.num_examples, 1)
         self.nbytes = tokens * info.bytes_per_token(n_layers)  # an int8 set stays int8 here
         self.all: ExampleBatch | None = None
         self.order: list[int] = []
         if self.nbytes <= max_bytes:
-            self.all = self._read(list(range(info.num_examples)))
+            self.all = self._read(self.examples)
         else:
             log.info("%s: %.1f GB of features, streaming", info.id, self.nbytes / 1e9)
-            self.order = list(reader.storage_order(info.id))
+            chosen = set(self.examples)
+            self.order = [i for i in reader.storage_order(info.id) if i in chosen]
         self._pool = ThreadPoolExecutor(max_workers=1)
+
+    @property
+    def num_examples(self) -> int:
+        return len(self.examples)
 
     @property
     def streaming(self) -> bool:
@@ -78,13 +87,14 @@ class FeatureSource:
         return self.reader.read(self.info.id, indices=indices, layers=self.layers, dtype=dtype)
 
     def iterate(self, batch_size: int, rng: np.random.Generator | None = None):
-        """Yield (indices, ExampleBatch); shuffled when `rng` is given, else a fixed order."""
-        n = self.info.num_examples
+        """Yield (indices, ExampleBatch); shuffled when `rng` is given, else a fixed order.
+        Indices are the feature set's example numbers."""
+        n = self.num_examples
         if self.all is not None:
             order = rng.permutation(n) if rng is not None else np.arange(n)
             for i in range(0, n, batch_size):
-                idx = order[i : i + batch_size].tolist()
-                yield idx, _floats(take(self.all, idx))
+                pos = order[i : i + batch_size].tolist()
+                yield [self.examples[p] for p in pos], _floats(take(self.all, pos))
             return
         blocks = [self.order[i : i + self.block_examples] for i in range(0, n, self.block_examples)]
         if rng is not None:

@@ -87,14 +87,13 @@ def _predict(head, source, targets, kind: str, batch_size: int, word_level: bool
     from .batch import collate
 
     head.eval()
-    preds: list = [None] * source.info.num_examples
+    preds: dict = {}
     with torch.inference_mode():
         for idx, eb in source.iterate(batch_size):
             batch = collate(eb, _subset(targets, idx), kind=kind, word_level=word_level)
             out, _ = head(batch.to(device))
-            for i, p in zip(idx, head.predict(out), strict=True):
-                preds[i] = p
-    return preds
+            preds.update(zip(idx, head.predict(out), strict=True))
+    return [preds[i] for i in source.examples]  # a capped training set: its examples only
 
 
 def _subset(targets, idx):
@@ -154,7 +153,7 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
     from tqdm import tqdm
 
     from cache import open_reader
-    from tasks import available_splits, evaluate, get_task, read_split
+    from tasks import available_splits, evaluate, get_task, read_split, train_subset
 
     from .batch import collate
     from .registry import build_head
@@ -183,7 +182,11 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
     budget = int(cfg.max_memory_gb * 1e9)
     from .data import FeatureSource
 
-    sources = {s: FeatureSource(reader, infos[s], layers, budget) for s in splits}
+    keep = train_subset(len(examples["train"]), cfg.max_train_examples, cfg.seed)
+    sources = {
+        s: FeatureSource(reader, infos[s], layers, budget, subset=keep if s == "train" else None)
+        for s in splits
+    }
     targets = {s: _targets(spec, examples[s]) for s in splits}
     word_level = spec.kind == "tagging"  # word-piece taggers: hparams {"over_pieces": true}
 
@@ -208,7 +211,7 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
 
     # -- loop
     best, best_state, bad, started = -float("inf"), None, 0, time.perf_counter()
-    n_train = infos["train"].num_examples
+    n_train = sources["train"].num_examples
     for epoch in range(1, cfg.epochs + 1):
         head.train()
         total, seen = 0.0, 0
@@ -254,6 +257,8 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
 
     # -- evaluate every split, write the run
     metrics = {}
+    if keep is not None:  # the train split's scores and predictions: the examples trained on
+        examples["train"] = [examples["train"][i] for i in keep]
     for split in splits:
         preds = decode(
             spec,
@@ -302,6 +307,7 @@ def _write_run(
     config = {
         "train": asdict(cfg),
         "featureset": info.summary(),
+        "train_examples": min(cfg.max_train_examples or info.num_examples, info.num_examples),
         "features_manifest": info.manifest | {"keys": None},
         "seconds": round(seconds, 2),
     }

@@ -14,6 +14,7 @@ from .metrics import accuracy, binary_f1, matthews_corrcoef, pearson, spearman
 from .readers import available_splits, read_split
 from .registry import TASKS, TaskSpec, evaluate, get_task
 from .spans import span_scores
+from .subset import train_subset
 from .text_file import read_text_file
 
 DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo"
@@ -34,4 +35,5 @@ __all__ = [
     "read_text_file",
     "span_scores",
     "spearman",
+    "train_subset",
 ]

@@ -26,6 +26,12 @@ def test_verdict_on_constructed_cells():
     assert one["verdict"] == "❄️ > 🔥 (1 seed: spread unknown)" and one["spread"] is None
     assert verdict([0.8], [float("nan")])["verdict"].startswith("no verdict")
     assert mean_sd([1.0, 3.0]) == (2.0, pytest.approx(math.sqrt(2)))
+    # three ❄️ seeds, one 🔥: the spread is ❄️'s sd (0.01), and the call says so
+    within = verdict([0.80, 0.81, 0.82], [0.815])
+    assert within["spread"] == pytest.approx(0.01)
+    assert within["verdict"] == "❄️ ≈ 🔥 (spread of ❄️'s seeds; 🔥: 1 seed)"
+    beyond = verdict([0.80, 0.81, 0.82], [0.85])
+    assert beyond["verdict"] == "🔥 > ❄️ (spread of ❄️'s seeds; 🔥: 1 seed)"
 
 
 def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(

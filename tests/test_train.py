@@ -187,13 +187,20 @@ def test_sick_r_trains_on_the_features_extracted_for_sick_e(
     assert set(metrics["dev"]) == {"pearson", "spearman"}
 
 
-def test_streaming_source_reads_every_example_once(store_dir):
+@pytest.mark.parametrize("max_bytes", [0, 10**9], ids=["streaming", "in-memory"])
+@pytest.mark.parametrize("capped", [False, True], ids=["all", "capped"])
+def test_a_source_reads_each_of_its_examples_once(store_dir, max_bytes, capped):
+    from tasks import train_subset
+
     store = Store(store_dir)
     info = store.find_featureset(
         encoder=store.list_featuresets()[0].encoder["spec"], task="sst2", split="train"
     )
-    src = FeatureSource(store, info, None, max_bytes=0, block_examples=16)
-    assert src.streaming
+    subset = train_subset(info.num_examples, info.num_examples // 3, seed=4) if capped else None
+    src = FeatureSource(store, info, None, max_bytes=max_bytes, block_examples=16, subset=subset)
+    assert src.streaming == (max_bytes == 0)
+    want = subset or list(range(info.num_examples))
+    assert src.num_examples == len(want)
     direct = store.read(info.id, indices=list(range(info.num_examples)))
     for rng in (None, np.random.default_rng(1)):
         seen = []
@@ -201,7 +208,31 @@ def test_streaming_source_reads_every_example_once(store_dir):
             for j, i in enumerate(idx):
                 np.testing.assert_array_equal(eb.example(j), direct.example(i))
             seen += idx
-        assert sorted(seen) == list(range(info.num_examples))
+        assert sorted(seen) == want
+
+
+def test_a_capped_head_and_fire_train_on_the_same_examples(
+    tiny_bert_dir, data_dir, store_dir, tmp_path
+):
+    """--max-train-examples draws one subset for ❄️ and 🔥 with the same seed (compare's quick
+    budget relies on it): the head's run records the cap; 🔥 keeps exactly those examples."""
+    from finetune import FinetuneConfig
+    from finetune.trainer import _examples
+    from tasks import read_split, train_subset
+
+    everything = read_split("sst2", str(data_dir), "train")
+    keep = train_subset(len(everything), 9, seed=3)
+    assert len(keep) == 9 == len(set(keep)) and keep == sorted(keep)
+    assert keep != train_subset(len(everything), 9, seed=4)  # another seed, another draw
+    assert train_subset(len(everything), len(everything), seed=3) is None
+    fire = FinetuneConfig(encoder=f"hf:{tiny_bert_dir}", task="sst2", data=str(data_dir),
+                          out=str(tmp_path / "fire"), seed=3, max_train_examples=9)  # fmt: skip
+    _, examples = _examples(fire)
+    assert [e.index for e in examples["train"]] == keep
+    _train(tiny_bert_dir, data_dir, store_dir, tmp_path / "snow", "sst2", "linear",
+           "--seed", "3", "--max-train-examples", "9", "--epochs", "1")  # fmt: skip
+    config = json.loads((tmp_path / "snow" / "config.json").read_text())
+    assert config["train_examples"] == 9 and config["train"]["max_train_examples"] == 9
 
 
 def test_wrong_encoder_and_wrong_head_are_refused(
