@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from cache import ExampleBatch, RequestTooLargeError, Store, wire
 from cache.reduce import reduce_batch
 from cache.wire import SAFETENSORS, body_bytes
@@ -107,6 +109,81 @@ def to_json(batch: ExampleBatch, fs_id: str) -> FeaturesJSON:
         type_ids=batch.type_ids.tolist(),
         pair_starts=batch.pair_starts.tolist(),
     )
+
+
+#: Bytes of features per piece of a streamed answer: the service reads the next piece (in a
+#: thread: numpy's gather lets go of the GIL) while the event loop sends this one.
+STREAM_BYTES = 4 << 20
+
+
+def stream_features(store: Store, fs_id: str, request: FeaturesRequest, settings: Settings):
+    """An unreduced safetensors answer streamed from one read plan (cache/plan.py).
+
+    Its size and header are known from the plan before any feature is read, so an answer over
+    the cap is refused (413) before reading. The features then go out STREAM_BYTES at a time,
+    the next piece read while the last is sent, and the client receives meanwhile: the read,
+    the send and the receive overlap (benchmarks/rest_vs_inprocess.py). The first piece is
+    read before the answer starts, so a store error there is still a proper error status; one
+    in a later piece (a shard damaged since it was mapped) can only cut the body short, which
+    the client reports (cache/remote.py) and the service logs.
+    """
+    import asyncio
+
+    from fastapi.responses import StreamingResponse
+
+    raw = store.get_featureset(fs_id).dtype == "int8"  # a byte per value, with its scales
+    by_index = request.indices is not None
+    plan = store.plan_read(
+        fs_id, indices=request.indices if by_index else None,
+        keys=None if by_index else request.keys, layers=request.layers,
+        dtype="int8" if raw else None,
+    )  # fmt: skip
+    small = plan.small()
+    layers = plan.layers if plan.layers is not None else list(range(plan.num_layers))
+    shape = (plan.num_tokens, plan.num_layers, plan.dim)
+    head, rest, length = wire.layout((shape, plan.dtype), small, layers, plan.keys, fs_id)
+    _refuse_over_cap(plan, small, body_cap(settings))
+    per_token = plan.num_layers * plan.dim * np.dtype(plan.dtype).itemsize
+    pieces, lo = [], 0
+    for i in range(1, len(plan.ends)):  # examples lo:i, about STREAM_BYTES of features each
+        if (plan.ends[i] - plan.ends[lo]) * per_token >= STREAM_BYTES or i == len(plan.ends) - 1:
+            pieces.append((lo, i))
+            lo = i
+    first = plan.features(*pieces[0]) if pieces else None
+
+    async def body():
+        yield head
+        loop = asyncio.get_running_loop()
+        current = first
+        for k in range(len(pieces)):
+            ahead = None
+            if k + 1 < len(pieces):
+                ahead = loop.run_in_executor(None, plan.features, *pieces[k + 1])
+            yield wire.as_bytes(current)
+            if ahead is not None:
+                current = await ahead
+        for part in rest:
+            yield part
+
+    return StreamingResponse(
+        body(), media_type=SAFETENSORS, headers={"Content-Length": str(length)}
+    )
+
+
+def _refuse_over_cap(plan, small: dict[str, np.ndarray], cap: Cap) -> None:
+    """RequestTooLargeError (413) naming the example at which the body passes the cap, by
+    `body_bytes`' count (features, index tensors, keys), before anything is read."""
+    tokens = np.diff(np.asarray(plan.ends, dtype=np.int64))
+    per_token = plan.num_layers * plan.dim * np.dtype(plan.dtype).itemsize + 4 + 1
+    per_token += 4 * plan.num_layers if "scales" in small else 0
+    keys = np.array([len(k) + 4 for k in plan.keys], dtype=np.int64)
+    sizes = np.cumsum(tokens * per_token + 8 + 8 + keys) + 8  # + offsets[0]
+    over = np.flatnonzero(sizes > cap.limit)
+    if len(over):
+        done = int(over[0]) + 1
+        raise RequestTooLargeError(
+            cap.message.format(limit=cap.limit, done=done, total=len(plan.keys))
+        )
 
 
 def safetensors_response(batch: ExampleBatch, fs_id: str, extra: dict[str, str] | None = None):

@@ -12,7 +12,14 @@ from cache import STORE_FORMAT_VERSION, FeatureSetInfo
 from cache.wire import JSON, SAFETENSORS
 
 from .deps import FormatDep, SettingsDep, StoreDep
-from .features import body_cap, json_cap, read_capped, safetensors_response, to_json
+from .features import (
+    body_cap,
+    json_cap,
+    read_capped,
+    safetensors_response,
+    stream_features,
+    to_json,
+)
 from .schemas import (
     ErrorBody,
     FeatureSetDetail,
@@ -124,6 +131,8 @@ def read_features(
     if fmt == "json":
         batch = read_capped(store, fs_id, body, settings.read_chunk_examples, json_cap(settings))
         return Response(to_json(batch, fs_id).model_dump_json(), media_type=JSON)
+    if body.mix is None and body.pool == "none":
+        return stream_features(store, fs_id, body, settings)
     batch = read_capped(
         store, fs_id, body, settings.read_chunk_examples, body_cap(settings), raw=True
     )

@@ -210,7 +210,10 @@ class BucketStore(Store):
         try:
             info = _info(json.loads(self._read_text(f"featuresets/{fs_id}.json")))
         except FileNotFoundError:
+            self._forget(fs_id)
             raise FeatureSetNotFoundError(f"no feature set {fs_id!r} in {self.path}") from None
+        if cached is not None and cached[1].manifest != info.manifest:
+            self._forget(fs_id)  # replaced: its keys may be others
         self._info_cache[fs_id] = (time.monotonic(), info)
         return info
 

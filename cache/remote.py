@@ -47,9 +47,11 @@ PARALLEL_MIN_EXAMPLES = 32  # a read of fewer examples than twice this goes in o
 class RemoteStore:
     """Read feature sets from `snowfire serve` at `base_url` (e.g. "http://host:8000")."""
 
-    def __init__(self, base_url: str, *, timeout: float = 120.0, parallel: int = 2):
+    def __init__(self, base_url: str, *, timeout: float = 120.0, parallel: int = 1):
         """parallel: requests a large read is split into and sent at once (one connection
-        each): the service reads one part while it sends another (benchmarks/README.md)."""
+        each). 1 by default: the service streams one answer while it reads it, and one body
+        is decoded in place, where parts would be copied into one batch at the end
+        (benchmarks/README.md, stop 22)."""
         import urllib3
 
         self.url = base_url.rstrip("/")

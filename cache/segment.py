@@ -221,6 +221,12 @@ class Segment:
             raise ValueError(f"token range {start}:{end} outside 0:{num_tokens} of {self.path}")
         if layers is not None and not all(0 <= layer < num_layers for layer in layers):
             raise ValueError(f"layers {layers} outside 0..{num_layers - 1} of {self.path}")
+        return self.read_checked(start, end, layers, out)
+
+    def read_checked(
+        self, start: int, end: int, layers: list[int] | None, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """read_range of a range and layers the caller has checked (the store's read path)."""
         if self._shards is not None:
             return self._shards.read(start, end, layers, out)  # (S, Lsel, D)
         if layers is None:

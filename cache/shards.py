@@ -225,6 +225,14 @@ def set_max_open_shards(n: int) -> None:
     _open = functools.lru_cache(maxsize=n)(_map_shard)
 
 
+@functools.lru_cache(maxsize=1024)
+def _columns(layers: tuple[int, ...]) -> slice | list[int]:
+    """The token_rows columns of `layers`: a slice (a view) for a run, else the list."""
+    if layers == tuple(range(layers[0], layers[0] + len(layers))):
+        return slice(layers[0], layers[-1] + 1)
+    return list(layers)
+
+
 class ShardReader:
     """Token ranges of the `features` array at `array_dir`, read from its shard files."""
 
@@ -263,8 +271,7 @@ class ShardReader:
             else:
                 rows = shard.token_rows[pos - k * st : stop - k * st]  # (S', L), a view
                 if layers is not None:  # a view for a run of layers, else a gather
-                    run = layers == list(range(layers[0], layers[0] + len(layers)))
-                    rows = rows[:, layers[0] : layers[-1] + 1] if run else rows[:, layers]
+                    rows = rows[:, _columns(tuple(layers))]
                 # rows are checked inside the body when the shard is mapped: clip never clips
                 shard.rows.take(rows, axis=0, out=dst, mode="clip")
                 if not shard.complete and (rows < 0).any():

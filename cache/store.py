@@ -22,6 +22,7 @@ import os
 import shutil
 import stat
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +38,7 @@ from .errors import (
     InvalidSelectionError,
 )
 from .keys import STORE_FORMAT_VERSION, digest, encoder_id
+from .plan import ReadPlan
 from .segment import Segment, write_segment
 from .types import ExampleBatch, FeatureSetInfo
 
@@ -49,6 +51,11 @@ READ_DTYPES = ("float16", "float32", "int8")
 class Store:
     """A directory holding pools of examples and the feature sets that list them."""
 
+    #: Seconds a parsed manifest is trusted before its file is looked at again (one stat):
+    #: another process's rewrite of a feature set is seen within this; this process's own at
+    #: once. A manifest is replaced whole (a new inode) or deleted, never edited.
+    manifest_ttl = 1.0
+
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._lock = threading.Lock()
@@ -56,8 +63,9 @@ class Store:
         self._index: dict[str, dict[str, tuple[str, int]]] = {}  # pool -> key -> (seg, row)
         self._keys_cache: dict[str, list[str]] = {}
         self._meta_cache: dict[str, dict[str, Any]] = {}
-        # fs_id -> (inode, mtime, size of its .json, info): a read parses the manifest once
-        self._info_cache: dict[str, tuple[tuple[int, int, int], FeatureSetInfo]] = {}
+        # fs_id -> ((inode, mtime, size) of its .json, when it was looked at, info): a read
+        # parses the manifest once, and stats it at most every manifest_ttl seconds
+        self._info_cache: dict[str, tuple[tuple[int, int, int], float, FeatureSetInfo]] = {}
         self._format_checked = False
         self._fs_dir = os.fspath(self.path / "featuresets")  # a str: read() builds names on it
 
@@ -162,7 +170,7 @@ class Store:
         self._write_text(
             f"featuresets/{fs_id}.json", json.dumps(manifest, indent=2, sort_keys=True)
         )
-        self._keys_cache.pop(fs_id, None)
+        self._forget(fs_id)
         return _info(manifest)
 
     # ---------------------------------------------------------------- look-up
@@ -179,23 +187,33 @@ class Store:
         ]
 
     def get_featureset(self, fs_id: str) -> FeatureSetInfo:
+        cached = self._info_cache.get(fs_id)
+        now = time.monotonic()
+        if cached is not None and now - cached[1] < self.manifest_ttl:
+            return cached[2]  # on every read: no system call
         self.check_format()
-        path = f"{self._fs_dir}/{fs_id}.json"  # a str: no Path parsing on every read
+        path = f"{self._fs_dir}/{fs_id}.json"  # a str: no Path parsing
         try:
             st = None if "/" in fs_id else os.stat(path)
         except (OSError, ValueError):  # missing, or a name no file can have
             st = None
         if st is None or not stat.S_ISREG(st.st_mode):
+            self._forget(fs_id)
             raise FeatureSetNotFoundError(f"no feature set {fs_id!r} in {self.path}")
         # manifests are replaced atomically (a new inode), never edited: the stat tells
         # whether the cached parse is still the file's
         stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
-        cached = self._info_cache.get(fs_id)
         if cached is not None and cached[0] == stamp:
-            return cached[1]
+            self._info_cache[fs_id] = (stamp, now, cached[2])
+            return cached[2]
+        self._forget(fs_id)  # replaced: its keys may be others
         info = _info(json.loads(Path(path).read_text()))
-        self._info_cache[fs_id] = (stamp, info)
+        self._info_cache[fs_id] = (stamp, now, info)
         return info
+
+    def _forget(self, fs_id: str) -> None:
+        self._info_cache.pop(fs_id, None)
+        self._keys_cache.pop(fs_id, None)
 
     def find_featureset(
         self, *, encoder: str, task: str, split: str, pair_encoding: str | None = None
@@ -261,6 +279,17 @@ class Store:
         dtype: None gives the stored dtype, float32 for an int8 set (dequantised); float16 or
         float32 converts; "int8" (an int8 set only) gives the stored values with their scales.
         """
+        return self.plan_read(fs_id, indices, keys, layers, dtype).batch()
+
+    def plan_read(
+        self,
+        fs_id: str,
+        indices: Sequence[int] | None = None,
+        keys: Sequence[str] | None = None,
+        layers: Sequence[int] | None = None,
+        dtype: str | None = None,
+    ) -> ReadPlan:
+        """`read`'s look-ups and checks, without reading features yet (cache/plan.py)."""
         info = self.get_featureset(fs_id)
         if (indices is None) == (keys is None):
             raise InvalidSelectionError("give exactly one of indices or keys")
@@ -276,7 +305,7 @@ class Store:
                         f"0..{len(all_keys) - 1}"
                     )
             keys = [all_keys[i] for i in indices]
-        return self._read_keys(info.encoder_id, list(keys), layer_list, dtype)
+        return self._plan(info.encoder_id, list(keys), layer_list, dtype)
 
     def read_keys(
         self, pool_id: str, keys: list[str], layers: list[int] | None, dtype: str | None = None
@@ -284,72 +313,45 @@ class Store:
         """Features of examples of a pool, by key (dtype as in `read`)."""
         self.check_format()
         layers = check_layers(layers, self._pool_meta(pool_id)["num_layers"])
-        return self._read_keys(pool_id, keys, layers, dtype)
+        return self._plan(pool_id, keys, layers, dtype).batch()
 
-    def _read_keys(
+    def _plan(
         self, pool_id: str, keys: list[str], layers: list[int] | None, dtype: str | None
-    ) -> ExampleBatch:
-        """read_keys with `layers` already checked against the pool."""
+    ) -> ReadPlan:
+        """Locate `keys` in the pool (`layers` already checked against it). Plain Python on
+        ints and tuples: one example's read costs a few tens of microseconds."""
         index = self._pool_index(pool_id)
-        if any(k not in index for k in keys):
+        try:
+            where = [index[k] for k in keys]  # (segment id, row) of each key
+        except KeyError:
             index = self._pool_index(pool_id, refresh=True)
             for key in keys:
                 if key not in index:
-                    raise ExampleNotFoundError(f"example {key!r} is not in pool {pool_id}")
+                    missing = f"example {key!r} is not in pool {pool_id}"
+                    raise ExampleNotFoundError(missing) from None
+            where = [index[k] for k in keys]
         meta = self._pool_meta(pool_id)
-        located = []  # (segment, start, end, row) of each key
-        ends = [0]  # Python ints: cheaper than numpy for a handful of examples
-        for key in keys:
-            seg_id, row = index[key]
-            seg = self._segments.get((pool_id, seg_id)) or self._segment(pool_id, seg_id)
-            start, end = seg.span(row)
-            located.append((seg, start, end, row))
-            ends.append(ends[-1] + end - start)
-        offsets = np.array(ends, dtype=np.int64)  # (n + 1,)
-        n_sel = meta["num_layers"] if layers is None else len(layers)
-        stored = meta["dtype"]
-        want = read_dtype(dtype, stored)
-        # each example is read straight into its rows of one output array: no second copy
-        # (an int8 set: into an int8 array, then dequantised or converted once)
-        features = np.empty((ends[-1], n_sel, meta["dim"]), dtype=stored)
-        scales = np.empty((ends[-1], n_sel), np.float32) if stored == "int8" else None
-        word_ids = np.empty(len(features), dtype=np.int32)
-        type_ids = np.empty(len(features), dtype=np.int8)
-        starts = np.empty(len(keys), dtype=np.int64)
-        self._read_ranges(
-            [
-                (seg, s, e, features[ends[i] : ends[i + 1]])
-                for i, (seg, s, e, _) in enumerate(located)
-            ],
-            layers,
-        )
-        for i, (seg, s, e, row) in enumerate(located):
-            lo, hi = ends[i], ends[i + 1]
-            word_ids[lo:hi] = seg.word_ids[s:e]
-            type_ids[lo:hi] = seg.type_ids[s:e]
-            starts[i] = seg.pair_starts[row]
-            if scales is not None:
-                scales[lo:hi] = seg.scales[s:e] if layers is None else seg.scales[s:e][:, layers]
-        if scales is not None and want != "int8":
-            features, scales = quant.dequantize(features, scales, want), None
-        elif want != stored:
-            features = features.astype(want)
-        return ExampleBatch(
-            features=features,
-            offsets=offsets,
-            word_ids=word_ids,
-            type_ids=type_ids,
-            pair_starts=starts,
-            layers=list(layers) if layers is not None else list(range(n_sel)),
-            keys=list(keys),
-            scales=scales,
-        )
+        segments = self._segments
+        spans, rows, ends, lo = [], [], [0], 0
+        for seg_id, row in where:
+            seg = segments.get((pool_id, seg_id)) or self._segment(pool_id, seg_id)
+            start, end = seg._bounds[row], seg._bounds[row + 1]
+            spans.append((seg, start, end))
+            rows.append(row)
+            lo += end - start
+            ends.append(lo)
+        return ReadPlan(
+            store=self, spans=spans, rows=rows, ends=ends, keys=keys, layers=layers,
+            num_layers=meta["num_layers"] if layers is None else len(layers), dim=meta["dim"],
+            stored=meta["dtype"], want=read_dtype(dtype, meta["dtype"]),
+        )  # fmt: skip
 
     # ---------------------------------------------------------------- internals
     def _read_ranges(self, jobs: list[tuple[Segment, int, int, np.ndarray]], layers) -> None:
-        """Read each (segment, start, end, out) token range into its out array."""
+        """Read each (segment, start, end, out) token range into its out array (`layers` are
+        checked against the pool already: the segment's own checks are skipped)."""
         for seg, start, end, out in jobs:
-            seg.read_range(start, end, layers, out)  # (S, Lsel, D)
+            seg.read_checked(start, end, layers, out)  # (S, Lsel, D)
 
     def _pool_meta(self, pool_id: str) -> dict[str, Any]:
         if pool_id in self._meta_cache:  # a pool's attributes never change once written
@@ -435,6 +437,9 @@ class Store:
 def check_layers(layers: Sequence[int] | None, num_layers: int) -> list[int] | None:
     if layers is None:
         return None
+    out = list(layers)
+    if out and all(type(x) is int and 0 <= x < num_layers for x in out):
+        return out  # the common case, without the per-layer messages below
     out = []
     for layer in layers:
         if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):

@@ -11,6 +11,8 @@ Safetensors body (`application/x-safetensors`), n examples, N tokens:
     metadata     format, featureset, dtype, layers (JSON list), keys (JSON list)
 
 `encode(batch, fs_id)` -> bytes, `encode_parts` -> the same as pieces to stream without a copy,
+`layout(...)` -> the header and index tensors of a body whose features are sent as they are
+read (the features come first, so the header only needs their shape),
 `decode(bytes)` -> ExampleBatch (refusing another format),
 `body_bytes(batch)`: the body's size without its few-hundred-byte header (the service's cap
 and the client's request splitting use it). No web framework here.
@@ -41,28 +43,73 @@ def body_bytes(batch: ExampleBatch) -> int:
     return sum(a.nbytes for a in arrays) + scales + sum(len(k) + 4 for k in batch.keys)
 
 
-def _tensors(batch: ExampleBatch) -> dict[str, np.ndarray]:
-    tensors = {"features": np.ascontiguousarray(batch.features)}
-    for name, dtype in _INDEX_DTYPES.items():
-        tensors[name] = np.ascontiguousarray(getattr(batch, name), dtype=dtype)
-    if batch.scales is not None:
-        tensors["scales"] = np.ascontiguousarray(batch.scales, dtype=np.float32)
-    return tensors
-
-
-def _metadata(batch: ExampleBatch, fs_id: str, extra: dict[str, str] | None) -> dict[str, str]:
+def _metadata(
+    dtype: str, layers: list[int], keys: list[str], fs_id: str, extra: dict[str, str] | None
+) -> dict[str, str]:
     metadata = {
         "format": WIRE_FORMAT,
         "featureset": fs_id,
-        "dtype": str(batch.features.dtype),
-        "layers": json.dumps([int(layer) for layer in batch.layers]),
-        "keys": json.dumps(list(batch.keys)),
+        "dtype": dtype,
+        "layers": json.dumps([int(layer) for layer in layers]),
+        "keys": json.dumps(list(keys)),
     }
     return {**(extra or {}), **metadata}
 
 
 _ST_DTYPES = {"float16": "F16", "float32": "F32", "int64": "I64", "int32": "I32", "int8": "I8"}
 _FEATURE_DTYPES = ("float16", "float32", "int8")
+
+
+def header(
+    tensors: list[tuple[str, str, tuple[int, ...]]], metadata: dict[str, str]
+) -> tuple[bytes, int]:
+    """The safetensors header of tensors (name, dtype, shape) laid out in that order, with its
+    8-byte length in front, and the whole body's length. The features come first, so a body
+    can be sent before its features are read, once their shape is known (api/features.py)."""
+    head: dict[str, object] = {"__metadata__": metadata}
+    start = 0
+    for name, dtype, shape in tensors:
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        head[name] = {"dtype": _ST_DTYPES[dtype], "shape": [int(x) for x in shape],
+                      "data_offsets": [start, start + nbytes]}  # fmt: skip
+        start += nbytes
+    text = json.dumps(head, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text, 8 + len(text) + start
+
+
+def index_tensors(small: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The body's tensors after the features, in order and in their wire dtypes, from the
+    arrays of that name (offsets, word_ids, type_ids, pair_starts, and scales when given)."""
+    out = {name: np.ascontiguousarray(small[name], dtype=dt) for name, dt in _INDEX_DTYPES.items()}
+    if small.get("scales") is not None:
+        out["scales"] = np.ascontiguousarray(small["scales"], dtype=np.float32)
+    return out
+
+
+def layout(
+    features: tuple[tuple[int, ...], str],
+    small: dict[str, np.ndarray],
+    layers: list[int],
+    keys: list[str],
+    fs_id: str,
+    extra: dict[str, str] | None = None,
+) -> tuple[bytes, list[memoryview], int]:
+    """(header, the index tensors' bytes, body length) of a body whose features, of (shape,
+    dtype) `features`, go between the two: what `encode_parts` sends around a batch's features
+    and the service around features it reads while it sends."""
+    tensors = index_tensors(small)
+    shape, dtype = features
+    head, length = header(
+        [("features", dtype, shape)] + [(n, a.dtype.name, a.shape) for n, a in tensors.items()],
+        _metadata(dtype, layers, keys, fs_id, extra),
+    )
+    return head, [as_bytes(a) for a in tensors.values()], length
+
+
+def as_bytes(array: np.ndarray) -> memoryview:
+    """A C-contiguous array's own buffer as bytes (no copy)."""
+    return memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B")
 
 
 def encode_parts(
@@ -75,18 +122,12 @@ def encode_parts(
     padded with spaces to a multiple of 8, then the tensors' bytes back to back, as the
     safetensors library writes and reads them (tests/test_wire.py checks both ways).
     """
-    tensors = _tensors(batch)
-    header: dict[str, object] = {"__metadata__": _metadata(batch, fs_id, extra)}
-    start, views = 0, []
-    for name, array in tensors.items():
-        header[name] = {"dtype": _ST_DTYPES[array.dtype.name], "shape": list(array.shape),
-                        "data_offsets": [start, start + array.nbytes]}  # fmt: skip
-        start += array.nbytes
-        views.append(memoryview(array.reshape(-1)).cast("B"))
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    head = len(text).to_bytes(8, "little") + text
-    return [head, *views], len(head) + start
+    features = np.ascontiguousarray(batch.features)
+    small = {name: getattr(batch, name) for name in _INDEX_DTYPES} | {"scales": batch.scales}
+    head, rest, length = layout(
+        (features.shape, features.dtype.name), small, batch.layers, batch.keys, fs_id, extra
+    )
+    return [head, as_bytes(features), *rest], length
 
 
 def encode(batch: ExampleBatch, fs_id: str, extra: dict[str, str] | None = None) -> bytes:

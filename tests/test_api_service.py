@@ -269,13 +269,43 @@ def test_413_json_cap(store_dir):
     )
 
 
+@pytest.mark.parametrize("piece_bytes", [1, 3000, 4 << 20], ids=["per-example", "few", "one"])
+def test_a_streamed_answer_is_the_encoded_read(store_dir, monkeypatch, piece_bytes):
+    """The service sends features a piece at a time as it reads them: the body is byte for
+    byte what wire.encode makes of the local read, whatever the pieces, layers or order."""
+    import api.features
+    from cache import wire
+
+    monkeypatch.setattr(api.features, "STREAM_BYTES", piece_bytes)
+    local = Store(store_dir)
+    with small_client(store_dir) as c:
+        for fs_id, request in (
+            ("fs16", {"indices": [4, 0, 3, 3, 1]}),
+            ("fs32", {"indices": [2, 1, 0], "layers": [2, 0]}),
+            ("fs16", {"keys": local.featureset_keys("fs16")[1:3], "layers": [1]}),
+        ):
+            r = c.post(f"/v1/featuresets/{fs_id}/features", json=request)
+            assert r.status_code == 200
+            args = {k: request[k] for k in ("indices", "keys", "layers") if k in request}
+            want = wire.encode(local.read(fs_id, **args), fs_id)
+            assert r.content == want and r.headers["content-length"] == str(len(want))
+
+
 def test_413_safetensors_cap(store_dir):
+    from cache.wire import body_bytes
+
+    # the example at which the body passes 1,000 bytes, by body_bytes of local reads
+    local = Store(store_dir)
+    sizes = [body_bytes(local.read("fs32", indices=list(range(k)))) for k in range(1, 6)]
+    done = next(k for k, size in enumerate(sizes, start=1) if size > 1000)
+    assert 1 < done < 5  # the fixture's sizes make this a real case
     with small_client(store_dir, max_body_bytes=1000) as c:
         r = c.post("/v1/featuresets/fs32/features", json={"indices": [0, 1, 2, 3, 4]})
-    assert r.status_code == 413
+        ok = c.post("/v1/featuresets/fs32/features", json={"indices": list(range(done - 1))})
+    assert r.status_code == 413 and ok.status_code == 200
     assert r.json()["detail"] == (
         "a safetensors response holds at most 1,000 bytes (SNOWFIRE_MAX_BODY_BYTES) and "
-        "this one passes it after 5 of 5 examples: split the request"
+        f"this one passes it after {done} of 5 examples: split the request"
     )
 
 

@@ -133,13 +133,26 @@ def test_canonical_hashing():
         digest({"x": object()})
 
 
-def test_manifest_parsed_once_and_reread_when_replaced(tmp_path):
+def test_manifest_parsed_once_and_reread_when_replaced(tmp_path, monkeypatch):
+    import cache.store
+
+    clock = [1000.0]
+    monkeypatch.setattr(cache.store.time, "monotonic", lambda: clock[0])
     store = Store(tmp_path / "s")
     info, _ = _write(store, [3, 5])
     assert store.get_featureset(info.id) is store.get_featureset(info.id)  # cached parse
     manifest = {**info.manifest, "task": "renamed"}
     store.write_featureset(manifest, store.featureset_keys(info.id))
-    assert store.get_featureset(info.id).task == "renamed"
+    assert store.get_featureset(info.id).task == "renamed"  # this process's write: at once
+    # another process replaces the manifest (its keys too): seen once the TTL has passed
+    other = Store(tmp_path / "s")
+    keys = store.featureset_keys(info.id)
+    other.write_featureset({**manifest, "task": "elsewhere"}, keys[:1])
+    assert store.get_featureset(info.id).task == "renamed"  # within manifest_ttl: no stat
+    clock[0] += store.manifest_ttl
+    assert store.get_featureset(info.id).task == "elsewhere"
+    assert store.featureset_keys(info.id) == keys[:1]  # the keys were re-read with it
     (tmp_path / "s" / "featuresets" / f"{info.id}.json").unlink()
+    clock[0] += store.manifest_ttl
     with pytest.raises(FeatureSetNotFoundError, match=f"no feature set '{info.id}'"):
         store.get_featureset(info.id)
