@@ -143,7 +143,8 @@ def _analyze(args: argparse.Namespace) -> int:
     store = args.store or str(out / "store")
     kw = {}
     if args.name == "pairs":
-        kw = {"seeds": args.seeds, "head": args.head or "esim", "epochs": args.epochs}
+        kw = {"seeds": args.seeds, "head": args.head or "esim", "epochs": args.epochs,
+              "max_train_examples": args.max_train_examples}  # fmt: skip
     elif args.name in ("ner-params", "elmo-biattention"):
         kw = {"seeds": args.seeds, "epochs": args.epochs,
               "max_train_examples": args.max_train_examples}  # fmt: skip
@@ -322,7 +323,8 @@ def _add_analyze(sub) -> None:
         "--max-train-examples",
         type=int,
         default=None,
-        help="ner-params, elmo-biattention: 🔥 on this many training examples",
+        help="pairs: ❄️ on this many training examples (the same both ways); ner-params, "
+        "elmo-biattention: ❄️ and 🔥 on this many",
     )
     a.add_argument("--head", default=None, help="pairs: the head (default esim)")
     a.add_argument("--epochs", type=int, default=None, help="epochs cap of each run")

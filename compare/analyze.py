@@ -66,8 +66,10 @@ def _train(store, encoder, task, head, data, out, pair, seed=0, **kw) -> dict:
     return train(cfg)
 
 
-def pairs(encoder, data, out: Path, store, tasks, seeds=1, head="esim", epochs=None) -> dict:
-    """Table 4: the same head on jointly and separately encoded pairs, dev scores."""
+def pairs(encoder, data, out: Path, store, tasks, seeds=1, head="esim", epochs=None,
+          max_train_examples=None) -> dict:  # fmt: skip
+    """Table 4: the same head on jointly and separately encoded pairs, dev scores (on the same
+    `max_train_examples` training examples per seed both ways, when given)."""
     from tasks import get_task
 
     result: dict[str, Any] = {}
@@ -79,7 +81,8 @@ def pairs(encoder, data, out: Path, store, tasks, seeds=1, head="esim", epochs=N
                 _features(encoder, store, task, data, split, pair)
             scores = [
                 _train(store, encoder, task, head, data, out / "pairs" / task / pair / f"seed{s}",
-                       pair, seed=s, **({"epochs": epochs} if epochs else {}))["dev"][metric]
+                       pair, seed=s, max_train_examples=max_train_examples,
+                       **({"epochs": epochs} if epochs else {}))["dev"][metric]
                 for s in range(seeds)
             ]  # fmt: skip
             result[task][pair] = mean_sd(scores)
@@ -204,6 +207,7 @@ def ner_params(encoder, data, out: Path, store, tasks, seeds=1, epochs=None,
     for head, name in (("crf", "❄️ + CRF"), ("bilstm-crf", "❄️ + BiLSTM + CRF")):
         cells[name] = mean_sd([
             _train(store, encoder, task, head, data, root / head / f"seed{s}", "joint", seed=s,
+                   max_train_examples=max_train_examples,
                    **({"epochs": epochs} if epochs else {}))["dev"][metric]
             for s in range(seeds)
         ])  # fmt: skip
@@ -227,7 +231,11 @@ def ner_params(encoder, data, out: Path, store, tasks, seeds=1, epochs=None,
     caption = (
         f"{task} dev {metric}, {seeds} seed(s); 🔥 BiLSTM: {lstm} units per direction"
         + (f"; {epochs} epochs" if epochs else "")
-        + (f"; 🔥 on {max_train_examples} training sentences" if max_train_examples else "")
+        + (
+            f"; ❄️ and 🔥 on the same {max_train_examples} training sentences per seed"
+            if max_train_examples
+            else ""
+        )
     )
     return _write(out, "ner-params", result, rows, caption)
 
@@ -289,6 +297,7 @@ def _save(fig, ax, path: Path, legend_size: int = 8) -> None:
 
     ax.legend(fontsize=legend_size)
     fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 

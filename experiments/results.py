@@ -1,0 +1,140 @@
+"""docs/results.md from `snowfire compare` and `snowfire analyze`: a thin caller of the two
+commands, then one page made of what they wrote.
+
+    python experiments/results.py --data ../shared/data --work WORK [--seeds 3] [--fire-seeds 1]
+        [--budget quick] [--analyses mi,probes,pairs,ner-params] [--encoder minilm] [--docs docs]
+
+1. `snowfire compare --encoder E --tasks all --data DATA --out WORK/compare --seeds S
+   --fire-seeds F --budget B` (Table 2: every task, ❄️ heads and 🔥, verdicts, cost);
+2. `snowfire analyze NAME --store WORK/compare/store --out WORK/analyze ...` for each analysis,
+   with the budget's caps (quick: epochs 3, 2,000 training examples; probes also probe each
+   compare 🔥 run's saved encoder);
+3. DOCS/results.md: the commands, the machine, then compare's table.md and each analysis' .md,
+   their plots copied beside it as results-*.png.
+
+Both commands keep every finished run, so this script can be killed and rerun at any point:
+only what is missing is computed. `--compose-only` rebuilds the page from WORK as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import re
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+ANALYSES = ("mi", "probes", "pairs", "ner-params")
+QUICK = {"epochs": 3, "max_train_examples": 2000}  # compare's quick caps (compare/config.py)
+
+
+def commands(args: argparse.Namespace) -> list[list[str]]:
+    """The snowfire command lines this page is made of, in order."""
+    work, store = Path(args.work), str(Path(args.work) / "compare" / "store")
+    cmds = [["compare", "--encoder", args.encoder, "--tasks", "all", "--data", args.data,
+             "--out", str(work / "compare"), "--seeds", str(args.seeds),
+             "--fire-seeds", str(args.fire_seeds), "--budget", args.budget]]  # fmt: skip
+    caps = []
+    if args.budget == "quick":
+        caps = ["--epochs", str(QUICK["epochs"])]
+    for name in args.analyses:
+        cmd = ["analyze", name, "--encoder", args.encoder, "--data", args.data,
+               "--out", str(work / "analyze"), "--store", store]  # fmt: skip
+        if name in ("pairs", "ner-params"):
+            cmd += ["--seeds", str(args.seeds)] + caps
+            if args.budget == "quick":
+                cmd += ["--max-train-examples", str(QUICK["max_train_examples"])]
+        if name == "probes":
+            cmd += caps
+            for run in sorted((work / "compare" / "fire").glob("*/seed0")):
+                cmd += ["--finetuned", f"{run.parent.name}={run}"]
+        cmds.append(cmd)
+    return cmds
+
+
+def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
+    """The page: provenance, compare's table, each analysis; plots copied into DOCS."""
+    import numpy
+    import torch
+
+    work, docs = Path(args.work), Path(args.docs)
+    parts = [
+        f"# Results: ❄️ and 🔥 with {args.encoder}",
+        "",
+        f"Made by `python experiments/results.py --data {args.data} --work WORK --seeds "
+        f"{args.seeds} --fire-seeds {args.fire_seeds} --budget {args.budget} --analyses "
+        f"{','.join(args.analyses)}`, which ran:",
+        "",
+        *[f"    snowfire {shlex.join(c)}" for c in cmds],
+        "",
+        f"on {platform.machine()}, {_cpus()} CPU cores, Python {platform.python_version()}, "
+        f"torch {torch.__version__}, numpy {numpy.__version__}. Every run's config, seed and "
+        "versions are in its run directory under WORK; `WORK/compare/results.json` holds every "
+        "cell. Scores are on the dev splits of the data directory (its test splits are held "
+        "back), x100.",
+        "",
+    ]
+    sections = [(work / "compare", "table.md")] + [
+        (work / "analyze", f"{n}.md") for n in args.analyses
+    ]
+    for folder, name in sections:
+        text = (folder / name).read_text()
+        text = re.sub(r"^# ", "## ", text, flags=re.M)  # one level under the page's title
+        text = re.sub(
+            r"\]\(([\w.-]+\.png)\)", lambda m, f=folder: f"]({_copy(f, m[1], docs)})", text
+        )
+        parts += [text.rstrip(), ""]
+    return "\n".join(parts)
+
+
+def _copy(folder: Path, png: str, docs: Path) -> str:
+    name = f"results-{png}"
+    shutil.copyfile(folder / png, docs / name)
+    return name
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", required=True)
+    p.add_argument("--work", required=True, help="where the commands keep their runs")
+    p.add_argument("--encoder", default="minilm")
+    p.add_argument("--seeds", type=int, default=3, help="❄️ seeds (and the analyses')")
+    p.add_argument("--fire-seeds", type=int, default=1, help="🔥 seeds")
+    p.add_argument("--budget", choices=("quick", "full"), default="quick")
+    p.add_argument("--analyses", default=",".join(ANALYSES),
+                   help=f"comma-separated, of {', '.join(ANALYSES)}")  # fmt: skip
+    p.add_argument("--docs", default=str(ROOT / "docs"), help="where results.md goes")
+    p.add_argument("--compose-only", action="store_true", help="only rebuild the page")
+    args = p.parse_args(argv)
+    args.analyses = [a for a in args.analyses.split(",") if a]
+    unknown = sorted(set(args.analyses) - set(ANALYSES))
+    if unknown:
+        p.error(f"--analyses: unknown {unknown}; choose from {', '.join(ANALYSES)}")
+    from cli.main import main as snowfire
+
+    if not args.compose_only:
+        for cmd in commands(args)[:1]:  # compare first: probes reads its 🔥 runs
+            if snowfire(cmd) != 0:
+                return 1
+        for cmd in commands(args)[1:]:
+            if snowfire(cmd) != 0:
+                return 1
+    page = compose(args, commands(args))
+    (Path(args.docs) / "results.md").write_text(page)
+    print(f"wrote {Path(args.docs) / 'results.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""experiments/results.py: docs/results.md composed from what `snowfire compare` and `snowfire
+analyze` wrote (here: a small compare on the demo sample and the mi analysis on its store)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from tests.test_train import data_dir  # noqa: F401  (the fixture: tiny sst2 and stsb)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+
+
+def test_the_page_is_what_compare_and_analyze_wrote(tiny_bert_dir, data_dir, tmp_path):  # noqa: F811
+    import results  # experiments/ is on sys.path above
+
+    from cli.main import main as snowfire
+
+    work, docs = tmp_path / "work", tmp_path / "docs"
+    docs.mkdir()
+    encoder, data = f"hf:{tiny_bert_dir}", str(data_dir)
+    assert (
+        snowfire(
+            [
+                "compare",
+                "--encoder",
+                encoder,
+                "--tasks",
+                "sst2,stsb",
+                "--data",
+                data,
+                "--out",
+                str(work / "compare"),
+                "--heads",
+                "linear",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    assert snowfire(["analyze", "mi", "--encoder", encoder, "--data", data, "--tasks",
+                     "sst2,stsb", "--out", str(work / "analyze"),
+                     "--store", str(work / "compare" / "store")]) == 0  # fmt: skip
+    argv = ["--data", data, "--work", str(work), "--encoder", encoder, "--seeds", "1",
+            "--analyses", "mi", "--docs", str(docs), "--compose-only"]  # fmt: skip
+    assert results.main(argv) == 0
+    page = (docs / "results.md").read_text()
+
+    # the commands that make it, compare's table and the analysis, under one title
+    assert page.startswith(f"# Results: ❄️ and 🔥 with {encoder}")
+    assert f"snowfire compare --encoder {encoder} --tasks all" in page
+    assert f"snowfire analyze mi --encoder {encoder}" in page
+    table = (work / "compare" / "table.md").read_text()
+    ours = next(line for line in table.splitlines() if "(ours) | ❄️ | dev" in line)
+    assert ours in page
+    summary = json.loads((work / "compare" / "results.json").read_text())["tasks"]
+    assert f"{100 * summary['stsb']['snow']['dev'][0]:.1f}" in ours
+    mi = (work / "analyze" / "mi.md").read_text().splitlines()
+    assert all(line in page for line in mi if line.startswith("| "))
+    # every plot it links was copied beside it, and is the one the command drew
+    links = re.findall(r"\]\((results-[\w.-]+\.png)\)", page)
+    assert sorted(links) == ["results-layer_weights.png", "results-mi.png", "results-table.png"]
+    assert (docs / "results-mi.png").read_bytes() == (work / "analyze" / "mi.png").read_bytes()
+    assert page.count("\n# ") == 0 and "## ❄️ or 🔥" in page  # one title, sections below it
+
+
+def test_the_commands_carry_the_budget_and_the_fire_runs(tmp_path):
+    import argparse
+
+    import results
+
+    (tmp_path / "compare" / "fire" / "sst2" / "seed0").mkdir(parents=True)
+    args = argparse.Namespace(
+        encoder="minilm",
+        data="D",
+        work=str(tmp_path),
+        seeds=3,
+        fire_seeds=1,
+        budget="quick",
+        analyses=["probes", "pairs"],
+    )
+    compare, probes, pairs = results.commands(args)
+    assert compare[:2] == ["compare", "--encoder"] and compare[-6:] == [
+        "--seeds", "3", "--fire-seeds", "1", "--budget", "quick"]  # fmt: skip
+    run = tmp_path / "compare" / "fire" / "sst2" / "seed0"
+    assert probes[-4:] == ["--epochs", "3", "--finetuned", f"sst2={run}"]
+    assert pairs[-6:] == ["--seeds", "3", "--epochs", "3", "--max-train-examples", "2000"]
+    args.budget = "full"
+    assert "--max-train-examples" not in results.commands(args)[2]
