@@ -1,8 +1,10 @@
 """Reading a selection under a size cap, and writing it as safetensors or JSON.
 
-The store does not know a selection's token count before reading it, so a response is read
-`read_chunk_examples` at a time and refused (413) as soon as it passes its cap: memory stays
-bounded by the cap plus one chunk, and a request under the cap reads each example once.
+An unreduced safetensors answer is planned first (its size is known from the index) and
+streamed as it is read (`stream_features`). A JSON or reduced answer's size is known only once
+reduced, so it is read `read_chunk_examples` at a time and refused (413) as soon as it passes
+its cap: memory stays bounded by the cap plus one chunk, and a request under the cap reads each
+example once.
 
 The safetensors body is cache/wire.py's format (one encoder and decoder for service and client).
 """

@@ -47,8 +47,9 @@ class Settings(BaseSettings):
     read_chunk_examples: int = Field(
         256,
         gt=0,
-        description="examples read from the store at a time while a response is checked "
-        "against its cap (bounds memory to the cap plus one chunk)",
+        description="examples read from the store at a time while a JSON or reduced (mix, "
+        "pool) response is checked against its cap (bounds memory to the cap plus one chunk); "
+        "an unreduced safetensors answer is sized before reading and streamed instead",
     )
 
     encoder: str | None = Field(
