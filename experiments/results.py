@@ -2,7 +2,8 @@
 commands, then one page made of what they wrote.
 
     python experiments/results.py --data ../shared/data --work WORK [--seeds 3] [--fire-seeds 1]
-        [--budget quick] [--analyses mi,probes,pairs,ner-params] [--encoder minilm] [--docs docs]
+        [--analysis-seeds 1] [--budget quick] [--analyses mi,probes,pairs,ner-params]
+        [--encoder minilm] [--docs docs]
 
 1. `snowfire compare --encoder E --tasks all --data DATA --out WORK/compare --seeds S
    --fire-seeds F --budget B` (Table 2: every task, ❄️ heads and 🔥, verdicts, cost);
@@ -46,7 +47,7 @@ def commands(args: argparse.Namespace) -> list[list[str]]:
         cmd = ["analyze", name, "--encoder", args.encoder, "--data", args.data,
                "--out", str(work / "analyze"), "--store", store]  # fmt: skip
         if name in ("pairs", "ner-params"):
-            cmd += ["--seeds", str(args.seeds)] + caps
+            cmd += ["--seeds", str(args.analysis_seeds)] + caps
             if args.budget == "quick":
                 cmd += ["--max-train-examples", str(QUICK["max_train_examples"])]
         if name == "probes":
@@ -67,8 +68,8 @@ def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
         f"# Results: ❄️ and 🔥 with {args.encoder}",
         "",
         f"Made by `python experiments/results.py --data {args.data} --work WORK --seeds "
-        f"{args.seeds} --fire-seeds {args.fire_seeds} --budget {args.budget} --analyses "
-        f"{','.join(args.analyses)}`, which ran:",
+        f"{args.seeds} --fire-seeds {args.fire_seeds} --analysis-seeds {args.analysis_seeds} "
+        f"--budget {args.budget} --analyses {','.join(args.analyses)}`, which ran:",
         "",
         *[f"    snowfire {shlex.join(c)}" for c in cmds],
         "",
@@ -111,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--encoder", default="minilm")
     p.add_argument("--seeds", type=int, default=3, help="❄️ seeds (and the analyses')")
     p.add_argument("--fire-seeds", type=int, default=1, help="🔥 seeds")
+    p.add_argument("--analysis-seeds", type=int, default=1,
+                   help="seeds per cell of pairs and ner-params (each a full run)")  # fmt: skip
     p.add_argument("--budget", choices=("quick", "full"), default="quick")
     p.add_argument("--analyses", default=",".join(ANALYSES),
                    help=f"comma-separated, of {', '.join(ANALYSES)}")  # fmt: skip

@@ -86,6 +86,6 @@ def test_the_commands_carry_the_budget_and_the_fire_runs(tmp_path):
         "--seeds", "3", "--fire-seeds", "1", "--budget", "quick"]  # fmt: skip
     run = tmp_path / "compare" / "fire" / "sst2" / "seed0"
     assert probes[-4:] == ["--epochs", "3", "--finetuned", f"sst2={run}"]
-    assert pairs[-6:] == ["--seeds", "3", "--epochs", "3", "--max-train-examples", "2000"]
+    assert pairs[-6:] == ["--seeds", "2", "--epochs", "3", "--max-train-examples", "2000"]
     args.budget = "full"
     assert "--max-train-examples" not in results.commands(args)[2]
