@@ -77,6 +77,7 @@ def test_the_commands_carry_the_budget_and_the_fire_runs(tmp_path):
         data="D",
         work=str(tmp_path),
         seeds=3,
+        analysis_seeds=2,
         fire_seeds=1,
         budget="quick",
         analyses=["probes", "pairs"],
