@@ -161,6 +161,47 @@ class BucketStore(Store):
         except _NotCommitted:
             return None
 
+    # ------------------------------------------------------------------ checking (fsck)
+    def _pool_names(self) -> list[str]:
+        return sorted(p.rsplit("/", 1)[-1] for p in self._listing("pools")["common_prefixes"])
+
+    def _committed_segments(self, pool_id: str) -> list[str]:
+        """Segments with their checksums object: the others are a writer's, not yet done."""
+        return [s for s in self._segment_names(pool_id) if self.has_segment(pool_id, s)]
+
+    def _segment_problems(self, pool_id: str, seg_id: str) -> list[str]:
+        """Every object of the segment fetched, its size and crc32c against the checksums."""
+        import obstore
+
+        prefix = f"pools/{pool_id}/segments/{seg_id}"
+        table = json.loads(self._get(f"{prefix}/{CHECKSUMS}"))
+        with reaching(self.path, f"listing {prefix}"):
+            sizes = {o["path"][len(prefix) + 1 :]: o["size"]
+                     for page in obstore.list(self.client, prefix) for o in page}  # fmt: skip
+        problems = [
+            p for name in sorted(table)
+            if (p := mismatch(name, sizes.get(name),
+                              lambda n=name: _crc(self._get(f"{prefix}/{n}")), table[name]))
+        ]  # fmt: skip
+        return problems + [f"{n}: not recorded" for n in sorted(set(sizes) - set(table))
+                           if n != CHECKSUMS]  # fmt: skip
+
+    def _set_aside(self, pool_id: str, seg_id: str, name: str) -> str:
+        """Copy a segment's objects to quarantine/NAME, then delete them, its checksums first
+        (so it is uncommitted, never half there); where they went."""
+        import obstore
+
+        prefix = f"pools/{pool_id}/segments/{seg_id}"
+        with reaching(self.path, f"setting {prefix} aside"):
+            names = [o["path"] for page in obstore.list(self.client, prefix) for o in page]
+            for path in names:
+                obstore.copy(self.client, path, f"quarantine/{name}/{path[len(prefix) + 1 :]}")
+            names.sort(key=lambda path: not path.endswith(f"/{CHECKSUMS}"))
+            for path in names:
+                obstore.delete(self.client, path)
+        self._segments.pop((pool_id, seg_id), None)
+        return f"{self.path}/quarantine/{name}"
+
     # ------------------------------------------------------------------ writing
     def ensure(self) -> None:
         try:

@@ -1,8 +1,8 @@
 """`snowfire fsck`: every segment of a store checked against the checksums recorded when it
 was written, and every feature set against the examples it lists.
 
-    damage = check_store(Store(path))     # [] when sound
-    quarantine(store, damage)             # damaged segments moved to STORE/quarantine/, kept
+    damage = check_store(open_store(path_or_url))   # [] when sound
+    quarantine(store, damage)     # damaged segments set aside in STORE/quarantine/, kept
 
 Re-extracting what a damaged segment held needs an encoder: extractor/repair.py does it
 (the store knows no model).
@@ -10,13 +10,10 @@ Re-extracting what a damaged segment held needs an encoder: extractor/repair.py 
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .errors import StoreError
-from .segment import damaged_files
 from .store import Store
 
 
@@ -32,32 +29,35 @@ class Damage:
 
 
 def check_store(store: Store, progress: bool = False) -> list[Damage]:
-    """Every segment's files against its checksums; every feature set's keys present."""
+    """Every committed segment's files against its checksums; every feature set's keys
+    present. A local store or one on object storage (cache/bucket.py: each object fetched and
+    its crc32c computed): the same checks through the store's own file access."""
     from tqdm import tqdm
 
     store.check_format()
-    segments = sorted(p for p in store.path.glob("pools/*/segments/[!.]*") if p.is_dir())
-    damage: dict[Path, Damage] = {}
-    for seg in tqdm(segments, desc="segments", unit="seg", disable=not progress):
+    segments = [(pool, seg) for pool in store._pool_names()
+                for seg in store._committed_segments(pool)]  # fmt: skip
+    damage: dict[tuple[str, str], Damage] = {}
+    for pool, seg in tqdm(segments, desc="segments", unit="seg", disable=not progress):
         try:
-            problems = damaged_files(seg)
+            problems = store._segment_problems(pool, seg)
         except StoreError as err:  # no or unreadable checksums
             problems = [str(err)]
         if problems:
-            rel = str(seg.relative_to(store.path))
-            damage[seg] = Damage(rel, problems, pool=seg.parent.parent.name, segment=seg.name)
-    bad_keys = _keys_of(damage)  # key -> damaged segment
+            damage[(pool, seg)] = Damage(f"pools/{pool}/segments/{seg}", problems,
+                                         pool=pool, segment=seg)  # fmt: skip
+    keys_of = {where: store._segment_keys(*where) for where in segments}  # read once
+    bad_keys = {k: where for where in damage for k in keys_of[where]}
     out = list(damage.values())
     for info in store.list_featuresets():
         keys = store.featureset_keys(info.id)
-        hit = {bad_keys[k] for k in keys if k in bad_keys}
-        for seg in hit:
-            damage[seg].featuresets.append(info.id)
+        for where in {bad_keys[k] for k in keys if k in bad_keys}:
+            damage[where].featuresets.append(info.id)
         healthy = {
             k
-            for p in store.path.glob(f"pools/{info.encoder_id}/segments/[!.]*")
-            if p not in damage
-            for k in _segment_keys(p)
+            for where, seg_keys in keys_of.items()
+            if where[0] == info.encoder_id and where not in damage
+            for k in seg_keys
         }
         lost = [k for k in keys if k not in healthy and k not in bad_keys]
         if lost:
@@ -66,30 +66,13 @@ def check_store(store: Store, progress: bool = False) -> list[Damage]:
     return out
 
 
-def _segment_keys(seg: Path) -> list[str]:
-    import json
-
-    try:
-        return json.loads((seg / "zarr.json").read_text())["attributes"]["keys"]
-    except (OSError, ValueError, KeyError):
-        return []
-
-
-def _keys_of(damage: dict[Path, Damage]) -> dict[str, Path]:
-    return {k: seg for seg in damage for k in _segment_keys(seg)}
-
-
-def quarantine(store: Store, damage: list[Damage]) -> list[Path]:
-    """Move each damaged segment to STORE/quarantine/ (nothing is deleted); the store then
-    lacks its examples, which a re-extraction computes again."""
-    moved = []
+def quarantine(store: Store, damage: list[Damage]) -> list[str]:
+    """Set each damaged segment aside under STORE/quarantine/ (nothing is deleted: on object
+    storage its objects are copied there first); the store then lacks its examples, which a
+    re-extraction computes again. Where each went."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    for d in damage:
-        if d.segment is None:
-            continue
-        src = store.path / "pools" / d.pool / "segments" / d.segment
-        dst = store.path / "quarantine" / f"{d.pool}-{d.segment}-{stamp}"
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        os.rename(src, dst)
-        moved.append(dst)
-    return moved
+    return [
+        store._set_aside(d.pool, d.segment, f"{d.pool}-{d.segment}-{stamp}")
+        for d in damage
+        if d.segment is not None
+    ]

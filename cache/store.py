@@ -39,7 +39,7 @@ from .errors import (
 )
 from .keys import STORE_FORMAT_VERSION, digest, encoder_id
 from .plan import ReadPlan
-from .segment import Segment, write_segment
+from .segment import Segment, damaged_files, write_segment
 from .types import ExampleBatch, FeatureSetInfo
 
 #: What a pool may store; int8 is quantised with one scale per token and layer (quant.py).
@@ -429,6 +429,35 @@ class Store:
     def _segment_names(self, pool_id: str) -> list[str]:
         seg_dir = self.path / "pools" / pool_id / "segments"
         return sorted(p.name for p in seg_dir.glob("[!.]*")) if seg_dir.is_dir() else []
+
+    # ------------------------------------------------ checking (cache/fsck.py)
+    def _pool_names(self) -> list[str]:
+        pools = self.path / "pools"
+        if not pools.is_dir():
+            return []
+        return sorted(p.name for p in pools.iterdir() if p.is_dir() and p.name[0] != ".")
+
+    def _committed_segments(self, pool_id: str) -> list[str]:
+        return self._segment_names(pool_id)  # a local segment appears whole (a rename)
+
+    def _segment_problems(self, pool_id: str, seg_id: str) -> list[str]:
+        """What differs between a segment's files and its checksums ([] when sound)."""
+        return damaged_files(self.path / "pools" / pool_id / "segments" / seg_id)
+
+    def _segment_keys(self, pool_id: str, seg_id: str) -> list[str]:
+        """The keys a segment's metadata lists ([] when unreadable: fsck reports why)."""
+        try:
+            meta = self._read_text(f"pools/{pool_id}/segments/{seg_id}/zarr.json")
+            return list(json.loads(meta)["attributes"]["keys"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return []
+
+    def _set_aside(self, pool_id: str, seg_id: str, name: str) -> str:
+        """Move a segment to quarantine/NAME; where it went."""
+        dst = self.path / "quarantine" / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(self.path / "pools" / pool_id / "segments" / seg_id, dst)
+        return str(dst)
 
     def _open_segment(self, pool_id: str, seg_id: str) -> Segment | None:
         return Segment(self.path / "pools" / pool_id / "segments" / seg_id)

@@ -176,19 +176,10 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _fsck(args: argparse.Namespace) -> int:
-    from cache import Store
-    from cache.bucket import is_bucket
+    from cache import open_store
     from cache.fsck import check_store
 
-    if is_bucket(args.store):
-        print(
-            f"{args.store}: fsck checks a local store; on object storage a segment's objects are "
-            "checked against its checksums when it is opened (sync the prefix to a directory "
-            "to check it all)",
-            file=sys.stderr,
-        )
-        return 2
-    store = Store(args.store)
+    store = open_store(args.store)  # a directory, or s3://bucket/prefix (every object fetched)
     damage = check_store(store, progress=not args.quiet)
     for d in damage:
         sets = f" (feature sets: {', '.join(d.featuresets)})" if d.featuresets else ""
@@ -198,10 +189,10 @@ def _fsck(args: argparse.Namespace) -> int:
 
         redone = repair(store, [d for d in damage if d.segment is not None], device=args.device)
         print(f"re-extracted {len(redone)} feature sets: {', '.join(redone) or '-'}")
-        damage = check_store(Store(args.store))
+        damage = check_store(open_store(args.store))
         for d in damage:
             print(f"STILL DAMAGED {d.where}: " + "; ".join(d.problems))
-    n = len(list(store.path.glob("pools/*/segments/[!.]*")))
+    n = sum(len(store._committed_segments(pool)) for pool in store._pool_names())
     print(f"{args.store}: {n} segments checked, " + ("damage found" if damage else "all sound"))
     return 1 if damage else 0
 
@@ -297,7 +288,9 @@ def _add_store_tools(sub) -> None:
     x.set_defaults(func=_export)
 
     k = sub.add_parser("fsck", help="check every segment against its write-time checksums")
-    k.add_argument("--store", required=True, help="store directory")
+    k.add_argument(
+        "--store", required=True, help="store directory or s3://bucket/prefix (all fetched)"
+    )
     k.add_argument(
         "--repair",
         action="store_true",

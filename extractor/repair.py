@@ -8,7 +8,7 @@ written again as it was.
 
 from __future__ import annotations
 
-from cache import Store, encoder_id
+from cache import Store, encoder_id, open_store
 from cache.fsck import Damage, quarantine
 
 from .base import TextInput
@@ -42,7 +42,7 @@ def repair(store: Store, damage: list[Damage], *, device: str | None = None) -> 
             )
         encoders[fs] = enc
     quarantine(store, damage)
-    fresh = Store(store.path)  # no cached index of the moved segments
+    fresh = open_store(store.path)  # no cached index of the moved segments
     for fs, info in infos.items():
         items = [TextInput(tuple(t["a"]), None if t["b"] is None else tuple(t["b"]))
                  for t in texts[fs]]  # fmt: skip

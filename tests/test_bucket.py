@@ -144,6 +144,41 @@ def test_a_damaged_object_is_named(tiny_bert_dir, local_s3):
         BucketStore(url).read(info.id, indices=list(range(info.num_examples)))
 
 
+def test_fsck_names_a_damaged_object_and_repair_restores_the_bucket(
+    tiny_bert_dir, local_s3, capsys
+):
+    """`snowfire fsck --store s3://...` fetches every object and checks it against the
+    segment's checksums; --repair sets the segment aside (copied under quarantine/, then
+    deleted) and re-extracts it: the bucket then reads as before, byte for byte."""
+    import obstore
+
+    url = local_s3()
+    store = open_store(url)
+    info = _extract(tiny_bert_dir, store)
+    indices = list(range(info.num_examples))
+    before = BucketStore(url).read(info.id, indices=indices)
+    assert snowfire(["fsck", "--store", url, "--quiet"]) == 0
+    bucket = BucketStore(url)
+    seg_id = bucket._segment_names(info.encoder_id)[1]
+    name = f"pools/{info.encoder_id}/segments/{seg_id}/features/c/0/0/0"
+    data = bytearray(bucket._get(name))
+    data[100] ^= 0x40  # inside the features: only the recorded crc32c sees it
+    bucket._put(name, bytes(data))
+    assert snowfire(["fsck", "--store", url, "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert f"DAMAGED pools/{info.encoder_id}/segments/{seg_id} (feature sets: {info.id})" in out
+    assert "features/c/0/0/0: crc32c" in out
+    ok = [o for o in out.splitlines() if o.startswith("DAMAGED")]
+    assert len(ok) == 1  # the other segments are sound
+    assert snowfire(["fsck", "--store", url, "--repair", "--quiet"]) == 0
+    assert f"re-extracted 1 feature sets: {info.id}" in capsys.readouterr().out
+    kept = [o["path"] for page in obstore.list(bucket.client, "quarantine") for o in page]
+    assert any(p.endswith("/features/c/0/0/0") for p in kept)  # set aside, not deleted
+    after = BucketStore(url).read(info.id, indices=indices)
+    assert after.features.tobytes() == before.features.tobytes()
+    assert snowfire(["fsck", "--store", url, "--quiet"]) == 0
+
+
 def test_without_obstore_the_message_says_what_to_install(monkeypatch):
     from cache.bucket import connect
 
