@@ -246,3 +246,28 @@ def test_an_unreachable_service_is_a_connection_error_naming_it():
     with RemoteStore(f"http://127.0.0.1:{port}") as remote:
         with pytest.raises(ConnectionError, match=f"cannot reach the snowfire service at .*{port}"):
             remote.list_featuresets()
+
+
+def test_an_answer_cut_short_mid_stream_is_an_error_not_a_short_batch(server, local, monkeypatch):
+    """The service streams features as it reads them: a store error in a later piece can
+    only end the body early. The client then raises, naming how much came, and a read after
+    it is whole (the service and its connections are fine)."""
+    import api.features
+    from cache.plan import ReadPlan
+
+    monkeypatch.setattr(api.features, "STREAM_BYTES", 1)  # a piece per example
+    real = ReadPlan.features
+
+    def failing(self, lo=0, hi=None):
+        if lo >= 2:
+            raise OSError("disk gone")
+        return real(self, lo, hi)
+
+    with RemoteStore(server.url) as remote:
+        monkeypatch.setattr(ReadPlan, "features", failing)
+        with pytest.raises(ConnectionError, match=r"the service sent \d+ of \d+ body bytes"):
+            remote.read("fs32", indices=[0, 1, 2, 3])
+        monkeypatch.setattr(ReadPlan, "features", real)
+        got = remote.read("fs32", indices=[0, 1, 2, 3])
+    want = local.read("fs32", indices=[0, 1, 2, 3])
+    assert got.features.tobytes() == want.features.tobytes()
