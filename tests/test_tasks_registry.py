@@ -28,6 +28,7 @@ def test_public_api_is_the_contract_plus_metrics():
             "spearman",
             "matthews_corrcoef",
             "span_scores",
+            "train_subset",
         ]
     )
     for name in tasks.__all__:
