@@ -9,17 +9,21 @@ body's size and header are known before any feature is read.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import quant
+from .errors import InvalidSelectionError
 from .types import ExampleBatch
 
 if TYPE_CHECKING:
     from .segment import Segment
 
+#: What a read may return: a float dtype, or "int8" (the stored values and their scales).
+READ_DTYPES = ("float16", "float32", "int8")
 _EMPTY_IDS = np.empty(0, np.int32)
 _DTYPES = {name: np.dtype(name) for name in ("float16", "float32", "int8")}  # parsed once
 
@@ -117,3 +121,36 @@ class ReadPlan:
             for seg, s, e in self.spans[lo:hi]
         ]
         return np.concatenate(parts or [np.empty((0, self.num_layers), np.float32)])
+
+
+def check_layers(layers: Sequence[int] | None, num_layers: int) -> list[int] | None:
+    if layers is None:
+        return None
+    out = list(layers)
+    if out and all(type(x) is int and 0 <= x < num_layers for x in out):
+        return out  # the common case, without the per-layer messages below
+    out = []
+    for layer in layers:
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
+            raise InvalidSelectionError(f"layer {layer!r} is not an integer")
+        if not 0 <= layer < num_layers:
+            raise InvalidSelectionError(
+                f"layer {layer} out of range: this feature set has layers 0..{num_layers - 1}"
+            )
+        out.append(int(layer))
+    if not out:
+        raise InvalidSelectionError("layers is empty: name at least one layer")
+    return out
+
+
+def read_dtype(dtype: str | None, stored: str) -> str:
+    """The dtype a read gives: `dtype` checked against what the pool stores."""
+    if dtype is None:
+        return "float32" if stored == "int8" else stored
+    if dtype not in READ_DTYPES:
+        raise InvalidSelectionError(
+            f"dtype {dtype!r}: a read gives one of {', '.join(READ_DTYPES)}"
+        )
+    if dtype == "int8" and stored != "int8":
+        raise InvalidSelectionError(f"dtype 'int8': this feature set is stored as {stored}")
+    return dtype

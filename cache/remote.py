@@ -22,7 +22,7 @@ from .errors import (
     RequestTooLargeError,
     StoreError,
 )
-from .store import check_layers, read_dtype
+from .plan import check_layers, read_dtype
 from .types import ExampleBatch, FeatureSetInfo
 from .wire import SAFETENSORS, decode
 

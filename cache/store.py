@@ -38,14 +38,12 @@ from .errors import (
     InvalidSelectionError,
 )
 from .keys import STORE_FORMAT_VERSION, digest, encoder_id
-from .plan import ReadPlan
+from .plan import ReadPlan, check_layers, read_dtype
 from .segment import Segment, damaged_files, write_segment
 from .types import ExampleBatch, FeatureSetInfo
 
 #: What a pool may store; int8 is quantised with one scale per token and layer (quant.py).
 STORED_DTYPES = ("float16", "float32", "int8")
-#: What a read may return: a float dtype, or "int8" (the stored values and their scales).
-READ_DTYPES = ("float16", "float32", "int8")
 
 
 class Store:
@@ -461,39 +459,6 @@ class Store:
 
     def _open_segment(self, pool_id: str, seg_id: str) -> Segment | None:
         return Segment(self.path / "pools" / pool_id / "segments" / seg_id)
-
-
-def check_layers(layers: Sequence[int] | None, num_layers: int) -> list[int] | None:
-    if layers is None:
-        return None
-    out = list(layers)
-    if out and all(type(x) is int and 0 <= x < num_layers for x in out):
-        return out  # the common case, without the per-layer messages below
-    out = []
-    for layer in layers:
-        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
-            raise InvalidSelectionError(f"layer {layer!r} is not an integer")
-        if not 0 <= layer < num_layers:
-            raise InvalidSelectionError(
-                f"layer {layer} out of range: this feature set has layers 0..{num_layers - 1}"
-            )
-        out.append(int(layer))
-    if not out:
-        raise InvalidSelectionError("layers is empty: name at least one layer")
-    return out
-
-
-def read_dtype(dtype: str | None, stored: str) -> str:
-    """The dtype a read gives: `dtype` checked against what the pool stores."""
-    if dtype is None:
-        return "float32" if stored == "int8" else stored
-    if dtype not in READ_DTYPES:
-        raise InvalidSelectionError(
-            f"dtype {dtype!r}: a read gives one of {', '.join(READ_DTYPES)}"
-        )
-    if dtype == "int8" and stored != "int8":
-        raise InvalidSelectionError(f"dtype 'int8': this feature set is stored as {stored}")
-    return dtype
 
 
 def _info(manifest: dict[str, Any]) -> FeatureSetInfo:
