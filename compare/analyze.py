@@ -51,8 +51,9 @@ def _features(encoder: str, store: str, task: str, data: str, split: str, pair: 
     try:
         return reader.find_featureset(encoder=encoder, task=task, split=split, pair_encoding=pair)
     except FeatureSetNotFoundError:
+        print(f"analyze: extracting {task} {split} ({pair} pairs) with {encoder}", flush=True)
         run_extract({"encoder": encoder, "store": store, "task": task, "data": data,
-                     "split": [split], "pair_encoding": pair, "progress": False})  # fmt: skip
+                     "split": [split], "pair_encoding": pair})  # fmt: skip
         return open_reader(store).find_featureset(encoder=encoder, task=task, split=split,
                                                   pair_encoding=pair)  # fmt: skip
 

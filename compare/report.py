@@ -1,6 +1,6 @@
 """The report of `snowfire compare`: results.json (every cell), table.md (Table 2's layout with
-the paper's rows beside ours, then per task the heads, the verdict and the cost), table.png,
-layer_weights.png."""
+the paper's rows beside ours and the zero-training baseline, then per task the heads, the verdict
+and the cost), table.png, layer_weights.png."""
 
 from __future__ import annotations
 
@@ -46,8 +46,9 @@ def _cost(cell: dict[str, Any]) -> dict[str, Any]:
     return {"seconds": seconds, "epochs": epochs, "params": params, "examples_per_s": rate}
 
 
-def summarise(cfg: CompareConfig, cells: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per task: each ❄️ head's dev/test mean and sd, the best head (on dev), 🔥, Δ, verdict."""
+def summarise(cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None) -> dict[str, Any]:
+    """Per task: each ❄️ head's dev/test mean and sd, the best head (on dev), 🔥, Δ, verdict, and
+    the zero-training baseline's scores (compare/baseline.py) where the task has one."""
     from tasks import get_task
 
     out = {}
@@ -74,6 +75,11 @@ def summarise(cfg: CompareConfig, cells: list[dict[str, Any]]) -> dict[str, Any]
             "verdict_dev": verdict(scores(snow, "dev"), scores(fire, "dev")),
             "cost": {"snow": _cost(snow[0]), "fire": _cost(fire[0])},
         }
+        base = (baselines or {}).get(task)
+        if base:
+            out[task]["baseline"] = {"method": base["method"]} | {
+                s: base[s][metric] for s in ("dev", "test") if s in base
+            }
         if scores(snow, "test") and scores(fire, "test"):
             out[task]["verdict_test"] = verdict(scores(snow, "test"), scores(fire, "test"))
     return out
@@ -106,6 +112,11 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
             cells = [_cell(summary[t][mode][split]) if split in summary[t][mode] else "–"
                      for t in tasks]  # fmt: skip
             rows.append(f"| {cfg.encoder} (ours) | {icon} | {split} | " + " | ".join(cells) + " |")
+        base = [summary[t].get("baseline", {}) for t in tasks]
+        if any(split in b for b in base):
+            cells = [f"{100 * b[split]:.1f}" if split in b else "–" for b in base]
+            rows.append(f"| {cfg.encoder} (ours) | no training | {split} | "
+                        + " | ".join(cells) + " |")  # fmt: skip
     for split in ("dev", "test"):
         key = f"verdict_{split}"
         if any(key in summary[t] for t in tasks):
@@ -122,7 +133,9 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         "",
         "Scores ×100 (mean ± sd over seeds); ours: the task's metric on dev, and on test where "
         "the data directory has labelled test files; the paper's rows are its test scores. ❄️: "
-        "the best head on dev. Verdict: ❄️ ≈ 🔥 when |Δ| is within the seeds' spread.",
+        "the best head on dev. Verdict: ❄️ ≈ 🔥 when |Δ| is within the seeds' spread. No "
+        "training: cosine of mean-pooled texts (similarity tasks) or the majority label "
+        "(classification), nothing trained; the row a trained answer has to beat.",
         f"Budget {cfg.budget}: ❄️ {caps['snow'] or 'the defaults of snowfire train'}; 🔥 "
         f"{caps['fire'] or 'rate and epochs tuned on dev (snowfire finetune --grid)'}.",
         "",
@@ -142,6 +155,12 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
                 + (f"{c['seconds']:.0f} | {c['examples_per_s']} | {c['params']:,} | {ext} |"
                    if c else "| | | |")
             )  # fmt: skip
+        if "baseline" in s:
+            b = s["baseline"]
+            lines.append(f"| {t} | {s['metric']} | no training: {b['method']} | "
+                         f"{100 * b['dev']:.1f} | "
+                         + (f"{100 * b['test']:.1f}" if "test" in b else "–")
+                         + " | 0 | – | 0 | – |")  # fmt: skip
         c = s["cost"]["fire"]
         lines.append(
             f"| {t} | {s['metric']} | 🔥 fine-tuning | {_cell(s['fire']['dev'])} | "
@@ -152,15 +171,15 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
     return "\n".join(lines)
 
 
-def write_report(cfg: CompareConfig, cells, extraction) -> dict[str, Any]:
+def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[str, Any]:
     from cache import versions
     from tasks.runs import atomic_write_text
 
     out = Path(cfg.out)
-    summary = summarise(cfg, cells)
+    summary = summarise(cfg, cells, baselines)
     identity = None
-    fire_config = Path(cells[-1]["run"]) / "config.json"
-    snow_config = Path(cells[0]["run"]) / "config.json"
+    fire_config = Path(next(c["run"] for c in cells if c["mode"] == "fire")) / "config.json"
+    snow_config = Path(next(c["run"] for c in cells if c["mode"] == "snow")) / "config.json"
     if snow_config.is_file():
         identity = json.loads(snow_config.read_text())["featureset"]["encoder"]
     results = {
@@ -169,6 +188,7 @@ def write_report(cfg: CompareConfig, cells, extraction) -> dict[str, Any]:
         "encoder": identity,
         "versions": versions(),
         "extraction": extraction,
+        "baselines": baselines or {},
         "tasks": summary,
         "cells": cells,
         "fire_example_config": str(fire_config),
@@ -195,6 +215,11 @@ def _plot_bars(cfg, summary, path: Path) -> None:
         means = [100 * summary[t][mode]["dev"][0] for t in cfg.tasks]
         sds = [100 * (summary[t][mode]["dev"][1] or 0) for t in cfg.tasks]
         ax.bar(x + offset, means, 0.4, yerr=sds, capsize=3, label=label, color=color)
+    base = [(i, 100 * summary[t]["baseline"]["dev"]) for i, t in enumerate(cfg.tasks)
+            if "dev" in summary[t].get("baseline", {})]  # fmt: skip
+    if base:
+        ax.hlines([v for _, v in base], [i - 0.42 for i, _ in base], [i + 0.42 for i, _ in base],
+                  colors="black", linestyles="dashed", label="no training")  # fmt: skip
     ax.set_xticks(x, cfg.tasks)
     ax.set_ylabel("dev score (x100)")
     ax.set_title(f"{cfg.encoder}: features + head vs fine-tuning ({_seeds(cfg)})")
@@ -213,8 +238,8 @@ def _plot_layers(cfg, summary, cells, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for task in cfg.tasks:
         best = summary[task]["best_head"]
-        run = next(Path(c["run"]) for c in cells
-                   if c["task"] == task and c["head"] == best and c["seed"] == 0)  # fmt: skip
+        run = next(Path(c["run"]) for c in cells if c["task"] == task and c["mode"] == "snow"
+                   and c["head"] == best and c["seed"] == 0)  # fmt: skip
         mixes = json.loads((run / "scalar_mix.json").read_text())
         if mixes:
             weights = next(iter(mixes.values()))

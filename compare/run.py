@@ -5,6 +5,7 @@ heads and the 🔥 baseline, for every seed; then the report (compare/report.py)
     OUT/snow/<task>/<head>/seed<k>/     ❄️ runs (`snowfire train` run directories)
     OUT/fire/<task>/seed<k>/            🔥 runs (`snowfire finetune` run directories)
     OUT/extract/<task>.json             what the extraction cost (kept, so a rerun reports it)
+    OUT/baseline/<task>.json            the zero-training baseline (compare/baseline.py)
     OUT/results.json, table.md, table.png, layer_weights.png
 
 Every cell is an ordinary run directory, and a finished run is returned as it is: a rerun
@@ -100,16 +101,22 @@ def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> di
 
 def run_compare(cfg: CompareConfig) -> dict[str, Any]:
     """Run every cell (finished ones are read back), write the report; its summary."""
+    from .baseline import run_baseline
     from .report import write_report
 
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     cells = plan(cfg)
-    extraction = {}
+    extraction, baselines = {}, {}
     done = 0
     for task in cfg.tasks:
         print(f"compare {task}: features of {cfg.encoder}", flush=True)
         extraction[task] = extract_task(cfg, task)
+        baselines[task] = run_baseline(cfg, task, _store(cfg))
+        if baselines[task]:
+            shown = ", ".join(f"{k} {v:.4f}" for k, v in baselines[task].get("dev", {}).items())
+            print(f"compare {task}: no training ({baselines[task]['method']}): dev {shown}",
+                  flush=True)  # fmt: skip
         mine = [c for c in cells if c["task"] == task]
         runs = (
             _on_ray(cfg, mine, extraction[task]) if cfg.ray else _here(cfg, mine, extraction[task])
@@ -121,7 +128,7 @@ def run_compare(cfg: CompareConfig) -> dict[str, Any]:
             shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.get("dev", {}).items())
             print(f"[{done}/{len(cells)}] {task} {what} seed {cell['seed']}: dev {shown} "
                   f"({seconds:.0f} s)", flush=True)  # fmt: skip
-    return write_report(cfg, cells, extraction)
+    return write_report(cfg, cells, extraction, baselines)
 
 
 def _timed(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> tuple[dict, float]:

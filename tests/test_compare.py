@@ -66,6 +66,27 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
     assert got == [f"{100 * results['tasks'][t]['verdict_dev']['delta']:+.1f}"
                    for t in ("sst2", "stsb")]  # fmt: skip
     assert "| BERT-base (paper) | 🔥 | test | 93.5 | 87.1 |" in table
+    # the zero-training row: SST-2's majority label counted by hand, STS-B's cosine recomputed
+    # from the separately encoded dev features compare extracted for it
+    from collections import Counter
+
+    from cache import open_reader
+    from heads.baseline import cosine_scores
+    from tasks import evaluate, read_split
+
+    train = Counter(e.label for e in read_split("sst2", DEMO_DATA_DIR, "train"))
+    label = max(sorted(train), key=lambda k: train[k])
+    dev = [e.label for e in read_split("sst2", DEMO_DATA_DIR, "dev")]
+    majority = sum(g == label for g in dev) / len(dev)
+    assert results["tasks"]["sst2"]["baseline"]["dev"] == pytest.approx(majority, abs=1e-12)
+    reader = open_reader(str(out / "store"))
+    info = reader.find_featureset(encoder=f"hf:{tiny_bert_dir}", task="stsb", split="dev",
+                                  pair_encoding="separate")  # fmt: skip
+    gold = [float(e.label) for e in read_split("stsb", DEMO_DATA_DIR, "dev")]
+    cosine = evaluate("stsb", gold, cosine_scores(reader, info).tolist())["pearson"]
+    assert results["tasks"]["stsb"]["baseline"]["dev"] == pytest.approx(cosine, abs=1e-9)
+    row = next(line for line in table.splitlines() if "(ours) | no training | dev" in line)
+    assert row.endswith(f"| {100 * majority:.1f} | {100 * cosine:.1f} |")
     assert "Budget quick" in table and "max_train_examples" in table
     for png in ("table.png", "layer_weights.png"):
         assert (out / png).stat().st_size > 1000

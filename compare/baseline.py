@@ -1,0 +1,102 @@
+"""The zero-training baseline beside ❄️ and 🔥 in `snowfire compare`: what a user gets without
+training anything, so a trained answer can be seen to beat it (or not).
+
+    regression (STS-B, SICK-R)  cosine of the mean-pooled texts on the encoder's last layer, pairs
+                                encoded separately (heads/baseline.py): the sentence-embedding
+                                answer; the dev/test features are extracted where missing
+    classification              the training split's most frequent label, predicted for all
+    tagging                     none: every token "O" scores span F1 0, which says nothing
+
+Scored with the task's own metrics on dev, and on test where the data directory has labels.
+OUT/baseline/<task>.json keeps the result with what made it, so a rerun computes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from .config import CompareConfig
+
+METHODS = {"regression": "cosine of mean-pooled texts, last layer (pairs encoded separately)",
+           "classification": "majority label of the training split"}  # fmt: skip
+
+
+def run_baseline(cfg: CompareConfig, task: str, store: str) -> dict[str, Any] | None:
+    """{"method", "seconds", "dev": {metric: value}, "test": ...}, or None for tagging tasks."""
+    import time
+
+    from cache import versions
+    from tasks import available_splits, get_task
+    from tasks.runs import atomic_write_text
+
+    kind = get_task(task).kind
+    if kind not in METHODS:
+        return None
+    path = Path(cfg.out) / "baseline" / f"{task}.json"
+    made_by = {"encoder": cfg.encoder, "data": cfg.data, "store": store, "method": METHODS[kind]}
+    if path.is_file():
+        kept = json.loads(path.read_text())
+        if kept.get("made_by") == made_by:
+            return kept
+    started = time.perf_counter()
+    splits = [s for s in available_splits(task, cfg.data) if s != "train"]
+    scored = (_cosine(cfg, task, store, splits) if kind == "regression"
+              else _majority(task, cfg.data, splits))  # fmt: skip
+    result = {"method": METHODS[kind], **scored,
+              "seconds": round(time.perf_counter() - started, 2),
+              "made_by": made_by, "versions": versions()}  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(result, indent=2))
+    return result
+
+
+def _labelled(task: str, data: str, split: str) -> list | None:
+    from tasks import read_split
+
+    gold = [e.label for e in read_split(task, data, split)]
+    return None if any(g is None for g in gold) else gold
+
+
+def _majority(task: str, data: str, splits: list[str]) -> dict[str, Any]:
+    from tasks import evaluate
+
+    counts = Counter(_labelled(task, data, "train") or [])
+    if not counts:
+        raise ValueError(f"compare {task}: the training split has no labels to count")
+    label = min(counts, key=lambda k: (-counts[k], k))  # the most frequent; ties by name
+    out: dict[str, Any] = {"label": label}
+    for split in splits:
+        gold = _labelled(task, data, split)
+        if gold:
+            out[split] = evaluate(task, gold, [label] * len(gold))
+    return out
+
+
+def _cosine(cfg: CompareConfig, task: str, store: str, splits: list[str]) -> dict[str, Any]:
+    from cache import FeatureSetNotFoundError, open_reader
+    from extractor import run_extract
+    from heads.baseline import cosine_scores
+    from tasks import evaluate
+
+    def featureset(split):
+        return open_reader(store).find_featureset(encoder=cfg.encoder, task=task, split=split,
+                                                  pair_encoding="separate")  # fmt: skip
+
+    out: dict[str, Any] = {"layer": -1}
+    for split in splits:
+        gold = _labelled(task, cfg.data, split)
+        if not gold:
+            continue
+        try:
+            info = featureset(split)
+        except (FeatureSetNotFoundError, ValueError):
+            run_extract({"encoder": cfg.encoder, "store": store, "task": task, "data": cfg.data,
+                         "split": [split], "pair_encoding": "separate", "device": cfg.device,
+                         "progress": cfg.progress})  # fmt: skip
+            info = featureset(split)
+        pred = cosine_scores(open_reader(store), info).tolist()
+        out[split] = evaluate(task, [float(g) for g in gold], pred)
+    return out
