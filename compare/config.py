@@ -46,6 +46,14 @@ class CompareConfig:
                                "there are reused")  # fmt: skip
     heads: list[str] | None = option(None, "❄️ heads (default: the paper's head for the task "
                                      "and the smallest one)")  # fmt: skip
+    pair_encoding: str | None = option(
+        None, "❄️ features of pairs encoded joint (the default for BERT-family encoders) or "
+        "separate (each text alone; ELMo always)", choices=("joint", "separate"),
+    )  # fmt: skip
+    hparams: dict[str, Any] = option(
+        help='options of every ❄️ head as JSON (with --heads), e.g. {"pooled": true}',
+        factory=dict,
+    )  # fmt: skip
     device: str | None = option(None, "cpu, cuda (default: the GPU when present)")
     progress: bool = option(True, "show progress bars")
     ray: str | None = option(
@@ -58,7 +66,9 @@ class CompareConfig:
         from extractor.options import encoder_family
         from tasks import get_task
 
-        encoder_family(self.encoder)
+        if encoder_family(self.encoder) == "elmo" and self.pair_encoding == "joint":
+            raise ValueError("CompareConfig.pair_encoding: ELMo encodes each text alone; "
+                             "expected separate (or none), got 'joint'")  # fmt: skip
         names = [t for item in self.tasks for t in item.split(",") if t]
         names = list(ALL_TASKS) if names == ["all"] else names
         for name in names:
@@ -75,6 +85,15 @@ class CompareConfig:
     @property
     def seeds_fire(self) -> int:
         return self.seeds if self.fire_seeds is None else min(self.fire_seeds, self.seeds)
+
+    @property
+    def pair_encoding_used(self) -> str:
+        """The encoding of the pairs' ❄️ features: the option, else the family's default."""
+        from extractor.options import encoder_family
+
+        if self.pair_encoding:
+            return self.pair_encoding
+        return "joint" if encoder_family(self.encoder) == "hf" else "separate"
 
     def heads_for(self, task: str) -> list[str]:
         from tasks import get_task

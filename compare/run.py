@@ -30,13 +30,12 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     """The task's feature sets (every split in the data directory), extracted where missing."""
     from cache import FeatureSetNotFoundError, open_reader
     from extractor import run_extract
-    from extractor.options import encoder_family
     from tasks import available_splits
     from tasks.runs import atomic_write_text
 
     record_path = Path(cfg.out) / "extract" / f"{task}.json"
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
-    pair_encoding = "joint" if encoder_family(cfg.encoder) == "hf" else "separate"
+    pair_encoding = cfg.pair_encoding_used
     reader = open_reader(_store(cfg))
     missing = []
     for split in available_splits(task, cfg.data):
@@ -85,7 +84,7 @@ def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> di
         return train(TrainConfig(
             store=_store(cfg), encoder=cfg.encoder, task=cell["task"], head=cell["head"],
             data=cfg.data, out=cell["run"], seed=cell["seed"], pair_encoding=pair_encoding,
-            progress=cfg.progress, device=cfg.device, **caps["snow"],
+            progress=cfg.progress, device=cfg.device, hparams=dict(cfg.hparams), **caps["snow"],
         ))  # fmt: skip
     from finetune import FinetuneConfig
     from finetune import train as finetune
@@ -115,7 +114,7 @@ def run_compare(cfg: CompareConfig) -> dict[str, Any]:
         baselines[task] = run_baseline(cfg, task, _store(cfg))
         if baselines[task]:
             shown = ", ".join(f"{k} {v:.4f}" for k, v in baselines[task].get("dev", {}).items())
-            print(f"compare {task}: no training ({baselines[task]['method']}): dev {shown}",
+            print(f"compare {task}: no training, {baselines[task]['method']}: dev {shown}",
                   flush=True)  # fmt: skip
         mine = [c for c in cells if c["task"] == task]
         runs = (

@@ -226,3 +226,28 @@ def test_elmo_biattention_on_the_fixture_and_refuses_other_encoders(tmp_path, ca
         assert json.loads((run / "config.json").read_text())["finetune"]["bi_attention"] is bi
         assert result[key][0] == json.loads((run / "metrics.json").read_text())["dev"]["pearson"]
     assert "| stsb |" in (out / "elmo-biattention.md").read_text()
+
+
+def test_pair_encoding_and_head_options_reach_every_snow_cell(monkeypatch, tmp_path):
+    import heads
+    from compare import CompareConfig
+    from compare.run import plan, run_cell
+
+    seen = []
+    monkeypatch.setattr(heads, "train", lambda cfg: seen.append(cfg) or {"dev": {}})
+    cfg = CompareConfig(encoder="minilm", tasks=["stsb"], data=str(DEMO_DATA_DIR),
+                        out=str(tmp_path), heads=["esim"], pair_encoding="separate",
+                        hparams={"pooled": True}, seeds=2)  # fmt: skip
+    assert cfg.pair_encoding_used == "separate"
+    for cell in plan(cfg):
+        if cell["mode"] == "snow":
+            run_cell(cfg, cell, cfg.pair_encoding_used)
+    assert [(c.head, c.seed, c.pair_encoding, c.hparams) for c in seen] == [
+        ("esim", 0, "separate", {"pooled": True}),
+        ("esim", 1, "separate", {"pooled": True}),
+    ]
+    default = CompareConfig(encoder="minilm", tasks=["stsb"], data="d", out="o")
+    assert default.pair_encoding_used == "joint" and default.hparams == {}
+    with pytest.raises(ValueError, match="pair_encoding: ELMo encodes each text alone"):
+        CompareConfig(encoder="elmo:o.json,w.hdf5", tasks=["stsb"], data="d", out="o",
+                      pair_encoding="joint")  # fmt: skip
