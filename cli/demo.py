@@ -1,10 +1,11 @@
 """`snowfire demo`: the main job end to end on the bundled encoder and the shipped sample.
 
-extract (SST-2 and STS-B samples, all 7 layers of all-MiniLM-L6-v2; STS-B pairs also encoded
-separately) -> serve the store over REST -> train heads from features fetched over REST (the
-project's strongest ❄️ set-up for STS-B: ESIM with pooled sentence vectors over separately
-encoded pairs) -> the zero-training baseline (cosine of mean-pooled sentences) -> fine-tune the
-encoder on the STS-B sample (the 🔥 baseline, a quick budget) -> ❄️, baseline and 🔥 side by side.
+extract (SST-2 and STS-B samples, all 7 layers of all-MiniLM-L6-v2; STS-B pairs encoded each
+text alone) -> serve the store over REST -> train a ❄️ head on SST-2 from features fetched over
+REST (the encoder is not run) -> `snowfire compare` on STS-B, quick budget, one seed: the
+strongest ❄️ set-up that fits (ESIM over pooled sentence vectors of separately encoded pairs),
+the zero-training baseline (cosine of the mean-pooled sentences) and 🔥 fine-tuning, both sides
+trained on the same examples -> compare's table.
 """
 
 from __future__ import annotations
@@ -17,14 +18,12 @@ import time
 import urllib.request
 from pathlib import Path
 
-#: (task, head, pair encoding, head options): the strongest ❄️ set-up of each task that fits.
-DEMO_HEADS = (
-    ("sst2", "linear", None, {}),
-    ("stsb", "esim", "separate", {"pooled": True, "hidden": 100}),
-)
-DEMO_FINETUNE = "stsb"
-#: 🔥 on a quick budget (as `snowfire compare --budget quick`): 2 epochs over 1,000 pairs.
-FINETUNE_BUDGET = {"epochs": 2, "max_train_examples": 1000}
+#: SST-2 from the service: the linear head (the strongest that fits the demo's time).
+DEMO_REST_HEAD = ("sst2", "linear")
+#: `snowfire compare` on the STS-B sample, with the project's strongest ❄️ set-up for it.
+DEMO_COMPARE = {"tasks": ["stsb"], "heads": ["esim"], "pair_encoding": "separate",
+                "hparams": {"pooled": True, "hidden": 100}, "budget": "quick",
+                "seeds": 1}  # fmt: skip
 
 
 def _free_port() -> int:
@@ -47,24 +46,10 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> No
     raise RuntimeError(f"the service at {url} did not become healthy in {timeout:.0f} s")
 
 
-def _cosine(url: str, data: str) -> dict[str, float]:
-    """The zero-training STS baseline on the STS-B sample's dev pairs, read over REST."""
-    from cache import open_reader
-    from heads.baseline import cosine_scores
-    from tasks import evaluate, read_split
-
-    reader = open_reader(url)
-    info = reader.find_featureset(encoder="minilm", task="stsb", split="dev",
-                                  pair_encoding="separate")  # fmt: skip
-    gold = [float(e.label) for e in read_split("stsb", data, "dev")]
-    return evaluate("stsb", gold, cosine_scores(reader, info).tolist())
-
-
 def run_demo(out: Path, port: int = 0) -> int:
     """Run the demo into `out`; library errors propagate to the caller (the CLI reports them)."""
+    from compare import CompareConfig, run_compare
     from extractor import run_extract
-    from finetune import FinetuneConfig
-    from finetune import train as finetune
     from heads import TrainConfig
     from heads import train as train_head
     from jobs import python_command
@@ -72,15 +57,16 @@ def run_demo(out: Path, port: int = 0) -> int:
 
     started = time.perf_counter()
     store, runs, data = out / "store", out / "runs", str(DEMO_DATA_DIR)
-    print(f"== 1/5 extract: all layers of the bundled encoder into {store}")
-    for task, pair in (("sst2", "joint"), ("stsb", "joint"), ("stsb", "separate")):
+    print(f"== 1/3 extract: all layers of the bundled encoder into {store}")
+    for task, pair in (("sst2", "joint"), ("stsb", "separate")):
         opts = {"encoder": "minilm", "task": task, "data": data, "store": store,
                 "pair_encoding": pair}  # fmt: skip
         for info in run_extract(opts):
             print(f"   {info.id}: {info.num_examples} examples x {info.num_layers} layers")
     port = port or _free_port()
     url = f"http://127.0.0.1:{port}"
-    print(f"== 2/5 serve: {url}")
+    task, head = DEMO_REST_HEAD
+    print(f"== 2/3 serve {url}; ❄️ {head} head on {task} from features fetched over REST")
     proc = subprocess.Popen(
         python_command("cli", "serve", "--store", str(store), "--port", str(port)),
         env={**os.environ, "PYTHONUNBUFFERED": "1", "SNOWFIRE_LOG_LEVEL": "warning"},
@@ -88,32 +74,22 @@ def run_demo(out: Path, port: int = 0) -> int:
     try:
         _wait_healthy(url, proc)
         with urllib.request.urlopen(f"{url}/v1/featuresets") as r:
-            sets = json.load(r)
-        print(f"   the service lists {len(sets)} feature sets")
-        print("== 3/5 ❄️ train: heads on features fetched over REST (the encoder is not run)")
-        results = []  # (task, what, dev metrics)
-        for task, head, pair, hparams in DEMO_HEADS:
-            cfg = TrainConfig(
-                store=url, encoder="minilm", task=task, head=head, data=data,
-                out=str(runs / f"{task}-{head}"), epochs=8, patience=2, progress=False,
-                pair_encoding=pair, hparams=hparams,
-            )  # fmt: skip
-            results.append((task, f"❄️ {head}", train_head(cfg)["dev"]))
-        print("== 4/5 zero-training baseline: cosine of the mean-pooled sentences (STS-B)")
-        results.append(("stsb", "cosine, no training", _cosine(url, data)))
+            print(f"   the service lists {len(json.load(r))} feature sets")
+        cfg = TrainConfig(store=url, encoder="minilm", task=task, head=head, data=data,
+                          out=str(runs / f"{task}-{head}"), epochs=8, patience=2,
+                          progress=False)  # fmt: skip
+        rest = train_head(cfg)["dev"]
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    print(f"== 5/5 🔥 fine-tune: the whole encoder on the {DEMO_FINETUNE} sample "
-          f"({FINETUNE_BUDGET['epochs']} epochs over {FINETUNE_BUDGET['max_train_examples']:,} "
-          "pairs)")  # fmt: skip
-    cfg = FinetuneConfig(
-        encoder="minilm", task=DEMO_FINETUNE, data=data,
-        out=str(runs / f"{DEMO_FINETUNE}-finetune"), **FINETUNE_BUDGET,
-    )  # fmt: skip
-    results.append((DEMO_FINETUNE, "🔥 fine-tuning", finetune(cfg)["dev"]))
-    print("\n== dev metrics (bundled all-MiniLM-L6-v2, sample training data)")
-    for task, what, dev in results:
-        print(f"   {task:6s} {what:22s} " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()))
-    print(f"   runs in {runs}; total {time.perf_counter() - started:.0f} s")
+    print(f"   {task} ❄️ {head}: dev " + ", ".join(f"{k} {v:.4f}" for k, v in rest.items()))
+    print("== 3/3 snowfire compare on the STS-B sample: ❄️ ESIM (pooled, pairs encoded "
+          "separately), no training (cosine), 🔥 fine-tuning; quick budget, one seed")  # fmt: skip
+    summary = run_compare(CompareConfig(encoder="minilm", data=data, out=str(out / "compare"),
+                                        store=str(store), **DEMO_COMPARE))  # fmt: skip
+    print()
+    print(Path(summary["table"]).read_text().split("\n\n")[1])  # Table 2's rows
+    print(f"\n   ❄️ or 🔥 on the STS-B sample: {summary['verdicts']['stsb']}; the whole "
+          f"table: {summary['table']}")  # fmt: skip
+    print(f"   runs in {runs} and {out / 'compare'}; total {time.perf_counter() - started:.0f} s")
     return 0
