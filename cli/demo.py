@@ -2,7 +2,8 @@
 
 extract (SST-2 and STS-B samples, all 7 layers of all-MiniLM-L6-v2; STS-B pairs encoded each
 text alone) -> serve the store over REST -> train a ❄️ head on SST-2 from features fetched over
-REST (the encoder is not run) -> `snowfire compare` on STS-B, quick budget, one seed: the
+REST (the encoder is not run) -> `snowfire compare` on STS-B, quick budget, 3 ❄️ seeds and 2 🔥
+seeds (so the verdict weighs Δ against the seeds' spread): the
 strongest ❄️ set-up that fits (ESIM over pooled sentence vectors of separately encoded pairs),
 the zero-training baseline (cosine of the mean-pooled sentences) and 🔥 fine-tuning, both sides
 trained on the same examples -> compare's table.
@@ -23,7 +24,7 @@ DEMO_REST_HEAD = ("sst2", "linear")
 #: `snowfire compare` on the STS-B sample, with the project's strongest ❄️ set-up for it.
 DEMO_COMPARE = {"tasks": ["stsb"], "heads": ["esim"], "pair_encoding": "separate",
                 "hparams": {"pooled": True, "hidden": 100}, "budget": "quick",
-                "seeds": 1}  # fmt: skip
+                "seeds": 3, "fire_seeds": 2}  # fmt: skip
 
 
 def _free_port() -> int:
@@ -84,7 +85,8 @@ def run_demo(out: Path, port: int = 0) -> int:
         proc.wait(timeout=30)
     print(f"   {task} ❄️ {head}: dev " + ", ".join(f"{k} {v:.4f}" for k, v in rest.items()))
     print("== 3/3 snowfire compare on the STS-B sample: ❄️ ESIM (pooled, pairs encoded "
-          "separately), no training (cosine), 🔥 fine-tuning; quick budget, one seed")  # fmt: skip
+          "separately), no training (cosine), 🔥 fine-tuning; quick budget, 3 ❄️ and 2 🔥 "
+          "seeds")  # fmt: skip
     summary = run_compare(CompareConfig(encoder="minilm", data=data, out=str(out / "compare"),
                                         store=str(store), **DEMO_COMPARE))  # fmt: skip
     print()
