@@ -85,10 +85,12 @@ def summarise(cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None) -
     return out
 
 
-def _seeds(cfg: CompareConfig) -> str:
+def _seeds(cfg: CompareConfig, plain: bool = False) -> str:
+    """The seeds per side; `plain` names the sides in words (plot fonts have no emoji)."""
     if cfg.seeds_fire == cfg.seeds:
         return f"{cfg.seeds} seed(s)"
-    return f"❄️ {cfg.seeds} seeds, 🔥 {cfg.seeds_fire}"
+    snow, fire = ("head", "fine-tuning") if plain else ("❄️", "🔥")
+    return f"{snow} {cfg.seeds} seeds, {fire} {cfg.seeds_fire}"
 
 
 def _cell(pair) -> str:
@@ -224,7 +226,7 @@ def _plot_bars(cfg, summary, path: Path) -> None:
                   colors="black", linestyles="dashed", label="no training")  # fmt: skip
     ax.set_xticks(x, cfg.tasks)
     ax.set_ylabel("dev score (x100)")
-    ax.set_title(f"{cfg.encoder}: features + head vs fine-tuning ({_seeds(cfg)})")
+    ax.set_title(f"{cfg.encoder}: features + head vs fine-tuning ({_seeds(cfg, plain=True)})")
     ax.legend(fontsize=8, loc="lower left")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
