@@ -3,7 +3,7 @@ commands, then one page made of what they wrote.
 
     python experiments/results.py --data ../shared/data --work WORK [--seeds 3] [--fire-seeds 1]
         [--analysis-seeds 1] [--budget quick] [--analyses mi,probes,pairs,ner-params]
-        [--encoder minilm] [--docs docs]
+        [--encoder minilm] [--docs docs] [--note TEXT]
 
 1. `snowfire compare --encoder E --tasks all --data DATA --out WORK/compare --seeds S
    --fire-seeds F --budget B` (Table 2: every task, ❄️ heads and 🔥, verdicts, cost);
@@ -80,6 +80,8 @@ def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
         "back), x100.",
         "",
     ]
+    if args.note:
+        parts += [args.note, ""]
     sections = [(work / "compare", "table.md")] + [
         (work / "analyze", f"{n}.md") for n in args.analyses
     ]
@@ -119,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"comma-separated, of {', '.join(ANALYSES)}")  # fmt: skip
     p.add_argument("--docs", default=str(ROOT / "docs"), help="where results.md goes")
     p.add_argument("--compose-only", action="store_true", help="only rebuild the page")
+    p.add_argument("--note", default="", help="a paragraph for the page (how the runs were made, "
+                   "e.g. on a shared machine), under the commands")  # fmt: skip
     args = p.parse_args(argv)
     args.analyses = [a for a in args.analyses.split(",") if a]
     unknown = sorted(set(args.analyses) - set(ANALYSES))

@@ -44,7 +44,8 @@ def test_the_page_is_what_compare_and_analyze_wrote(tiny_bert_dir, data_dir, tmp
                      "sst2,stsb", "--out", str(work / "analyze"),
                      "--store", str(work / "compare" / "store")]) == 0  # fmt: skip
     argv = ["--data", data, "--work", str(work), "--encoder", encoder, "--seeds", "1",
-            "--analyses", "mi", "--docs", str(docs), "--compose-only"]  # fmt: skip
+            "--analyses", "mi", "--docs", str(docs), "--compose-only",
+            "--note", "Made on a shared machine."]  # fmt: skip
     assert results.main(argv) == 0
     page = (docs / "results.md").read_text()
 
@@ -52,6 +53,7 @@ def test_the_page_is_what_compare_and_analyze_wrote(tiny_bert_dir, data_dir, tmp
     assert page.startswith(f"# Results: ❄️ and 🔥 with {encoder}")
     assert f"snowfire compare --encoder {encoder} --tasks all" in page
     assert f"snowfire analyze mi --encoder {encoder}" in page
+    assert "\nMade on a shared machine.\n" in page  # --note, under the commands
     table = (work / "compare" / "table.md").read_text()
     ours = next(line for line in table.splitlines() if "(ours) | ❄️ | dev" in line)
     assert ours in page
