@@ -94,7 +94,12 @@ def pairs(encoder, data, out: Path, store, tasks, seeds=1, head="esim", epochs=N
         "| task | joint | separate | paper BERT-base joint | separate |",
     )
     _bars(result, ("joint", "separate"), out / "pairs.png", f"{encoder}: {head} on pairs (dev)")
-    return _write(out, "pairs", result, rows, f"❄️ {head}, pairs encoded jointly vs separately")
+    caps = (f", {epochs} epochs at most" if epochs else "") + (
+        f", the same {max_train_examples} training examples per seed both ways"
+        if max_train_examples else "")  # fmt: skip
+    caption = (f"❄️ {head}, pairs encoded jointly vs separately: dev scores (x100), "
+               f"{seeds} seed(s){caps}; the paper's columns are its dev scores")  # fmt: skip
+    return _write(out, "pairs", result, rows, caption)
 
 
 def _layer_means(reader, info, limit: int | None = None) -> np.ndarray:

@@ -122,6 +122,7 @@ def test_the_analyses_write_json_tables_and_plots(tiny_bert_dir, tmp_path):
     assert set(pairs["stsb"]) == {"joint", "separate"}
     runs = {p.parent.name for p in (out / "pairs" / "stsb").glob("*/seed0")}
     assert runs == {"joint", "separate"}
+    assert "1 seed(s), 2 epochs at most" in (out / "pairs.md").read_text()  # the caps, named
     for pair in ("joint", "separate"):  # the table's score is the run's own
         run = out / "pairs" / "stsb" / pair / "seed0"
         assert (
