@@ -93,6 +93,17 @@ def _seeds(cfg: CompareConfig, plain: bool = False) -> str:
     return f"{snow} {cfg.seeds} seeds, {fire} {cfg.seeds_fire}"
 
 
+def _extraction(ex: dict[str, Any]) -> str:
+    """What compare's own extraction of the task cost when made (a rerun reuses it), and which
+    splits it covers when others were already in the store."""
+    made, every = ex.get("splits", []), ex.get("all_splits", [])
+    if not made:
+        return "in the store"
+    cost = f"{ex.get('seconds', 0):.0f}"
+    rest = [s for s in every if s not in made]
+    return cost + (f" ({', '.join(made)}; {', '.join(rest)} in the store)" if rest else "")
+
+
 def _cell(pair) -> str:
     mean, sd = pair
     return f"{100 * mean:.1f}" + ("" if sd is None else f" ± {100 * sd:.1f}")
@@ -150,7 +161,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
     for t in tasks:
         s = summary[t]
         ex = extraction.get(t, {})
-        ext = f"{ex.get('seconds', 0):.0f}"  # what it cost when made (a rerun reuses it)
+        ext = _extraction(ex)
         for h, v in s["heads"].items():
             c = s["cost"]["snow"] if h == s["best_head"] else None
             lines.append(

@@ -56,7 +56,8 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
         }
         record_path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(record_path, json.dumps(record, indent=2))
-    return record | {"reused": not missing, "pair_encoding": pair_encoding}
+    return record | {"reused": not missing, "pair_encoding": pair_encoding,
+                     "all_splits": available_splits(task, cfg.data)}  # fmt: skip
 
 
 def plan(cfg: CompareConfig) -> list[dict[str, Any]]:

@@ -252,3 +252,13 @@ def test_pair_encoding_and_head_options_reach_every_snow_cell(monkeypatch, tmp_p
     with pytest.raises(ValueError, match="pair_encoding: ELMo encodes each text alone"):
         CompareConfig(encoder="elmo:o.json,w.hdf5", tasks=["stsb"], data="d", out="o",
                       pair_encoding="joint")  # fmt: skip
+
+
+def test_the_extraction_cost_says_which_splits_compare_made():
+    from compare.report import _extraction
+
+    assert _extraction({}) == "in the store"  # everything was there before compare ran
+    part = {"seconds": 11.04, "splits": ["dev"], "all_splits": ["train", "dev"]}
+    assert _extraction(part) == "11 (dev; train in the store)"
+    whole = {"seconds": 99.6, "splits": ["dev", "train"], "all_splits": ["train", "dev"]}
+    assert _extraction(whole) == "100"
