@@ -342,7 +342,7 @@ def _hbars(cells: dict[str, tuple[float, float | None]], path: Path, title: str)
     ax.set_yticks(range(len(names)), plain)
     ax.invert_yaxis()
     ax.set_xlim(max(0.0, min(means) - 10), max(means) + 3)
-    ax.set_title(title, fontsize=9)
+    fig.suptitle(title, fontsize=9)  # over the whole figure: the long tick labels eat the axes
     _save(fig, ax, path)
 
 
