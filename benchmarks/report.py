@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -29,12 +30,20 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
-def interleaved(cases: dict[str, Callable[[int], Any]], repeats: int) -> dict[str, list[float]]:
+def interleaved(
+    cases: dict[str, Callable[[int], Any]], repeats: int, shuffle: int | None = None
+) -> dict[str, list[float]]:
     """Seconds per call of each case, the cases taking turns; case(r) gets the repeat number
-    so every case of round r can work on the same input."""
+    so every case of round r can work on the same input. `shuffle` (a seed): each round runs
+    the cases in a new random order, so no case always follows the one that just pulled the
+    same bytes into the CPU caches, or the one that evicted them."""
     times: dict[str, list[float]] = {name: [] for name in cases}
+    order = list(cases.items())
+    rng = random.Random(shuffle)
     for r in range(repeats):
-        for name, fn in cases.items():
+        if shuffle is not None:
+            rng.shuffle(order)
+        for name, fn in order:
             t0 = time.perf_counter()
             fn(r)
             times[name].append(time.perf_counter() - t0)

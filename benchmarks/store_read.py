@@ -14,6 +14,7 @@ written), so this measures per-call overhead and copies, not the disk.
 Printed ratios are store / memmap (1.0 = as fast as the raw bytes).
 
     python benchmarks/store_read.py [--examples 5000] [--singles 300] [--batches 15] [--json]
+        [--order shuffled|fixed]
 """
 
 from __future__ import annotations
@@ -102,6 +103,9 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=256, help="examples per throughput read")
     p.add_argument("--batches", type=int, default=15, help="throughput repeats")
     p.add_argument("--keep", default=None, help="build the store here and keep it")
+    p.add_argument("--order", choices=("shuffled", "fixed"), default="shuffled",
+                   help="the cases' order in each round: shuffled (seeded), or fixed "
+                   "(memmap always right after the store read of the same bytes)")  # fmt: skip
     args = p.parse_args()
     import zarr
 
@@ -150,8 +154,9 @@ def main() -> int:
         ),
         "zarr slice one layer": lambda r: zarr_slice(singles[r], last),
     }
+    shuffle = args.seed if args.order == "shuffled" else None
     report.interleaved(cases, min(20, args.singles))  # warm caches and open segments
-    single = report.interleaved(cases, args.singles)
+    single = report.interleaved(cases, args.singles, shuffle)
 
     # (b) a batch of random examples
     batches = [
@@ -166,7 +171,7 @@ def main() -> int:
         "memmap batch": memmap_batch,
     }
     report.interleaved(bulk_cases, 1)
-    bulk = report.interleaved(bulk_cases, args.batches)
+    bulk = report.interleaved(bulk_cases, args.batches, shuffle)
     batch_bytes = float(
         np.median([sum(int(offsets[i + 1] - offsets[i]) for i in b) * L * D * 2 for b in batches])
     )
@@ -198,6 +203,7 @@ def main() -> int:
         args,
         {
             "examples": args.examples,
+            "order": args.order,
             "tokens": n_tokens,
             "segments": n_segments,
             "batch_feature_bytes_median": batch_bytes,
