@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .run import find_or_extract
 from .verdict import mean_sd
 
 PAPER_PAIRS = {
@@ -41,21 +42,6 @@ PAPER_NER = {"❄️ + CRF": 91.9, "❄️ + BiLSTM + CRF": 95.5, "🔥 + CRF": 
              "🔥 + BiLSTM + CRF + gradual unfreezing": 95.2}  # fmt: skip
 #: ELMo 🔥 dev (Table 3), with and without bi-attention, where PAPER.md quotes it
 PAPER_BIATTENTION = {"stsb": (80.2, 38.5)}
-
-
-def _features(encoder: str, store: str, task: str, data: str, split: str, pair: str):
-    from cache import FeatureSetNotFoundError, open_reader
-    from extractor import run_extract
-
-    reader = open_reader(store)
-    try:
-        return reader.find_featureset(encoder=encoder, task=task, split=split, pair_encoding=pair)
-    except FeatureSetNotFoundError:
-        print(f"analyze: extracting {task} {split} ({pair} pairs) with {encoder}", flush=True)
-        run_extract({"encoder": encoder, "store": store, "task": task, "data": data,
-                     "split": [split], "pair_encoding": pair})  # fmt: skip
-        return open_reader(store).find_featureset(encoder=encoder, task=task, split=split,
-                                                  pair_encoding=pair)  # fmt: skip
 
 
 def _train(store, encoder, task, head, data, out, pair, seed=0, **kw) -> dict:
@@ -79,7 +65,7 @@ def pairs(encoder, data, out: Path, store, tasks, seeds=1, head="esim", epochs=N
         result[task] = {}
         for pair in ("joint", "separate"):
             for split in ("train", "dev"):
-                _features(encoder, store, task, data, split, pair)
+                find_or_extract(encoder, store, task, data, split, pair)
             scores = [
                 _train(store, encoder, task, head, data, out / "pairs" / task / pair / f"seed{s}",
                        pair, seed=s, max_train_examples=max_train_examples,
@@ -125,7 +111,7 @@ def mi(encoder, data, out: Path, store, tasks, limit: int = 2000, dims: int = 16
     result = {}
     for task in tasks:
         spec = get_task(task)
-        info = _features(encoder, store, task, data, "train", "joint")
+        info = find_or_extract(encoder, store, task, data, "train", "joint")
         means = _layer_means(open_reader(store), info, limit)
         labels = [e.label for e in read_split(task, data, "train")][: len(means)]
         if spec.kind == "regression":
@@ -167,7 +153,7 @@ def probes(encoder, data, out: Path, store, tasks, finetuned: dict[str, str] | N
         for state, enc in encs.items():
             info = None
             for split in ("train", "dev"):
-                info = _features(enc, store, task, data, split, "joint")
+                info = find_or_extract(enc, store, task, data, split, "joint")
             scores = []
             for layer in range(info.num_layers):
                 run = out / "probes" / task / state / f"layer{layer}"
@@ -208,7 +194,7 @@ def ner_params(encoder, data, out: Path, store, tasks, seeds=1, epochs=None,
     (task,) = tasks
     metric = get_task(task).metric
     for split in ("train", "dev"):
-        _features(encoder, store, task, data, split, "joint")
+        find_or_extract(encoder, store, task, data, split, "joint")
     root, cells = out / "ner-params", {}
     for head, name in (("crf", "❄️ + CRF"), ("bilstm-crf", "❄️ + BiLSTM + CRF")):
         cells[name] = mean_sd([

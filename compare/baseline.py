@@ -76,27 +76,19 @@ def _majority(task: str, data: str, splits: list[str]) -> dict[str, Any]:
 
 
 def _cosine(cfg: CompareConfig, task: str, store: str, splits: list[str]) -> dict[str, Any]:
-    from cache import FeatureSetNotFoundError, open_reader
-    from extractor import run_extract
+    from cache import open_reader
     from heads.baseline import cosine_scores
     from tasks import evaluate
 
-    def featureset(split):
-        return open_reader(store).find_featureset(encoder=cfg.encoder, task=task, split=split,
-                                                  pair_encoding="separate")  # fmt: skip
+    from .run import find_or_extract
 
     out: dict[str, Any] = {"layer": -1}
     for split in splits:
         gold = _labelled(task, cfg.data, split)
         if not gold:
             continue
-        try:
-            info = featureset(split)
-        except (FeatureSetNotFoundError, ValueError):
-            run_extract({"encoder": cfg.encoder, "store": store, "task": task, "data": cfg.data,
-                         "split": [split], "pair_encoding": "separate", "device": cfg.device,
-                         "progress": cfg.progress})  # fmt: skip
-            info = featureset(split)
+        info = find_or_extract(cfg.encoder, store, task, cfg.data, split, "separate",
+                               device=cfg.device, progress=cfg.progress, who="compare")  # fmt: skip
         pred = cosine_scores(open_reader(store), info).tolist()
         out[split] = evaluate(task, [float(g) for g in gold], pred)
     return out

@@ -37,8 +37,8 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
     pair_encoding = cfg.pair_encoding_used
     reader = open_reader(_store(cfg))
-    missing = []
-    for split in available_splits(task, cfg.data):
+    missing, splits = [], available_splits(task, cfg.data)
+    for split in splits:
         try:
             reader.find_featureset(encoder=cfg.encoder, task=task, split=split,
                                    pair_encoding=pair_encoding)  # fmt: skip
@@ -57,7 +57,28 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
         record_path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(record_path, json.dumps(record, indent=2))
     return record | {"reused": not missing, "pair_encoding": pair_encoding,
-                     "all_splits": available_splits(task, cfg.data)}  # fmt: skip
+                     "all_splits": splits}  # fmt: skip
+
+
+def find_or_extract(encoder: str, store: str, task: str, data: str, split: str, pair: str,
+                    device: str | None = None, progress: bool = True,
+                    who: str = "analyze"):  # fmt: skip
+    """The feature set of one task split, extracted first when the store lacks it."""
+    from cache import FeatureSetNotFoundError, open_reader
+    from extractor import run_extract
+
+    def find():
+        return open_reader(store).find_featureset(encoder=encoder, task=task, split=split,
+                                                  pair_encoding=pair)  # fmt: skip
+
+    try:
+        return find()
+    except FeatureSetNotFoundError:
+        print(f"{who}: extracting {task} {split} ({pair} pairs) with {encoder}", flush=True)
+        run_extract({"encoder": encoder, "store": store, "task": task, "data": data,
+                     "split": [split], "pair_encoding": pair, "device": device,
+                     "progress": progress})  # fmt: skip
+        return find()
 
 
 def plan(cfg: CompareConfig) -> list[dict[str, Any]]:
