@@ -3,6 +3,8 @@ progress, listing, cancel, and every validation error (422 with its reason) at s
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -210,3 +212,28 @@ def test_an_allowed_directory_outside_home_is_accepted(client, home, tmp_path_fa
     )
     assert r.status_code == 202, r.text
     assert r.json()["params"]["out"] == str(outside / "r")
+
+
+@pytest.mark.subprocess  # a real worker runs the job in its own runner process
+def test_a_compare_job_reports_each_cell_and_its_table_is_served(client, home, tiny_bert_dir):
+    from jobs.worker import Worker
+
+    params = {"encoder": f"hf:{tiny_bert_dir}", "tasks": ["sst2"], "heads": ["linear"],
+              "budget": "quick", "progress": False}  # fmt: skip
+    r = client.post("/v1/jobs", json={"kind": "compare", "params": params})
+    assert r.status_code == 202, r.text
+    job_id = r.json()["id"]
+    assert Worker(home, "compare", poll=0.2).run(once=True) == 1
+    body = client.get(f"/v1/jobs/{job_id}", params={"tail": 50}).json()
+    assert body["status"] == "done", body.get("error")
+    cells = [line for line in body["log"] if line.startswith("[")]  # a progress line per cell
+    assert [c.split(":")[0] for c in cells] == ["[1/2] sst2 ❄️ linear seed 0",
+                                                "[2/2] sst2 🔥 fine-tuning seed 0"]  # fmt: skip
+    out = home.root / "runs" / job_id
+    assert body["metrics"]["table"] == str(out / "table.md")
+    results = json.loads((out / "results.json").read_text())
+    verdict = results["tasks"]["sst2"]["verdict_dev"]["verdict"]
+    assert body["metrics"]["verdicts"] == {"sst2": verdict}
+    png = client.get(f"/ui/runs/{job_id}/table.png")  # the plot, from the job's run folder
+    assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+    assert f"{job_id}: ❄️ or 🔥" in client.get("/").text  # the table, on the page
