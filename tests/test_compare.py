@@ -262,3 +262,40 @@ def test_the_extraction_cost_says_which_splits_compare_made():
     assert _extraction(part) == "11 (dev; train in the store)"
     whole = {"seconds": 99.6, "splits": ["dev", "train"], "all_splits": ["train", "dev"]}
     assert _extraction(whole) == "100"
+
+
+@pytest.mark.subprocess  # a real `snowfire compare` process, killed with SIGKILL
+def test_compare_killed_mid_run_then_rerun_gives_the_same_table(tiny_bert_dir, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from jobs import python_command
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    base = python_command("cli", "compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2",
+                          "--data", str(DEMO_DATA_DIR), "--heads", "linear", "--budget", "quick",
+                          "--quiet")  # fmt: skip
+    done = subprocess.run(base + ["--out", str(tmp_path / "a")], env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+    out = tmp_path / "b"
+    proc = subprocess.Popen(base + ["--out", str(out)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    fire = out / "fire" / "sst2" / "seed0"
+    deadline = time.monotonic() + 300
+    while not (fire / "config.json").exists():  # ❄️ is done and 🔥 has started
+        assert proc.poll() is None and time.monotonic() < deadline, "🔥 never started"
+        time.sleep(0.05)
+    time.sleep(0.2)  # into the 🔥 run, well before its end (it takes seconds)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(30) == -signal.SIGKILL  # killed before it finished
+    assert not (out / "results.json").exists()
+    done = subprocess.run(base + ["--out", str(out)], env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+    ref, got = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("a", "b"))
+    assert [c["metrics"] for c in got["cells"]] == [c["metrics"] for c in ref["cells"]]
+    rows = [(tmp_path / d / "table.md").read_text().split("\n\n")[1] for d in ("a", "b")]
+    assert rows[0] == rows[1]  # Table 2's rows, Δ and verdict (the cost table holds wall times)
