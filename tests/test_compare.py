@@ -172,6 +172,16 @@ def test_the_full_budget_tunes_fire_on_dev(tiny_bert_dir, tmp_path, monkeypatch)
         == json.loads((Path(grid["chosen"]["run"]) / "metrics.json").read_text())["dev"]
     )
     assert "rate and epochs tuned on dev" in (out / "table.md").read_text()
+    # the data directory has a labelled test split: both sides are scored on it, and shown
+    s = results["tasks"]["sst2"]
+    snow = next(c for c in results["cells"] if c["mode"] == "snow")
+    assert s["snow"]["test"][0] == snow["metrics"]["test"]["accuracy"]
+    assert s["fire"]["test"][0] == fire["metrics"]["test"]["accuracy"]
+    table = (out / "table.md").read_text()
+    assert f"| (ours) | ❄️ | test | {100 * s['snow']['test'][0]:.1f} |" in table.replace(
+        f"hf:{tiny_bert_dir} (ours)", "(ours)"
+    )
+    assert "verdict_test" in s
 
 
 def test_ner_params_runs_the_six_cells_of_table_5(tiny_bert_dir, tmp_path):
