@@ -326,12 +326,19 @@ class RangeShardReader:
         return out
 
     def plan(self, start: int, end: int, layers: list[int] | None, out: np.ndarray) -> dict:
-        """{shard object: [(byte offset, bytes, out rows, layer column)]} to read tokens
-        start:end into `out` (tiles not stored are filled in now)."""
-        num_layers, dim = self.layout.shape[1:]
-        sel = list(range(num_layers)) if layers is None else layers
-        st, tc = self.layout.shard_tokens, self.layout.chunk_tokens
-        row = dim * self.layout.dtype.itemsize
+        """{shard object: [(byte offset, bytes, out view, tile layers)]} to read tokens
+        start:end into `out` (tiles not stored are filled in now). A range is some tokens of
+        one tile, all its Lc layers; `fetch` copies its `tile layers` into the view."""
+        lay = self.layout
+        sel = list(range(lay.shape[1])) if layers is None else layers
+        st, tc, lc = lay.shard_tokens, lay.chunk_tokens, lay.chunk_layers
+        row = lc * lay.shape[2] * lay.dtype.itemsize  # one token of one tile
+        # per layer group: (its layers' columns in out, their places in the tile)
+        groups: dict[int, tuple[list[int], list[int]]] = {}
+        for j, layer in enumerate(sel):
+            cols, within = groups.setdefault(layer // lc, ([], []))
+            cols.append(j)
+            within.append(layer % lc)
         wanted: dict[str, list] = {}
         pos = start
         while pos < end:
@@ -342,13 +349,14 @@ class RangeShardReader:
             ranges = wanted.setdefault(f"{self.prefix}/c/{k}/0/0", [])
             for c in range(a // tc, -(-b // tc)):
                 t0, t1 = max(a, c * tc), min(b, (c + 1) * tc)
-                rows = out[t0 - a + pos - start : t1 - a + pos - start]
-                for j, layer in enumerate(sel):
-                    off = EMPTY if offsets is None else offsets[c][layer]
+                rows = out[t0 - a + pos - start : t1 - a + pos - start]  # (t1-t0, Lsel, D)
+                for g, (cols, within) in groups.items():
+                    off = EMPTY if offsets is None else offsets[c][g]
                     if off == EMPTY:
-                        rows[:, j] = self.layout.fill_value
+                        rows[:, cols] = lay.fill_value
                     else:
-                        ranges.append((off + (t0 - c * tc) * row, (t1 - t0) * row, rows, j))
+                        start_byte = off + (t0 - c * tc) * row
+                        ranges.append((start_byte, (t1 - t0) * row, rows, cols, within))
             pos = stop
         return {path: r for path, r in wanted.items() if r}
 
@@ -367,8 +375,9 @@ def fetch(client, plans: dict, threads: ThreadPoolExecutor | None = None) -> Non
             lengths=[r[1] for r in ranges],
             coalesce=COALESCE,
         )
-        for (_, _, rows, j), data in zip(ranges, got, strict=True):
-            rows[:, j] = np.frombuffer(data, rows.dtype).reshape(len(rows), -1)
+        for (_, _, rows, cols, within), data in zip(ranges, got, strict=True):
+            tile = np.frombuffer(data, rows.dtype).reshape(len(rows), -1, rows.shape[2])
+            rows[:, cols] = tile[:, within]  # (n, Lc, D) -> the wanted layers
 
     items = list(plans.items())
     if threads is None or len(items) < 2:
@@ -380,7 +389,7 @@ def fetch(client, plans: dict, threads: ThreadPoolExecutor | None = None) -> Non
 
 @functools.lru_cache(maxsize=2048)
 def _shard_index(reader: RangeShardReader, k: int) -> list[list[int]] | None:
-    """[chunk][layer] byte offset of each tile of shard k (EMPTY: not stored), its crc32c and
+    """[chunk][layer group] byte offset of each tile of shard k (EMPTY: not stored), its crc32c and
     bounds checked; None if the shard was never written (all fill value). Fetched once."""
     import obstore
 

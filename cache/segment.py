@@ -1,10 +1,13 @@
 """One immutable segment of a pool: a zarr v3 group of ragged examples on a flat token axis.
 
 Layout of a segment group (N tokens, n examples, L layers, D dims):
-    features     (N, L, D) float16|32, int8   chunks (32, 1, D): one layer of 32 tokens per chunk,
-                                             so reading some layers of one example reads little
-                                             more than those bytes; shards (<=2048, L, D) keep
-                                             the file count low
+    features     (N, L, D) float16|32, int8   chunks (32, L, D): every layer of 32 tokens per
+                                             chunk, so a shard's body is the (St, L, D) array
+                                             and an example one contiguous copy; shards
+                                             (<=2048, L, D) keep the file count low. Segments
+                                             written before (or with tiles="layer") have chunks
+                                             (32, 1, D), a layer per chunk; both are read
+                                             directly (shards.py)
     offsets      (n + 1,) int64              example i owns tokens offsets[i]:offsets[i+1]
     word_ids     (N,) int32                  word index within its segment, -1 for specials
     type_ids     (N,) int8                   0 first text, 1 second text of a pair
@@ -35,13 +38,27 @@ CHECKSUMS = "checksums.json"
 
 CHUNK_TOKENS = 32
 SHARD_TOKENS = 2048
+TILES = ("token", "layer")  # a features chunk holds all L layers of its tokens, or one layer
+DEFAULT_TILES = "token"
 
 
-def write_segment(path: Path, keys: list[str], parts: list[tuple[np.ndarray, ...]], dtype: str):
+def write_segment(
+    path: Path,
+    keys: list[str],
+    parts: list[tuple[np.ndarray, ...]],
+    dtype: str,
+    tiles: str | None = None,
+):
     """Write examples into a new zarr group at `path` (a temporary directory).
 
     parts[i] = (features (S_i, L, D), word_ids (S_i,), type_ids (S_i,), pair_start int).
+    tiles: "token" (chunks (32, L, D), DEFAULT_TILES) or "layer" (chunks (32, 1, D), what every
+    segment had before token-major tiles: reading one layer from object storage then fetches
+    only that layer's bytes).
     """
+    tiles = tiles or DEFAULT_TILES
+    if tiles not in TILES:
+        raise ValueError(f"write_segment: tiles={tiles!r}, expected one of {TILES}")
     import zarr
 
     if len(keys) != len(parts) or not keys:
@@ -79,7 +96,7 @@ def write_segment(path: Path, keys: list[str], parts: list[tuple[np.ndarray, ...
         "features",
         shape=features.shape,
         dtype=dtype,
-        chunks=(CHUNK_TOKENS, 1, dim),
+        chunks=(CHUNK_TOKENS, num_layers if tiles == "token" else 1, dim),
         shards=(shard, num_layers, dim),
         compressors=None,
         fill_value=0,

@@ -1,29 +1,34 @@
 """Reading and writing a segment's `features` shards directly, without zarr's codec pipeline.
 
 zarr-python (3.1) re-reads and checksums a shard's index on every partial read and decodes
-each (Tc, 1, D) inner chunk separately; writing runs the same pipeline per chunk. Segments are
-immutable, so a shard's index can be checked once and its tiles copied with numpy. The files
-stay a plain zarr v3 array: this module relies on exactly the layout below and, for anything
-else, `layout` returns None and the caller uses zarr.
+each inner chunk separately; writing runs the same pipeline per chunk. Segments are immutable,
+so a shard's index can be checked once and its bytes copied with numpy. The files stay a plain
+zarr v3 array: this module relies on exactly the layout below and, for anything else, `layout`
+returns None and the caller uses zarr.
 
 The layout (zarr v3 core spec, "sharding_indexed" codec v1.0), for `features` (N, L, D):
 
     zarr.json   chunk_grid regular, chunk_shape (St, L, D): one shard per St tokens
                 chunk_key_encoding default, separator "/": shard k lives in c/k/0/0
-                codecs [sharding_indexed {chunk_shape (Tc, 1, D),
+                codecs [sharding_indexed {chunk_shape (Tc, Lc, D), Lc = L or 1
                                           codecs [bytes little-endian]      (no compression;
                                                   int8: bytes without an endianness)
                                           index_codecs [bytes little-endian, crc32c]
                                           index_location "end"}]
-    c/k/0/0     the stored inner chunks, Tc * D * itemsize bytes each, back to back; then the
-                index, a (St/Tc, L, 1, 2) uint64 little-endian array in C order giving each
-                inner chunk's (offset, nbytes) in the file, (2^64-1, 2^64-1) for a chunk not
-                stored; then crc32c (Castagnoli, as google_crc32c, which zarr uses) of the index
-                bytes, 4 bytes little-endian.
+    c/k/0/0     the stored inner chunks, Tc * Lc * D * itemsize bytes each, back to back; then
+                the index, a (St/Tc, L/Lc, 1, 2) uint64 little-endian array in C order giving
+                each inner chunk's (offset, nbytes) in the file, (2^64-1, 2^64-1) for a chunk
+                not stored; then crc32c (Castagnoli, as google_crc32c, which zarr uses) of the
+                index bytes, 4 bytes little-endian.
+
+Two tilings: token-major (Lc = L, what `write_segment` writes now: a tile holds every layer of
+Tc tokens, so the shard's body is the (St, L, D) array itself and an example is one contiguous
+copy) and layer-major (Lc = 1, what it wrote before: a tile holds one layer, so reading one
+layer over a network fetches only that layer's bytes). Both are read directly.
 
 zarr stores inner chunks in Morton (Z) order of their coordinates in the shard's chunk grid
-(St/Tc, L, 1); readers follow the index, so only the writer cares, and it keeps that order so
-a shard written here is byte-identical to one written by zarr, except that zarr leaves out
+(St/Tc, L/Lc, 1); readers follow the index, so only the writer cares, and it keeps that order
+so a shard written here is byte-identical to one written by zarr, except that zarr leaves out
 chunks equal to the fill value where this writes every chunk (so -0.0 survives). A chunk not
 stored reads as the array's fill_value, and so does a whole shard whose file is missing. In the
 partial last shard the chunks wholly past N are not stored and the last partial chunk is padded
@@ -57,6 +62,16 @@ class Layout:
     shard_tokens: int  # St
     chunk_tokens: int  # Tc
     fill_value: float
+    chunk_layers: int = 1  # Lc: 1 (a tile per layer) or L (a tile holds every layer)
+
+    @property
+    def groups(self) -> int:
+        """Tiles per Tc tokens: L / Lc."""
+        return self.shape[1] // self.chunk_layers
+
+    @property
+    def tile_bytes(self) -> int:
+        return self.chunk_tokens * self.chunk_layers * self.shape[2] * self.dtype.itemsize
 
 
 def layout(array_dir: Path) -> Layout | None:
@@ -91,7 +106,8 @@ def layout_of(meta: dict) -> Layout | None:
             and cfg.get("index_location", "end") == "end"
             and len(shape) == len(shard) == len(chunk) == 3
             and shard[1:] == shape[1:]
-            and chunk[1:] == (1, shape[2])
+            and chunk[1] in (1, shape[1])
+            and chunk[2] == shape[2]
             and chunk[0] > 0
             and shard[0] % chunk[0] == 0
             and isinstance(meta["fill_value"], (int, float))
@@ -107,6 +123,7 @@ def layout_of(meta: dict) -> Layout | None:
         shard[0],
         chunk[0],
         float(meta["fill_value"]),
+        chunk[1],
     )
 
 
@@ -133,21 +150,25 @@ def write(array_dir: Path, lay: Layout, features: np.ndarray) -> None:
     n, num_layers, dim = lay.shape
     assert features.shape == lay.shape, (features.shape, lay)
     features = np.asarray(features, dtype=lay.dtype)  # little-endian on disk (a no-op on x86)
-    st, tc = lay.shard_tokens, lay.chunk_tokens
-    tile = tc * dim * lay.dtype.itemsize  # bytes of one inner chunk
-    order = morton_order((st // tc, num_layers, 1))[:, :2]  # (St/Tc * L, 2): (chunk, layer)
+    st, tc, lc, groups = lay.shard_tokens, lay.chunk_tokens, lay.chunk_layers, lay.groups
+    order = morton_order((st // tc, groups, 1))[:, :2]  # (St/Tc * G, 2): (chunk, layer group)
     for k in range(-(-n // st)):
         block = features[k * st : (k + 1) * st]  # (<=St, L, D)
         m = -(-len(block) // tc)  # inner chunks along tokens that hold data
         if len(block) < m * tc:  # the array's last chunk: pad with the fill value
             pad = np.full((m * tc - len(block), num_layers, dim), lay.fill_value, lay.dtype)
             block = np.concatenate([block, pad])  # (m*Tc, L, D)
-        tiles = block.reshape(m, tc, num_layers, dim).transpose(0, 2, 1, 3)  # (m, L, Tc, D)
-        stored = order[order[:, 0] < m]  # (m*L, 2) in Morton order
-        body = tiles[stored[:, 0], stored[:, 1]]  # (m*L, Tc, D), one copy
-        index = np.full((st // tc, num_layers, 2), EMPTY, dtype="<u8")  # (St/Tc, L, 2)
-        index[stored[:, 0], stored[:, 1], 0] = np.arange(len(stored), dtype=np.uint64) * tile
-        index[stored[:, 0], stored[:, 1], 1] = tile
+        stored = order[order[:, 0] < m]  # (m*G, 2) in Morton order
+        if groups == 1:  # token-major: the tiles in order are the block itself, no copy
+            body = np.ascontiguousarray(block)
+        else:
+            tiles = block.reshape(m, tc, groups, lc, dim).transpose(0, 2, 1, 3, 4)
+            body = tiles[stored[:, 0], stored[:, 1]]  # (m*G, Tc, Lc, D), one copy
+        index = np.full((st // tc, groups, 2), EMPTY, dtype="<u8")  # (St/Tc, G, 2)
+        index[stored[:, 0], stored[:, 1], 0] = (
+            np.arange(len(stored), dtype=np.uint64) * lay.tile_bytes
+        )
+        index[stored[:, 0], stored[:, 1], 1] = lay.tile_bytes
         index_bytes = index.tobytes()
         path = array_dir / "c" / str(k) / "0" / "0"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -159,13 +180,13 @@ def write(array_dir: Path, lay: Layout, features: np.ndarray) -> None:
 
 def index_size(lay: Layout) -> int:
     """Bytes of a shard's index and its crc32c, the last bytes of the shard file."""
-    return lay.shard_tokens // lay.chunk_tokens * lay.shape[1] * 16 + 4
+    return lay.shard_tokens // lay.chunk_tokens * lay.groups * 16 + 4
 
 
 def read_index(tail: bytes, lay: Layout, body_end: int, where: str) -> np.ndarray:
-    """A shard's (St/Tc, L, 2) index of (offset, nbytes) from its last `index_size` bytes,
+    """A shard's (St/Tc, G, 2) index of (offset, nbytes) from its last `index_size` bytes,
     its crc32c checked and every stored tile checked to lie in the body (`body_end` bytes)."""
-    chunks, num_layers = lay.shard_tokens // lay.chunk_tokens, lay.shape[1]
+    chunks, groups = lay.shard_tokens // lay.chunk_tokens, lay.groups
     stored = int.from_bytes(tail[-4:], "little")
     computed = google_crc32c.value(tail[:-4])
     if stored != computed:
@@ -173,9 +194,9 @@ def read_index(tail: bytes, lay: Layout, body_end: int, where: str) -> np.ndarra
             f"{where}: shard index checksum mismatch "
             f"(crc32c stored {stored:08x}, computed {computed:08x})"
         )
-    index = np.frombuffer(tail[:-4], "<u8").reshape(chunks, num_layers, 2)  # (St/Tc, L, 2)
+    index = np.frombuffer(tail[:-4], "<u8").reshape(chunks, groups, 2)  # (St/Tc, G, 2)
     present = index[..., 0] != EMPTY
-    tile = lay.chunk_tokens * lay.shape[2] * lay.dtype.itemsize
+    tile = lay.tile_bytes
     if np.any(index[present, 1] != tile) or np.any(index[present, 0] > body_end - tile):
         raise StoreCorruptError(
             f"{where}: shard index names a chunk that is not {tile} bytes inside the file"
@@ -187,18 +208,20 @@ def read_index(tail: bytes, lay: Layout, body_end: int, where: str) -> np.ndarra
 class _Shard:
     """One mapped shard file: its bytes, and where each tile starts counted in token rows.
 
-    A tile of a stored inner chunk is Tc rows of D values, and every tile starts at a multiple
-    of the row size, so the file's body is one (R, D) array of rows and token t of a layer is
-    row first_row[t // Tc, layer] + t % Tc. That table, token_rows (St, L), is built when the
-    shard is mapped (8 bytes per token and layer, under 1% of the shard), so reading a token
-    range is one numpy gather through a slice of it.
+    A tile of a stored inner chunk is Tc token rows of Lc * D values, and every tile starts at
+    a multiple of the row size, so the file's body is one (R, Lc, D) array of rows and token t
+    of layer group g is row first_row[t // Tc, g] + t % Tc. That table, token_rows (St, G), is
+    built when the shard is mapped (8 bytes per token and group, under 1% of the shard), so
+    reading a token range is one numpy gather through a slice of it. Token-major tiles written
+    in order (`linear`) need no table at all: token t is row t, and a range is a slice.
     """
 
     raw: np.ndarray  # (file bytes,) uint8 over the map
-    rows: np.ndarray | None  # (R, D) the body as rows; None if a tile is not row-aligned
-    token_rows: np.ndarray  # (St, L) intp row of each token of each layer, < 0 if not stored
-    offsets: list[list[int]]  # [chunk][layer] byte offset of the tile, EMPTY if not stored
+    rows: np.ndarray | None  # (R, Lc, D) the body as rows; None if a tile is not row-aligned
+    token_rows: np.ndarray  # (St, G) intp row of each token of each group, < 0 if not stored
+    offsets: list[list[int]]  # [chunk][group] byte offset of the tile, EMPTY if not stored
     complete: bool  # every tile stored (no fill-value tiles to patch in)
+    linear: bool  # one group, every tile of the array's tokens stored in order: rows[t] = t
 
 
 # Open shard maps, shared by every reader in the process. A map costs no memory beyond the
@@ -264,36 +287,57 @@ class ShardReader:
             stop = min(end, (k + 1) * st)
             dst = out[pos - start : stop - start]  # (stop-pos, Lsel, D)
             shard = self._shard(k)
+            a, b = pos - k * st, stop - k * st  # tokens a:b of shard k
             if shard is None:
                 dst[...] = self.layout.fill_value
+            elif shard.linear:  # token-major in order: tokens a:b are rows a:b, a view
+                src = shard.rows[a:b]  # (S', L, D)
+                if layers is None:
+                    np.copyto(dst, src)
+                elif isinstance(cols := _columns(tuple(layers)), slice):
+                    np.copyto(dst, src[:, cols])
+                else:
+                    np.take(src, cols, axis=1, out=dst)
             elif shard.rows is None:
-                self._copy_tiles(shard, pos - k * st, stop - k * st, layers, dst)
+                self._copy_tiles(shard, a, b, layers, dst)
             else:
-                rows = shard.token_rows[pos - k * st : stop - k * st]  # (S', L), a view
-                if layers is not None:  # a view for a run of layers, else a gather
-                    rows = rows[:, _columns(tuple(layers))]
-                # rows are checked inside the body when the shard is mapped: clip never clips
-                shard.rows.take(rows, axis=0, out=dst, mode="clip")
-                if not shard.complete and (rows < 0).any():
-                    dst[rows < 0] = self.layout.fill_value
+                self._gather(shard, a, b, layers, dst)
             pos = stop
         return out
 
+    def _gather(self, shard: _Shard, a: int, b: int, layers, dst: np.ndarray) -> None:
+        """Tokens a:b of a shard by one numpy take through its token_rows table."""
+        rows = shard.token_rows[a:b]  # (S', G), a view
+        # rows are checked inside the body when the shard is mapped: clip never clips
+        if self.layout.chunk_layers == 1:  # a row per token and layer
+            if layers is not None:  # a view for a run of layers, else a gather
+                rows = rows[:, _columns(tuple(layers))]
+            shard.rows.take(rows, axis=0, out=dst[:, :, None], mode="clip")  # (S', Lsel, 1, D)
+            missing = rows < 0  # (S', Lsel)
+        else:  # a row per token, all layers
+            if layers is None:
+                shard.rows.take(rows[:, 0], axis=0, out=dst, mode="clip")
+            else:
+                dst[...] = shard.rows.take(rows[:, 0], axis=0, mode="clip")[:, layers]
+            missing = rows[:, 0] < 0  # (S',)
+        if not shard.complete and missing.any():
+            dst[missing] = self.layout.fill_value
+
     def _copy_tiles(self, shard: _Shard, a: int, b: int, layers, dst: np.ndarray) -> None:
         """Tokens a:b of a shard whose tiles are not all row-aligned, tile by tile."""
-        dim, tc = self.layout.shape[2], self.layout.chunk_tokens
-        row = dim * dst.itemsize
-        sel = range(self.layout.shape[1]) if layers is None else layers
+        lay = self.layout
+        tc, lc = lay.chunk_tokens, lay.chunk_layers
+        sel = range(lay.shape[1]) if layers is None else layers
         for c in range(a // tc, -(-b // tc)):
             t0, t1 = max(a, c * tc), min(b, (c + 1) * tc)  # tokens of chunk c, in the shard
             for j, layer in enumerate(sel):
-                off = shard.offsets[c][layer]
+                off = shard.offsets[c][layer // lc]
                 if off == EMPTY:
-                    dst[t0 - a : t1 - a, j] = self.layout.fill_value
+                    dst[t0 - a : t1 - a, j] = lay.fill_value
                 else:
-                    lo = off + (t0 - c * tc) * row
-                    src = shard.raw[lo : lo + (t1 - t0) * row]
-                    dst[t0 - a : t1 - a, j] = src.view(dst.dtype).reshape(t1 - t0, dim)
+                    tile = shard.raw[off : off + lay.tile_bytes].view(dst.dtype)
+                    tile = tile.reshape(tc, lc, lay.shape[2])  # (Tc, Lc, D)
+                    dst[t0 - a : t1 - a, j] = tile[t0 - c * tc : t1 - c * tc, layer % lc]
 
     def _shard(self, k: int) -> _Shard | None:
         return _open(self, k)
@@ -301,7 +345,6 @@ class ShardReader:
     def _map(self, k: int) -> _Shard | None:
         """Map shard k and check its index (once: the segment is immutable); None if absent."""
         path = self.dir / "c" / str(k) / "0" / "0"
-        dim = self.layout.shape[2]
         tail = index_size(self.layout)
         try:
             with open(path, "rb") as f:
@@ -327,21 +370,31 @@ class ShardReader:
                     f"recorded {self.expected.get(name)}); run `snowfire fsck --store STORE "
                     "--repair`"
                 )
-        present = index[..., 0] != EMPTY
-        offsets = index[..., 0]  # (St/Tc, L) byte offsets
-        row = dim * self.layout.dtype.itemsize
+        present = index[..., 0] != EMPTY  # (St/Tc, G)
+        offsets = index[..., 0]  # (St/Tc, G) byte offsets
+        lay = self.layout
+        tc, lc, dim = lay.chunk_tokens, lay.chunk_layers, lay.shape[2]
+        row = lc * dim * lay.dtype.itemsize
         aligned = bool(np.all(offsets[present] % row == 0))
-        rows = raw[: body_end - body_end % row].view(self.layout.dtype).reshape(-1, dim)
-        first_row = np.full(offsets.shape, -(2**40), dtype=np.intp)  # (St/Tc, L)
+        rows = raw[: body_end - body_end % row].view(lay.dtype).reshape(-1, lc, dim)
+        first_row = np.full(offsets.shape, -(2**40), dtype=np.intp)  # (St/Tc, G)
         if aligned:
             first_row[present] = (offsets[present] // row).astype(np.intp)
-        tokens = np.arange(self.layout.shard_tokens)
-        tc = self.layout.chunk_tokens
-        token_rows = first_row[tokens // tc] + (tokens % tc)[:, None]  # (St, L)
+        tokens = np.arange(lay.shard_tokens)
+        token_rows = first_row[tokens // tc] + (tokens % tc)[:, None]  # (St, G)
+        # the tokens of the array in this shard, all in tiles stored in order from the start
+        held = -(-min(lay.shard_tokens, lay.shape[0] - k * lay.shard_tokens) // tc)
+        linear = (
+            lay.groups == 1
+            and aligned
+            and bool(present[:held].all())
+            and bool(np.array_equal(first_row[:held, 0], np.arange(held) * tc))
+        )
         return _Shard(
             raw,
             rows if aligned else None,
             token_rows,
             offsets.tolist(),
             bool(present.all()),
+            linear,
         )

@@ -56,10 +56,16 @@ def _files(root: Path) -> dict[str, bytes]:
     }
 
 
-@pytest.mark.parametrize("dtype", ["float16", "int8"])
+@pytest.mark.parametrize(
+    "dtype, tiles", [("float16", "token"), ("int8", "token"), ("float16", "layer")]
+)
 def test_a_bucket_holds_the_local_stores_bytes_and_reads_the_same(
-    tiny_bert_dir, local_s3, tmp_path, dtype
+    tiny_bert_dir, local_s3, tmp_path, dtype, tiles, monkeypatch
 ):
+    """tiles "layer": a store written before token-major tiles (cache/segment.py) reads the same."""
+    import cache.segment
+
+    monkeypatch.setattr(cache.segment, "DEFAULT_TILES", tiles)
     url = local_s3()
     local = Store(tmp_path / "local")
     want = _extract(tiny_bert_dir, local, dtype)
@@ -69,6 +75,10 @@ def test_a_bucket_holds_the_local_stores_bytes_and_reads_the_same(
     assert _objects(bucket) == _files(local.path)  # every name, every byte
     segments = {n.split("/")[3] for n in _objects(bucket) if "/segments/" in n}
     assert len(segments) >= 3
+    meta = json.loads(
+        bucket._get(next(n for n in _objects(bucket) if n.endswith("features/zarr.json")))
+    )
+    assert meta["codecs"][0]["configuration"]["chunk_shape"][1] == (3 if tiles == "token" else 1)
     fresh = open_reader(url)  # nothing cached from the write
     assert fresh.list_featuresets() == local.list_featuresets()
     rng = np.random.default_rng(1)
