@@ -116,18 +116,26 @@ def to_json(batch: ExampleBatch, fs_id: str) -> FeaturesJSON:
 #: Bytes of features per piece of a streamed answer: the service reads the next piece (in a
 #: thread: numpy's gather lets go of the GIL) while the event loop sends this one.
 STREAM_BYTES = 4 << 20
+#: An example at least this large goes out straight from the mapped shard (a view, no copy in
+#: the service: the kernel copies it into the socket); smaller ones are gathered into pieces,
+#: so a body of many tiny examples is not thousands of socket writes.
+DIRECT_BYTES = 64 << 10
 
 
 def stream_features(store: Store, fs_id: str, request: FeaturesRequest, settings: Settings):
     """An unreduced safetensors answer streamed from one read plan (cache/plan.py).
 
     Its size and header are known from the plan before any feature is read, so an answer over
-    the cap is refused (413) before reading. The features then go out STREAM_BYTES at a time,
-    the next piece read while the last is sent, and the client receives meanwhile: the read,
-    the send and the receive overlap (benchmarks/rest_vs_inprocess.py). The first piece is
-    read before the answer starts, so a store error there is still a proper error status; one
-    in a later piece (a shard damaged since it was mapped) can only cut the body short, which
-    the client reports (cache/remote.py) and the service logs.
+    the cap is refused (413) before reading. When the answer is all layers as stored and every
+    example lies in token-major shards, the features are views of the mapped shard files:
+    each large example is handed to the socket as it lies on disk, small ones are gathered
+    into pieces (`direct_pieces`); the shards are mapped and checked before the answer starts.
+    Otherwise the features go out STREAM_BYTES at a time, the next piece read while the last
+    is sent, and the client receives meanwhile: the read, the send and the receive overlap
+    (benchmarks/rest_vs_inprocess.py). The first piece is read before the answer starts, so a
+    store error there is still a proper error status; one in a later piece (a shard damaged
+    since it was mapped) can only cut the body short, which the client reports
+    (cache/remote.py) and the service logs.
     """
     import asyncio
 
@@ -145,6 +153,13 @@ def stream_features(store: Store, fs_id: str, request: FeaturesRequest, settings
     shape = (plan.num_tokens, plan.num_layers, plan.dim)
     head, rest, length = wire.layout((shape, plan.dtype), small, layers, plan.keys, fs_id)
     _refuse_over_cap(plan, small, body_cap(settings))
+    views = plan.views()
+    if views is not None:
+        return StreamingResponse(
+            _chain([head], direct_pieces(views), rest),
+            media_type=SAFETENSORS,
+            headers={"Content-Length": str(length)},
+        )
     per_token = plan.num_layers * plan.dim * np.dtype(plan.dtype).itemsize
     pieces, lo = [], 0
     for i in range(1, len(plan.ends)):  # examples lo:i, about STREAM_BYTES of features each
@@ -172,6 +187,36 @@ def stream_features(store: Store, fs_id: str, request: FeaturesRequest, settings
     )
 
 
+async def _chain(*parts):
+    """One async body of byte iterables (StreamingResponse would step a sync iterator in a
+    thread, a thread hop per piece)."""
+    for part in parts:
+        for data in part:
+            yield data
+
+
+def direct_pieces(views: list[np.ndarray]):
+    """The bytes of `views` in order: each of DIRECT_BYTES or more as itself (no copy), the
+    smaller ones between them joined into pieces of up to STREAM_BYTES."""
+    small: list[memoryview] = []
+    size = 0
+    for view in views:
+        data = wire.as_bytes(view)
+        if data.nbytes >= DIRECT_BYTES:
+            if small:
+                yield b"".join(small)
+                small, size = [], 0
+            yield data
+            continue
+        small.append(data)
+        size += data.nbytes
+        if size >= STREAM_BYTES:
+            yield b"".join(small)
+            small, size = [], 0
+    if small:
+        yield b"".join(small)
+
+
 def _refuse_over_cap(plan, small: dict[str, np.ndarray], cap: Cap) -> None:
     """RequestTooLargeError (413) naming the example at which the body passes the cap, by
     `body_bytes`' count (features, index tensors, keys), before anything is read."""
@@ -195,5 +240,5 @@ def safetensors_response(batch: ExampleBatch, fs_id: str, extra: dict[str, str] 
 
     parts, length = wire.encode_parts(batch, fs_id, extra)
     return StreamingResponse(
-        iter(parts), media_type=SAFETENSORS, headers={"Content-Length": str(length)}
+        _chain(parts), media_type=SAFETENSORS, headers={"Content-Length": str(length)}
     )

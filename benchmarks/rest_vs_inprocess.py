@@ -7,6 +7,12 @@ reads the same random selection both ways; the cases alternate and medians are c
 
     ratio rest/inprocess = RemoteStore.read time / Store.read time   (1.0: REST costs nothing)
 
+A third case is the floor any service on this machine has: a bare TCP socket on 127.0.0.1
+between two processes moving the same number of bytes (a buffer filled beforehand, sent in 4
+MiB pieces; received into a fresh numpy buffer as RemoteStore does), with no HTTP and no read.
+It prints bare/inprocess (what the loopback alone costs against the in-process read) and
+rest/bare (what snowfire's HTTP path adds on top of moving the bytes).
+
 MB/s counts the feature bytes delivered (N tokens x L x D x 2).
 
     python benchmarks/rest_vs_inprocess.py [--examples 3000] [--batch 256] [--repeats 11]
@@ -14,7 +20,9 @@ MB/s counts the feature bytes delivered (N tokens x L x D x 2).
 
 from __future__ import annotations
 
+import multiprocessing
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -34,6 +42,27 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def bare_server(listener: socket.socket, size: int) -> None:
+    """Answer each 8-byte length with that many bytes of one buffer, until the client leaves."""
+    data = memoryview(np.random.default_rng(0).integers(0, 256, size, dtype=np.uint8))
+    conn, _ = listener.accept()
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    while head := conn.recv(8, socket.MSG_WAITALL):
+        (n,) = struct.unpack("<Q", head)
+        for i in range(0, n, 4 << 20):
+            conn.sendall(data[i : min(n, i + (4 << 20))])
+
+
+def bare_fetch(conn: socket.socket, n: int) -> np.ndarray:
+    """n bytes from bare_server into a fresh buffer."""
+    conn.sendall(struct.pack("<Q", n))
+    buf = np.empty(n, dtype=np.uint8)
+    view, got = memoryview(buf), 0
+    while got < n:
+        got += conn.recv_into(view[got:], n - got)
+    return buf
 
 
 def start_server(store_dir: Path, port: int, log: Path) -> subprocess.Popen:
@@ -82,14 +111,27 @@ def main() -> int:
             a, b = remote.read(fs_id, indices=batches[0]), store.read(fs_id, indices=batches[0])
             assert np.array_equal(a.features, b.features) and a.keys == b.keys
             assert np.array_equal(a.offsets, b.offsets)
+            sizes = [store.read(fs_id, indices=b).features.nbytes for b in batches]
+            listener = socket.create_server(("127.0.0.1", 0))
+            bare = multiprocessing.get_context("fork").Process(
+                target=bare_server, args=(listener, max(sizes)), daemon=True
+            )
+            bare.start()
+            conn = socket.create_connection(listener.getsockname())
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            assert len(bare_fetch(conn, sizes[0])) == sizes[0]
             times = report.interleaved(
                 {
                     "in-process Store.read": lambda r: store.read(fs_id, indices=batches[r + 1]),
                     "REST RemoteStore.read": lambda r: remote.read(fs_id, indices=batches[r + 1]),
+                    "bare socket, same bytes": lambda r: bare_fetch(conn, sizes[r + 1]),
                 },
                 args.repeats,
+                shuffle=args.seed,
             )
             remote.close()
+            conn.close()
+            bare.join(10)
         finally:
             server.terminate()
             try:
@@ -113,7 +155,11 @@ def main() -> int:
     print(f"\n{args.batch} random examples per read, median {mb:.1f} MB of features")
     print(report.table(rows, ["case", "reads", "median [IQR]", "MB/s"]))
     ratio = med["REST RemoteStore.read"] / med["in-process Store.read"]
+    floor = med["bare socket, same bytes"] / med["in-process Store.read"]
+    over = med["REST RemoteStore.read"] / med["bare socket, same bytes"]
     print(f"\nratio rest/inprocess = {ratio:.2f}")
+    print(f"ratio bare/inprocess = {floor:.2f} (the loopback's floor)")
+    print(f"ratio rest/bare = {over:.2f} (what the HTTP path adds)")
     report.save(
         "rest_vs_inprocess",
         args,
@@ -122,6 +168,8 @@ def main() -> int:
             "seconds": times,
             "median_seconds": med,
             "ratio_rest_over_inprocess": ratio,
+            "ratio_bare_over_inprocess": floor,
+            "ratio_rest_over_bare": over,
         },
     )
     return 0

@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 #: What a read may return: a float dtype, or "int8" (the stored values and their scales).
 READ_DTYPES = ("float16", "float32", "int8")
 _EMPTY_IDS = np.empty(0, np.int32)
+
+
+def _no_views(start: int, end: int) -> None:
+    return None  # a segment that zarr reads, or one on object storage
+
+
 _DTYPES = {name: np.dtype(name) for name in ("float16", "float32", "int8")}  # parsed once
 
 
@@ -70,6 +76,20 @@ class ReadPlan:
         if self.stored == "int8" and self.want != "int8":
             return quant.dequantize(out, self._scales(lo, hi), self.want)
         return out if self.want == self.stored else out.astype(self.want)
+
+    def views(self) -> list[np.ndarray] | None:
+        """The answer's features as views of the mapped shard files, in order ((S', L, D)
+        each, no copy), or None unless every example is in a token-major local segment and
+        the answer is all layers as stored (then `features` copies)."""
+        if self.layers is not None or self.want != self.stored:
+            return None
+        out: list[np.ndarray] = []
+        for seg, s, e in self.spans:
+            got = getattr(seg._shards, "views", _no_views)(s, e)  # None: a copy is needed
+            if got is None:
+                return None
+            out += got
+        return out
 
     def small(self) -> dict[str, np.ndarray]:
         """offsets (n + 1,), word_ids (N,), type_ids (N,), pair_starts (n,), and scales

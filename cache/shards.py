@@ -305,6 +305,21 @@ class ShardReader:
             pos = stop
         return out
 
+    def views(self, start: int, end: int) -> list[np.ndarray] | None:
+        """Tokens start:end, all layers, as views of the mapped shards ((S', L, D) each, no
+        copy), or None where a shard is not token-major in order (read() copies those)."""
+        st = self.layout.shard_tokens
+        out, pos = [], start
+        while pos < end:
+            k = pos // st
+            stop = min(end, (k + 1) * st)
+            shard = self._shard(k)
+            if shard is None or not shard.linear:
+                return None
+            out.append(shard.rows[pos - k * st : stop - k * st])
+            pos = stop
+        return out
+
     def _gather(self, shard: _Shard, a: int, b: int, layers, dst: np.ndarray) -> None:
         """Tokens a:b of a shard by one numpy take through its token_rows table."""
         rows = shard.token_rows[a:b]  # (S', G), a view

@@ -248,26 +248,43 @@ def test_an_unreachable_service_is_a_connection_error_naming_it():
             remote.list_featuresets()
 
 
-def test_an_answer_cut_short_mid_stream_is_an_error_not_a_short_batch(server, local, monkeypatch):
+@pytest.mark.parametrize("path", ["copied", "direct"])
+def test_an_answer_cut_short_mid_stream_is_an_error_not_a_short_batch(
+    server, local, monkeypatch, path
+):
     """The service streams features as it reads them: a store error in a later piece can
     only end the body early. The client then raises, naming how much came, and a read after
-    it is whole (the service and its connections are fine)."""
+    it is whole (the service and its connections are fine). "copied": pieces read into
+    buffers (layers [1, 0]); "direct": all layers sent from the mapped shards."""
     import api.features
     from cache.plan import ReadPlan
 
     monkeypatch.setattr(api.features, "STREAM_BYTES", 1)  # a piece per example
-    real = ReadPlan.features
+    monkeypatch.setattr(api.features, "DIRECT_BYTES", 1)
+    layers = [1, 0] if path == "copied" else None
+    real_features, real_direct = ReadPlan.features, api.features.direct_pieces
+    sent = []
 
     def failing(self, lo=0, hi=None):
         if lo >= 2:
             raise OSError("disk gone")
-        return real(self, lo, hi)
+        return real_features(self, lo, hi)
+
+    def failing_direct(views):
+        for k, piece in enumerate(real_direct(views)):
+            if k >= 2:
+                raise OSError("disk gone")
+            sent.append(k)
+            yield piece
 
     with RemoteStore(server.url) as remote:
         monkeypatch.setattr(ReadPlan, "features", failing)
+        monkeypatch.setattr(api.features, "direct_pieces", failing_direct)
         with pytest.raises(ConnectionError, match=r"the service sent \d+ of \d+ body bytes"):
-            remote.read("fs32", indices=[0, 1, 2, 3])
-        monkeypatch.setattr(ReadPlan, "features", real)
-        got = remote.read("fs32", indices=[0, 1, 2, 3])
-    want = local.read("fs32", indices=[0, 1, 2, 3])
+            remote.read("fs32", indices=[0, 1, 2, 3], layers=layers)
+        assert sent == ([0, 1] if path == "direct" else [])  # the path the case names
+        monkeypatch.setattr(ReadPlan, "features", real_features)
+        monkeypatch.setattr(api.features, "direct_pieces", real_direct)
+        got = remote.read("fs32", indices=[0, 1, 2, 3], layers=layers)
+    want = local.read("fs32", indices=[0, 1, 2, 3], layers=layers)
     assert got.features.tobytes() == want.features.tobytes()

@@ -269,14 +269,21 @@ def test_413_json_cap(store_dir):
     )
 
 
+@pytest.mark.parametrize("direct_bytes", [1, 200, 1 << 40], ids=["views", "mixed", "joined"])
 @pytest.mark.parametrize("piece_bytes", [1, 3000, 4 << 20], ids=["per-example", "few", "one"])
-def test_a_streamed_answer_is_the_encoded_read(store_dir, monkeypatch, piece_bytes):
-    """The service sends features a piece at a time as it reads them: the body is byte for
-    byte what wire.encode makes of the local read, whatever the pieces, layers or order."""
+def test_a_streamed_answer_is_the_encoded_read(store_dir, monkeypatch, piece_bytes, direct_bytes):
+    """The service sends features a piece at a time as it reads them, or, for all layers, as
+    views of the mapped shards (examples of DIRECT_BYTES or more) and joined pieces (smaller
+    ones): the body is byte for byte what wire.encode makes of the local read, whatever the
+    pieces, layers or order."""
     import api.features
     from cache import wire
+    from cache.plan import ReadPlan
 
     monkeypatch.setattr(api.features, "STREAM_BYTES", piece_bytes)
+    monkeypatch.setattr(api.features, "DIRECT_BYTES", direct_bytes)
+    real_views, viewed = ReadPlan.views, []
+    monkeypatch.setattr(ReadPlan, "views", lambda self: viewed.append(v := real_views(self)) or v)
     local = Store(store_dir)
     with small_client(store_dir) as c:
         for fs_id, request in (
@@ -289,6 +296,8 @@ def test_a_streamed_answer_is_the_encoded_read(store_dir, monkeypatch, piece_byt
             args = {k: request[k] for k in ("indices", "keys", "layers") if k in request}
             want = wire.encode(local.read(fs_id, **args), fs_id)
             assert r.content == want and r.headers["content-length"] == str(len(want))
+    # the all-layer read went out as views; the layer subsets were copied
+    assert [v is not None for v in viewed] == [True, False, False]
 
 
 def test_413_safetensors_cap(store_dir):
