@@ -339,6 +339,7 @@ class RangeShardReader:
             cols, within = groups.setdefault(layer // lc, ([], []))
             cols.append(j)
             within.append(layer % lc)
+        groups = {g: (_run(cols), _run(within)) for g, (cols, within) in groups.items()}
         wanted: dict[str, list] = {}
         pos = start
         while pos < end:
@@ -359,6 +360,11 @@ class RangeShardReader:
                         ranges.append((start_byte, (t1 - t0) * row, rows, cols, within))
             pos = stop
         return {path: r for path, r in wanted.items() if r}
+
+
+def _run(xs: list[int]) -> slice | list[int]:
+    """A slice (a plain copy, no fancy indexing) for a consecutive run, else the list."""
+    return slice(xs[0], xs[-1] + 1) if xs == list(range(xs[0], xs[0] + len(xs))) else xs
 
 
 def fetch(client, plans: dict, threads: ThreadPoolExecutor | None = None) -> None:
