@@ -71,8 +71,8 @@ def test_segment_stores_a_byte_per_value_that_zarr_reads(tmp_path):
         p.stat().st_size for p in (tmp_path / "s" / "features" / "c").rglob("*") if p.is_file()
     )
     # a byte per value (the last chunk padded to 32 tokens) plus each shard's index: 2 shards
-    # of 64 chunks x 3 layers x 16 bytes + 4 bytes of crc
-    assert shard_bytes == (2048 + 128) * 3 * 16 + 2 * (64 * 3 * 16 + 4)
+    # of 64 chunks (each all 3 layers of 32 tokens) x 16 bytes + 4 bytes of crc
+    assert shard_bytes == (2048 + 128) * 3 * 16 + 2 * (64 * 16 + 4)
     assert (tmp_path / "s" / "scales").is_dir()
 
 
