@@ -11,7 +11,9 @@ A third case is the floor any service on this machine has: a bare TCP socket on 
 between two processes moving the same number of bytes (a buffer filled beforehand, sent in 4
 MiB pieces; received into a fresh numpy buffer as RemoteStore does), with no HTTP and no read.
 It prints bare/inprocess (what the loopback alone costs against the in-process read) and
-rest/bare (what snowfire's HTTP path adds on top of moving the bytes).
+rest/bare (what snowfire's HTTP path adds on top of moving the bytes). A fourth moves the same
+bytes as two halves over two connections at once (a sending thread each, a receiving thread
+each): what spreading one read over both cores would gain.
 
 MB/s counts the feature bytes delivered (N tokens x L x D x 2).
 
@@ -26,6 +28,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -44,24 +47,47 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def bare_server(listener: socket.socket, size: int) -> None:
-    """Answer each 8-byte length with that many bytes of one buffer, until the client leaves."""
+def bare_server(listener: socket.socket, size: int, connections: int) -> None:
+    """On each of `connections` connections (a thread each), answer each 8-byte length with
+    that many bytes of one buffer, until the client leaves."""
     data = memoryview(np.random.default_rng(0).integers(0, 256, size, dtype=np.uint8))
-    conn, _ = listener.accept()
-    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    while head := conn.recv(8, socket.MSG_WAITALL):
-        (n,) = struct.unpack("<Q", head)
-        for i in range(0, n, 4 << 20):
-            conn.sendall(data[i : min(n, i + (4 << 20))])
+
+    def answer(conn: socket.socket) -> None:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        while head := conn.recv(8, socket.MSG_WAITALL):
+            (n,) = struct.unpack("<Q", head)
+            for i in range(0, n, 4 << 20):
+                conn.sendall(data[i : min(n, i + (4 << 20))])
+
+    threads = [
+        threading.Thread(target=answer, args=(listener.accept()[0],)) for _ in range(connections)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
-def bare_fetch(conn: socket.socket, n: int) -> np.ndarray:
-    """n bytes from bare_server into a fresh buffer."""
-    conn.sendall(struct.pack("<Q", n))
+def _receive(conn: socket.socket, view: memoryview) -> None:
+    conn.sendall(struct.pack("<Q", len(view)))
+    got = 0
+    while got < len(view):
+        got += conn.recv_into(view[got:], len(view) - got)
+
+
+def bare_fetch(conns: list[socket.socket], n: int) -> np.ndarray:
+    """n bytes from bare_server into a fresh buffer, split evenly over `conns` at once."""
     buf = np.empty(n, dtype=np.uint8)
-    view, got = memoryview(buf), 0
-    while got < n:
-        got += conn.recv_into(view[got:], n - got)
+    step = -(-n // len(conns))
+    parts = [(c, memoryview(buf)[i * step : min(n, (i + 1) * step)]) for i, c in enumerate(conns)]
+    if len(parts) == 1:
+        _receive(*parts[0])
+        return buf
+    threads = [threading.Thread(target=_receive, args=part) for part in parts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     return buf
 
 
@@ -114,23 +140,27 @@ def main() -> int:
             sizes = [store.read(fs_id, indices=b).features.nbytes for b in batches]
             listener = socket.create_server(("127.0.0.1", 0))
             bare = multiprocessing.get_context("fork").Process(
-                target=bare_server, args=(listener, max(sizes)), daemon=True
+                target=bare_server, args=(listener, max(sizes), 3), daemon=True
             )
             bare.start()
-            conn = socket.create_connection(listener.getsockname())
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            assert len(bare_fetch(conn, sizes[0])) == sizes[0]
+            conns = [socket.create_connection(listener.getsockname()) for _ in range(3)]
+            for conn in conns:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            one, two = conns[:1], conns[1:]
+            assert len(bare_fetch(one, sizes[0])) == len(bare_fetch(two, sizes[0])) == sizes[0]
             times = report.interleaved(
                 {
                     "in-process Store.read": lambda r: store.read(fs_id, indices=batches[r + 1]),
                     "REST RemoteStore.read": lambda r: remote.read(fs_id, indices=batches[r + 1]),
-                    "bare socket, same bytes": lambda r: bare_fetch(conn, sizes[r + 1]),
+                    "bare socket, same bytes": lambda r: bare_fetch(one, sizes[r + 1]),
+                    "bare, 2 connections": lambda r: bare_fetch(two, sizes[r + 1]),
                 },
                 args.repeats,
                 shuffle=args.seed,
             )
             remote.close()
-            conn.close()
+            for conn in conns:
+                conn.close()
             bare.join(10)
         finally:
             server.terminate()
@@ -157,9 +187,11 @@ def main() -> int:
     ratio = med["REST RemoteStore.read"] / med["in-process Store.read"]
     floor = med["bare socket, same bytes"] / med["in-process Store.read"]
     over = med["REST RemoteStore.read"] / med["bare socket, same bytes"]
+    floor2 = med["bare, 2 connections"] / med["in-process Store.read"]
     print(f"\nratio rest/inprocess = {ratio:.2f}")
     print(f"ratio bare/inprocess = {floor:.2f} (the loopback's floor)")
     print(f"ratio rest/bare = {over:.2f} (what the HTTP path adds)")
+    print(f"ratio bare 2 connections/inprocess = {floor2:.2f} (the floor with both cores sending)")
     report.save(
         "rest_vs_inprocess",
         args,
@@ -170,6 +202,7 @@ def main() -> int:
             "ratio_rest_over_inprocess": ratio,
             "ratio_bare_over_inprocess": floor,
             "ratio_rest_over_bare": over,
+            "ratio_bare2_over_inprocess": floor2,
         },
     )
     return 0
