@@ -225,12 +225,12 @@ class BucketStore(Store):
         """No lock: two writers of a segment put the same bytes (see the module's notes)."""
         yield
 
-    def _commit_segment(self, pool_id: str, seg_id: str, keys: list[str], parts, dtype: str):
+    def _commit_segment(self, pool_id: str, seg_id: str, keys: list[str], parts, dtype, tiles):
         """Write the segment locally, put its files, then its checksums (the commit)."""
         prefix = f"pools/{pool_id}/segments/{seg_id}"
         with tempfile.TemporaryDirectory(prefix="snowfire-seg-") as tmp:
             local = Path(tmp) / seg_id
-            write_segment(local, keys, parts, dtype)
+            write_segment(local, keys, parts, dtype, tiles)
             files = sorted(p for p in local.rglob("*") if p.is_file() and p.name != CHECKSUMS)
             list(
                 self._threads.map(

@@ -129,11 +129,20 @@ class Store:
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def write_segment(self, pool_id: str, seg_id: str, keys: list[str], parts, dtype: str) -> None:
-        """Atomically add one segment of examples (call inside `writer`)."""
+    def write_segment(
+        self,
+        pool_id: str,
+        seg_id: str,
+        keys: list[str],
+        parts,
+        dtype: str,
+        tiles: str | None = None,
+    ) -> None:
+        """Atomically add one segment of examples (call inside `writer`); tiles: of its
+        features, "token" (the default) or "layer" (cache/segment.py)."""
         if self.has_segment(pool_id, seg_id):
             return
-        self._commit_segment(pool_id, seg_id, keys, parts, dtype)
+        self._commit_segment(pool_id, seg_id, keys, parts, dtype, tiles)
         with self._lock:
             if pool_id in self._index:
                 for row, key in enumerate(keys):
@@ -403,12 +412,12 @@ class Store:
             zarr.open_group(str(meta.parent), mode="a").attrs.update(attrs)
             (meta.parent / "segments").mkdir(exist_ok=True)
 
-    def _commit_segment(self, pool_id: str, seg_id: str, keys: list[str], parts, dtype: str):
+    def _commit_segment(self, pool_id: str, seg_id: str, keys: list[str], parts, dtype, tiles):
         """Write the segment into a temporary directory, fsync it, rename it into place."""
         final = self.path / "pools" / pool_id / "segments" / seg_id
         tmp = final.with_name(f".tmp-{seg_id}-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
-        write_segment(tmp, keys, parts, dtype)
+        write_segment(tmp, keys, parts, dtype, tiles)
         _fsync_tree(tmp)
         os.rename(tmp, final)
         _fsync_dir(final.parent)

@@ -110,6 +110,7 @@ def _extract_all(opts, inputs, encoder, store, runner) -> list[FeatureSetInfo]:
     for item in inputs:
         config = ExtractConfig(
             dtype=opts.dtype,
+            tiles=opts.tiles,
             token_budget=opts.token_budget,
             segment_tokens=opts.segment_tokens,
             batch_size=opts.batch_size,

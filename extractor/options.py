@@ -47,6 +47,11 @@ class ExtractOptions:
         DTYPE, "storage dtype (int8: a scale per token and layer, see docs/int8.md)",
         choices=("float16", "float32", "int8"),
     )  # fmt: skip
+    tiles: str = option(
+        "token", "features tiles of new segments: every layer of 32 tokens (an example is one "
+        "contiguous read), or one layer (a one-layer read from object storage fetches only "
+        "that layer)", choices=("token", "layer"),
+    )  # fmt: skip
     token_budget: int = option(TOKEN_BUDGET, "padded tokens per forward batch", ge=1)
     segment_tokens: int | None = option(
         None, "tokens per committed segment (default: about 64 MB of features)", ge=1

@@ -55,14 +55,15 @@ class SegmentWorker:
         self.encoder = factory()
         self.store = open_store(store)
 
-    def run(self, pool: str, seg_id: str, batches: list, dtype: str) -> tuple[int, int]:
-        """(examples, tokens) of one segment, written unless a first attempt committed it."""
+    def run(self, pool: str, seg_id: str, batches: list, fmt: tuple) -> tuple[int, int]:
+        """(examples, tokens) of one segment, written unless a first attempt committed it
+        (fmt: the segment's dtype and tiles)."""
         from .run import encode_segment
 
         if self.store.has_segment(pool, seg_id):
             return sum(len(b) for b in batches), 0
         keys, parts = encode_segment(self.encoder, batches)
-        self.store.write_segment(pool, seg_id, keys, parts, dtype)
+        self.store.write_segment(pool, seg_id, keys, parts, *fmt)
         return len(keys), sum(p[0].shape[0] for p in parts)
 
 
@@ -107,7 +108,7 @@ class RayRunner:
         self.pool = [remote.remote(self.factory, self.store, threads) for _ in range(max(n, 1))]
         return self.pool
 
-    def __call__(self, pool: str, work: list, dtype: str, bar) -> None:
+    def __call__(self, pool: str, work: list, fmt: tuple, bar) -> None:
         import ray
 
         actors = self.start()
@@ -119,7 +120,7 @@ class RayRunner:
             while todo and idle:
                 seg_id, batches = todo.pop()
                 actor = idle.pop()
-                running[actor.run.remote(pool, seg_id, batches, dtype)] = actor
+                running[actor.run.remote(pool, seg_id, batches, fmt)] = actor
             done, _ = ray.wait(list(running), num_returns=1)
             for ref in done:
                 idle.append(running.pop(ref))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cache import FeatureSetInfo, Store, digest, example_key, quant, versions
+from cache.segment import TILES
 from cache.types import token_bytes
 
 from .base import EXTRACTOR_VERSION, Encoder, Prepared, TextInput
@@ -32,6 +33,7 @@ class ExtractConfig:
     """How to extract (what is stored does not depend on these, except dtype)."""
 
     dtype: str = DTYPE  # storage dtype: float16 (default), float32 or int8 (cache/quant.py)
+    tiles: str = "token"  # features tiles of the segments written (cache/segment.py)
     token_budget: int = TOKEN_BUDGET  # padded tokens per forward batch
     segment_tokens: int | None = None  # tokens per committed segment; None: about 64 MB
     batch_size: int = BATCH_SIZE  # examples per batch for ordered (stateful) encoders
@@ -102,8 +104,8 @@ def encode_segment(encoder, batches, written: set | None = None, on_batch=None):
     return keys, parts
 
 
-def _run_here(encoder, store, pool, work, dtype, written, bar) -> None:
-    """Encode the planned segments in order and write each in a background thread."""
+def _run_here(encoder, store, pool, work, fmt, written, bar) -> None:
+    """fmt: (dtype, tiles) of the segments written."""
     start, n_tokens = time.perf_counter(), 0
 
     def progress(examples: int, tokens: int) -> None:
@@ -123,7 +125,7 @@ def _run_here(encoder, store, pool, work, dtype, written, bar) -> None:
                 pending.result()  # re-raises the previous write's error
                 pending = None
             if parts and not done:
-                pending = writes.submit(store.write_segment, pool, seg_id, out_keys, parts, dtype)
+                pending = writes.submit(store.write_segment, pool, seg_id, out_keys, parts, *fmt)
         if pending is not None:
             pending.result()
     finally:
@@ -150,6 +152,9 @@ def extract(
 
     if not texts:
         raise ValueError("nothing to extract: the input holds no examples")
+    if config.tiles not in TILES:
+        raise ValueError(f"ExtractConfig.tiles: {config.tiles!r}, expected one of {TILES}")
+    fmt = (config.dtype, config.tiles)  # of the segments this run writes
     bytes_per_token = token_bytes(config.dtype, encoder.num_layers, encoder.dim)
     seg_tokens = config.segment_tokens or max(256, (64 << 20) // bytes_per_token)
     pool = store.ensure_pool(encoder.identity, config.dtype, encoder.num_layers, encoder.dim)
@@ -188,9 +193,9 @@ def extract(
                     "an ordered encoder (ELMo with --elmo-state stateful) carries its state "
                     "through every example in order: it runs in one process, not on Ray"
                 )
-            runner(pool, [(seg_id, b) for seg_id, _, b in work], config.dtype, bar)  # none done
+            runner(pool, [(seg_id, b) for seg_id, _, b in work], fmt, bar)  # none done
         else:
-            _run_here(encoder, store, pool, work, config.dtype, set(stored_before), bar)
+            _run_here(encoder, store, pool, work, fmt, set(stored_before), bar)
         bar.close()
         fs_name = name or (f"{task}-{split}" if task else "input")
         fs_id = f"{slug(encoder.identity.get('spec', 'enc'))}-{slug(fs_name)}-" + digest(
@@ -208,7 +213,11 @@ def extract(
             "num_layers": encoder.num_layers,
             "dim": encoder.dim,
             "source": config.source,
-            "extractor": {"version": EXTRACTOR_VERSION, "ordered": encoder.ordered},
+            "extractor": {
+                "version": EXTRACTOR_VERSION,
+                "ordered": encoder.ordered,
+                "tiles": config.tiles,  # of the segments this run wrote
+            },
             "versions": versions(),
         }
         return store.write_featureset(manifest, keys, [t.payload() for t in texts])

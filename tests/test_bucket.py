@@ -35,9 +35,9 @@ def _texts(n=40, seed=0):
     return out
 
 
-def _extract(tiny_bert_dir, store, dtype="float16", texts=None):
+def _extract(tiny_bert_dir, store, dtype="float16", texts=None, tiles="token"):
     enc = HFEncoder(tiny_bert_dir, name="tiny", spec=f"hf:{tiny_bert_dir}")
-    cfg = ExtractConfig(progress=False, dtype=dtype, segment_tokens=120)  # several segments
+    cfg = ExtractConfig(progress=False, dtype=dtype, segment_tokens=120, tiles=tiles)
     return extract(enc, texts or _texts(), store, task=None, split=None, config=cfg)
 
 
@@ -60,16 +60,14 @@ def _files(root: Path) -> dict[str, bytes]:
     "dtype, tiles", [("float16", "token"), ("int8", "token"), ("float16", "layer")]
 )
 def test_a_bucket_holds_the_local_stores_bytes_and_reads_the_same(
-    tiny_bert_dir, local_s3, tmp_path, dtype, tiles, monkeypatch
+    tiny_bert_dir, local_s3, tmp_path, dtype, tiles
 ):
-    """tiles "layer": a store written before token-major tiles (cache/segment.py) reads the same."""
-    import cache.segment
-
-    monkeypatch.setattr(cache.segment, "DEFAULT_TILES", tiles)
+    """tiles "layer": a feature chunk per layer, as every store had before token-major tiles
+    (cache/segment.py), and what `--tiles layer` writes: read the same from the bucket."""
     url = local_s3()
     local = Store(tmp_path / "local")
-    want = _extract(tiny_bert_dir, local, dtype)
-    got = _extract(tiny_bert_dir, open_store(url), dtype)
+    want = _extract(tiny_bert_dir, local, dtype, tiles=tiles)
+    got = _extract(tiny_bert_dir, open_store(url), dtype, tiles=tiles)
     assert got == want
     bucket = BucketStore(url)
     assert _objects(bucket) == _files(local.path)  # every name, every byte
