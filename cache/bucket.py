@@ -44,7 +44,7 @@ from .errors import (
 )
 from .keys import STORE_FORMAT_VERSION
 from .segment import CHECKSUMS, Segment, mismatch, write_segment
-from .shards import EMPTY, Layout, index_size, layout_of, read_index
+from .shards import EMPTY, Layout, _columns, index_size, layout_of, read_index, shard_spans
 from .store import Store, _info
 from .types import FeatureSetInfo
 
@@ -339,18 +339,14 @@ class RangeShardReader:
             cols, within = groups.setdefault(layer // lc, ([], []))
             cols.append(j)
             within.append(layer % lc)
-        groups = {g: (_run(cols), _run(within)) for g, (cols, within) in groups.items()}
+        groups = {g: (_columns(tuple(c)), _columns(tuple(w))) for g, (c, w) in groups.items()}
         wanted: dict[str, list] = {}
-        pos = start
-        while pos < end:
-            k = pos // st
-            stop = min(end, (k + 1) * st)
-            a, b = pos - k * st, stop - k * st  # tokens a:b of shard k
+        for k, a, b, i in shard_spans(start, end, st):  # tokens a:b of shard k: out[i:]
             offsets = _shard_index(self, k)
             ranges = wanted.setdefault(f"{self.prefix}/c/{k}/0/0", [])
             for c in range(a // tc, -(-b // tc)):
                 t0, t1 = max(a, c * tc), min(b, (c + 1) * tc)
-                rows = out[t0 - a + pos - start : t1 - a + pos - start]  # (t1-t0, Lsel, D)
+                rows = out[i + t0 - a : i + t1 - a]  # (t1-t0, Lsel, D)
                 for g, (cols, within) in groups.items():
                     off = EMPTY if offsets is None else offsets[c][g]
                     if off == EMPTY:
@@ -358,13 +354,7 @@ class RangeShardReader:
                     else:
                         start_byte = off + (t0 - c * tc) * row
                         ranges.append((start_byte, (t1 - t0) * row, rows, cols, within))
-            pos = stop
         return {path: r for path, r in wanted.items() if r}
-
-
-def _run(xs: list[int]) -> slice | list[int]:
-    """A slice (a plain copy, no fancy indexing) for a consecutive run, else the list."""
-    return slice(xs[0], xs[-1] + 1) if xs == list(range(xs[0], xs[0] + len(xs))) else xs
 
 
 def fetch(client, plans: dict, threads: ThreadPoolExecutor | None = None) -> None:

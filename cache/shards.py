@@ -178,6 +178,17 @@ def write(array_dir: Path, lay: Layout, features: np.ndarray) -> None:
             f.write(google_crc32c.value(index_bytes).to_bytes(4, "little"))
 
 
+def shard_spans(start: int, end: int, shard_tokens: int):
+    """(k, a, b, i) for each shard that tokens start:end touch: tokens a:b of shard k are
+    tokens i:i + b - a of the range."""
+    pos = start
+    while pos < end:
+        k = pos // shard_tokens
+        stop = min(end, (k + 1) * shard_tokens)
+        yield k, pos - k * shard_tokens, stop - k * shard_tokens, pos - start
+        pos = stop
+
+
 def index_size(lay: Layout) -> int:
     """Bytes of a shard's index and its crc32c, the last bytes of the shard file."""
     return lay.shard_tokens // lay.chunk_tokens * lay.groups * 16 + 4
@@ -280,14 +291,9 @@ class ShardReader:
                 f"out is {out.shape} {out.dtype}, the range needs "
                 f"{(end - start, n_sel, dim)} {self.layout.dtype}"
             )
-        st = self.layout.shard_tokens
-        pos = start
-        while pos < end:
-            k = pos // st
-            stop = min(end, (k + 1) * st)
-            dst = out[pos - start : stop - start]  # (stop-pos, Lsel, D)
+        for k, a, b, i in shard_spans(start, end, self.layout.shard_tokens):
+            dst = out[i : i + b - a]  # (b-a, Lsel, D): tokens a:b of shard k
             shard = self._shard(k)
-            a, b = pos - k * st, stop - k * st  # tokens a:b of shard k
             if shard is None:
                 dst[...] = self.layout.fill_value
             elif shard.linear:  # token-major in order: tokens a:b are rows a:b, a view
@@ -302,22 +308,17 @@ class ShardReader:
                 self._copy_tiles(shard, a, b, layers, dst)
             else:
                 self._gather(shard, a, b, layers, dst)
-            pos = stop
         return out
 
     def views(self, start: int, end: int) -> list[np.ndarray] | None:
         """Tokens start:end, all layers, as views of the mapped shards ((S', L, D) each, no
         copy), or None where a shard is not token-major in order (read() copies those)."""
-        st = self.layout.shard_tokens
-        out, pos = [], start
-        while pos < end:
-            k = pos // st
-            stop = min(end, (k + 1) * st)
+        out = []
+        for k, a, b, _ in shard_spans(start, end, self.layout.shard_tokens):
             shard = self._shard(k)
             if shard is None or not shard.linear:
                 return None
-            out.append(shard.rows[pos - k * st : stop - k * st])
-            pos = stop
+            out.append(shard.rows[a:b])
         return out
 
     def _gather(self, shard: _Shard, a: int, b: int, layers, dst: np.ndarray) -> None:
@@ -397,14 +398,10 @@ class ShardReader:
             first_row[present] = (offsets[present] // row).astype(np.intp)
         tokens = np.arange(lay.shard_tokens)
         token_rows = first_row[tokens // tc] + (tokens % tc)[:, None]  # (St, G)
-        # the tokens of the array in this shard, all in tiles stored in order from the start
+        # the tiles holding the array's tokens in this shard, each stored (first_row >= 0:
+        # present and row-aligned) and in order from the start of the body
         held = -(-min(lay.shard_tokens, lay.shape[0] - k * lay.shard_tokens) // tc)
-        linear = (
-            lay.groups == 1
-            and aligned
-            and bool(present[:held].all())
-            and bool(np.array_equal(first_row[:held, 0], np.arange(held) * tc))
-        )
+        linear = lay.groups == 1 and np.array_equal(first_row[:held, 0], np.arange(held) * tc)
         return _Shard(
             raw,
             rows if aligned else None,
