@@ -325,6 +325,10 @@ class RangeShardReader:
             fetch(self.store.client, self.plan(start, end, layers, out))
         return out
 
+    def views(self, start: int, end: int) -> None:
+        """None: the bytes are in the bucket, not mapped here (a read copies them)."""
+        return None
+
     def plan(self, start: int, end: int, layers: list[int] | None, out: np.ndarray) -> dict:
         """{shard object: [(byte offset, bytes, out view, tile layers)]} to read tokens
         start:end into `out` (tiles not stored are filled in now). A range is some tokens of

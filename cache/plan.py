@@ -25,12 +25,6 @@ if TYPE_CHECKING:
 #: What a read may return: a float dtype, or "int8" (the stored values and their scales).
 READ_DTYPES = ("float16", "float32", "int8")
 _EMPTY_IDS = np.empty(0, np.int32)
-
-
-def _no_views(start: int, end: int) -> None:
-    return None  # a segment that zarr reads, or one on object storage
-
-
 _DTYPES = {name: np.dtype(name) for name in ("float16", "float32", "int8")}  # parsed once
 
 
@@ -85,7 +79,7 @@ class ReadPlan:
             return None
         out: list[np.ndarray] = []
         for seg, s, e in self.spans:
-            got = getattr(seg._shards, "views", _no_views)(s, e)  # None: a copy is needed
+            got = seg.views(s, e)  # None: a copy is needed
             if got is None:
                 return None
             out += got

@@ -240,6 +240,11 @@ class Segment:
             raise ValueError(f"layers {layers} outside 0..{num_layers - 1} of {self.path}")
         return self.read_checked(start, end, layers, out)
 
+    def views(self, start: int, end: int) -> list[np.ndarray] | None:
+        """Tokens start:end, all layers, as views of the mapped shard files, or None when
+        they are not one slice each (shards.ShardReader.views; zarr reads this layout)."""
+        return None if self._shards is None else self._shards.views(start, end)
+
     def read_checked(
         self, start: int, end: int, layers: list[int] | None, out: np.ndarray | None = None
     ) -> np.ndarray:
