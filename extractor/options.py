@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from cache.segment import DEFAULT_TILES, TILES
 from options import check, option
 from tasks.registry import TASK_NAMES
 
@@ -48,9 +49,9 @@ class ExtractOptions:
         choices=("float16", "float32", "int8"),
     )  # fmt: skip
     tiles: str = option(
-        "token", "features tiles of new segments: every layer of 32 tokens (an example is one "
-        "contiguous read), or one layer (a one-layer read from object storage fetches only "
-        "that layer)", choices=("token", "layer"),
+        DEFAULT_TILES, "features tiles of new segments: every layer of 32 tokens (token: an "
+        "example is one contiguous read), or one layer (a one-layer read from object storage "
+        "fetches only that layer)", choices=TILES,
     )  # fmt: skip
     token_budget: int = option(TOKEN_BUDGET, "padded tokens per forward batch", ge=1)
     segment_tokens: int | None = option(

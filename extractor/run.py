@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cache import FeatureSetInfo, Store, digest, example_key, quant, versions
-from cache.segment import TILES
+from cache.segment import DEFAULT_TILES, TILES
 from cache.types import token_bytes
 
 from .base import EXTRACTOR_VERSION, Encoder, Prepared, TextInput
@@ -33,7 +33,7 @@ class ExtractConfig:
     """How to extract (what is stored does not depend on these, except dtype)."""
 
     dtype: str = DTYPE  # storage dtype: float16 (default), float32 or int8 (cache/quant.py)
-    tiles: str = "token"  # features tiles of the segments written (cache/segment.py)
+    tiles: str = DEFAULT_TILES  # features tiles of the segments written (cache/segment.py)
     token_budget: int = TOKEN_BUDGET  # padded tokens per forward batch
     segment_tokens: int | None = None  # tokens per committed segment; None: about 64 MB
     batch_size: int = BATCH_SIZE  # examples per batch for ordered (stateful) encoders
