@@ -96,13 +96,13 @@ def timers(encoder):
 
         return wrapper
 
-    saved_module = {n: getattr(store_module, n) for n in ("write_segment", "_fsync_tree")}
+    saved_module = {n: getattr(store_module, n) for n in ("write_segment", "fsync_tree")}
     saved_store = {n: getattr(Store, n) for n in ("write_featureset",)}
     encoder.prepare = timed("tokenise (prepare)", encoder.prepare)
     encoder.encode = timed("encode total", encoder.encode)
     encoder.model.forward = timed("forward", encoder.model.forward)
     store_module.write_segment = timed("segment write", saved_module["write_segment"])
-    store_module._fsync_tree = timed("fsync", saved_module["_fsync_tree"])
+    store_module.fsync_tree = timed("fsync", saved_module["fsync_tree"])
     Store.write_featureset = timed("write_featureset", saved_store["write_featureset"])
     try:
         yield spent

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from . import quant
+from .durable import atomic_write, fsync_dir, fsync_tree
 from .errors import (
     ExampleNotFoundError,
     FeatureSetNotFoundError,
@@ -418,16 +419,16 @@ class Store:
         tmp = final.with_name(f".tmp-{seg_id}-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         write_segment(tmp, keys, parts, dtype, tiles)
-        _fsync_tree(tmp)
+        fsync_tree(tmp)
         os.rename(tmp, final)
-        _fsync_dir(final.parent)
+        fsync_dir(final.parent)
 
     def _read_text(self, rel: str) -> str:
         return (self.path / rel).read_text()  # FileNotFoundError when absent
 
     def _write_text(self, rel: str, text: str) -> None:
         (self.path / rel).parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.path / rel, text)
+        atomic_write(self.path / rel, text)
 
     def _manifest_names(self) -> list[str]:
         fs_dir = self.path / "featuresets"
@@ -472,31 +473,3 @@ class Store:
 
 def _info(manifest: dict[str, Any]) -> FeatureSetInfo:
     return FeatureSetInfo.from_dict(manifest, manifest)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _fsync_tree(root: Path) -> None:
-    for dirpath, _, files in os.walk(root):
-        for name in files:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
