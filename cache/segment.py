@@ -42,6 +42,14 @@ TILES = ("token", "layer")  # a features chunk holds all L layers of its tokens,
 DEFAULT_TILES = "token"
 
 
+def check_tiles(tiles: str | None, where: str) -> str:
+    """`tiles` (None: DEFAULT_TILES), or ValueError naming `where` and the choices."""
+    tiles = tiles or DEFAULT_TILES
+    if tiles not in TILES:
+        raise ValueError(f"{where}: tiles {tiles!r}, expected one of {TILES}")
+    return tiles
+
+
 def write_segment(
     path: Path,
     keys: list[str],
@@ -56,9 +64,7 @@ def write_segment(
     segment had before token-major tiles: reading one layer from object storage then fetches
     only that layer's bytes).
     """
-    tiles = tiles or DEFAULT_TILES
-    if tiles not in TILES:
-        raise ValueError(f"write_segment: tiles={tiles!r}, expected one of {TILES}")
+    tiles = check_tiles(tiles, "write_segment")
     import zarr
 
     if len(keys) != len(parts) or not keys:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cache import FeatureSetInfo, Store, digest, example_key, quant, versions
-from cache.segment import DEFAULT_TILES, TILES
+from cache.segment import DEFAULT_TILES, check_tiles
 from cache.types import token_bytes
 
 from .base import EXTRACTOR_VERSION, Encoder, Prepared, TextInput
@@ -105,7 +105,8 @@ def encode_segment(encoder, batches, written: set | None = None, on_batch=None):
 
 
 def _run_here(encoder, store, pool, work, fmt, written, bar) -> None:
-    """fmt: (dtype, tiles) of the segments written."""
+    """Encode the planned segments in order and write each in a background thread (fmt: the
+    segments' dtype and tiles)."""
     start, n_tokens = time.perf_counter(), 0
 
     def progress(examples: int, tokens: int) -> None:
@@ -152,9 +153,8 @@ def extract(
 
     if not texts:
         raise ValueError("nothing to extract: the input holds no examples")
-    if config.tiles not in TILES:
-        raise ValueError(f"ExtractConfig.tiles: {config.tiles!r}, expected one of {TILES}")
-    fmt = (config.dtype, config.tiles)  # of the segments this run writes
+    # of the segments this run writes; tiles checked now, not after the first segment's encoding
+    fmt = (config.dtype, check_tiles(config.tiles, "ExtractConfig"))
     bytes_per_token = token_bytes(config.dtype, encoder.num_layers, encoder.dim)
     seg_tokens = config.segment_tokens or max(256, (64 << 20) // bytes_per_token)
     pool = store.ensure_pool(encoder.identity, config.dtype, encoder.num_layers, encoder.dim)

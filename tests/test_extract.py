@@ -135,3 +135,15 @@ def test_tiles_option_writes_either_layout_and_reads_the_same(tiny_bert_dir, tmp
         a = stores["token"].read(fs.id, indices=idx, layers=layers)
         b = stores["layer"].read(fs.id, indices=idx, layers=layers)
         np.testing.assert_array_equal(a.features.view(np.uint32), b.features.view(np.uint32))
+
+
+def test_unknown_tiles_are_refused_before_anything_is_encoded(tiny_bert_dir, tmp_path):
+    enc = _encoder(tiny_bert_dir)
+    calls = []
+    real = enc.encode
+    enc.encode = lambda *a, **k: calls.append(1) or real(*a, **k)
+    with pytest.raises(ValueError, match=r"ExtractConfig: tiles 'row', expected one of"):
+        extract(enc, [TextInput(("a", "dog"))], Store(tmp_path / "s"), task=None, split=None,
+                config=ExtractConfig(progress=False, tiles="row"))  # fmt: skip
+    assert not calls
+    assert not list((tmp_path / "s").glob("pools/*/segments/*"))
