@@ -23,7 +23,7 @@ from .keys import (
 from .provenance import versions
 from .remote import RemoteStore
 from .store import Store
-from .types import ExampleBatch, FeatureSetInfo
+from .types import STORED_DTYPES, ExampleBatch, FeatureSetInfo
 
 
 def open_store(location) -> Store:
@@ -41,6 +41,7 @@ def open_reader(location: str):
 
 
 __all__ = [
+    "STORED_DTYPES",
     "STORE_FORMAT_VERSION",
     "ExampleBatch",
     "ExampleNotFoundError",

@@ -17,15 +17,15 @@ import numpy as np
 
 from . import quant
 from .errors import InvalidSelectionError
-from .types import ExampleBatch
+from .types import STORED_DTYPES, ExampleBatch
 
 if TYPE_CHECKING:
     from .segment import Segment
 
 #: What a read may return: a float dtype, or "int8" (the stored values and their scales).
-READ_DTYPES = ("float16", "float32", "int8")
+READ_DTYPES = STORED_DTYPES
 _EMPTY_IDS = np.empty(0, np.int32)
-_DTYPES = {name: np.dtype(name) for name in ("float16", "float32", "int8")}  # parsed once
+_DTYPES = {name: np.dtype(name) for name in STORED_DTYPES}  # parsed once
 
 
 @dataclass

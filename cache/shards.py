@@ -48,6 +48,7 @@ import google_crc32c
 import numpy as np
 
 from .errors import StoreCorruptError
+from .types import STORED_DTYPES
 
 EMPTY = 2**64 - 1  # offset and nbytes of an inner chunk that is not stored
 _BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
@@ -95,7 +96,7 @@ def layout_of(meta: dict) -> Layout | None:
         ours = (
             meta["zarr_format"] == 3
             and meta["node_type"] == "array"
-            and meta["data_type"] in ("float16", "float32", "int8")
+            and meta["data_type"] in STORED_DTYPES
             and not meta.get("storage_transformers")
             and meta["chunk_grid"]["name"] == "regular"
             and meta["chunk_key_encoding"]

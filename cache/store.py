@@ -41,10 +41,7 @@ from .errors import (
 from .keys import STORE_FORMAT_VERSION, digest, encoder_id
 from .plan import ReadPlan, check_layers, read_dtype
 from .segment import Segment, damaged_files, write_segment
-from .types import ExampleBatch, FeatureSetInfo
-
-#: What a pool may store; int8 is quantised with one scale per token and layer (quant.py).
-STORED_DTYPES = ("float16", "float32", "int8")
+from .types import STORED_DTYPES, ExampleBatch, FeatureSetInfo
 
 
 class Store:

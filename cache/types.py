@@ -7,6 +7,11 @@ from typing import Any
 
 import numpy as np
 
+#: The dtypes features are stored in: float16 (the default), float32, or int8 (a float32 scale
+#: per token and layer, cache/quant.py). The one list: the store, its reads, the wire format
+#: and the extractor's `--dtype` check against it.
+STORED_DTYPES = ("float16", "float32", "int8")
+
 
 @dataclass(frozen=True)
 class FeatureSetInfo:
@@ -67,7 +72,7 @@ class FeatureSetInfo:
 
 def token_bytes(dtype: str, num_layers: int, dim: int) -> int:
     """Bytes one token's features take stored as `dtype` (int8: a float32 scale per layer)."""
-    itemsize = {"float16": 2, "float32": 4, "int8": 1}[dtype]
+    itemsize = np.dtype(dtype).itemsize  # dtype: one of STORED_DTYPES
     return num_layers * (dim * itemsize + (4 if dtype == "int8" else 0))
 
 

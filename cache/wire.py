@@ -25,7 +25,7 @@ import json
 import numpy as np
 
 from .errors import StoreError
-from .types import ExampleBatch
+from .types import STORED_DTYPES, ExampleBatch
 
 SAFETENSORS = "application/x-safetensors"
 JSON = "application/json"
@@ -57,7 +57,6 @@ def _metadata(
 
 
 _ST_DTYPES = {"float16": "F16", "float32": "F32", "int64": "I64", "int32": "I32", "int8": "I8"}
-_FEATURE_DTYPES = ("float16", "float32", "int8")
 
 
 def header(
@@ -173,7 +172,7 @@ def decode(body: bytes | bytearray | memoryview) -> ExampleBatch:
         array = np.frombuffer(view, dtype=dtype, count=count, offset=start + lo).reshape(shape)
         t[name] = array if array.flags.writeable else array.copy()
     quantized = t["features"].dtype == np.int8
-    if t["features"].dtype.name not in _FEATURE_DTYPES or quantized != ("scales" in t):
+    if t["features"].dtype.name not in STORED_DTYPES or quantized != ("scales" in t):
         raise StoreError(
             f"features body: features of {t['features'].dtype.name} "
             f"{'with' if 'scales' in t else 'without'} scales (int8 features come with scales, "

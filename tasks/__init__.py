@@ -12,7 +12,7 @@ from pathlib import Path
 from .example import Example
 from .metrics import accuracy, binary_f1, matthews_corrcoef, pearson, spearman
 from .readers import available_splits, read_split
-from .registry import TASKS, TaskSpec, evaluate, get_task
+from .registry import SPLITS, TASKS, TaskSpec, evaluate, get_task
 from .spans import span_scores
 from .subset import train_subset
 from .text_file import read_text_file
@@ -21,6 +21,7 @@ DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo"
 
 __all__ = [
     "DEMO_DATA_DIR",
+    "SPLITS",
     "TASKS",
     "Example",
     "TaskSpec",

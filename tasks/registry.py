@@ -9,6 +9,7 @@ from types import MappingProxyType
 from .metrics import accuracy, binary_f1, matthews_corrcoef, pearson, spearman
 from .spans import span_scores
 
+#: The split names, in the order they are listed and extracted.
 SPLITS = ("train", "dev", "test")
 KINDS = ("classification", "regression", "tagging")
 
@@ -19,7 +20,7 @@ class TaskSpec:
 
     name:   registry key, e.g. "sick-e"
     folder: sub-folder of the data directory holding its files (sick-e and sick-r share "sick")
-    files:  file name of each split present in the release ("train", "dev", "test")
+    files:  file name of each split present in the release (of SPLITS)
     kind:   "classification" (label is a class name), "regression" (label is a float score) or
             "tagging" (one tag per word)
     pair:   whether an example holds two texts (words_a, words_b)
@@ -52,7 +53,7 @@ class TaskSpec:
 
 
 def _files(train: str, dev: str, test: str) -> dict[str, str]:
-    return {"train": train, "dev": dev, "test": test}
+    return dict(zip(SPLITS, (train, dev, test), strict=True))
 
 
 _CONLL_TAGS = sorted(["O"] + [f"{p}-{t}" for p in "BI" for t in ("PER", "LOC", "ORG", "MISC")])

@@ -22,6 +22,7 @@ def test_public_api_is_the_contract_plus_metrics():
             "read_text_file",
             "evaluate",
             "DEMO_DATA_DIR",
+            "SPLITS",
             "accuracy",
             "binary_f1",
             "pearson",
