@@ -51,15 +51,20 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.ray = RayDispatch(app.state.home, settings.ray, slots=settings.ray_slots)
     app.state.embedder = None
     if settings.encoder:
-        from .embed import EmbedWorker
+        from extractor import EmbedWorker, ExtractConfig
 
         log.info("loading encoder %s for /v1/embed", settings.encoder)
+        config = ExtractConfig(
+            encoder=settings.encoder,
+            store=settings.store,
+            device=settings.device,
+            token_budget=settings.embed_token_budget,
+            progress=False,
+        )
         app.state.embedder = EmbedWorker(
             app.state.store,
-            settings.encoder,
-            token_budget=settings.embed_token_budget,
+            config,
             max_wait_ms=settings.embed_max_wait_ms,
-            device=settings.device,
             on_batch=app.state.metrics.embed_batch.observe,
         )
     yield

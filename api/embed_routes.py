@@ -1,4 +1,5 @@
-"""POST /v1/embed: compute-and-cache features for texts sent in the request (api/embed.py)."""
+"""POST /v1/embed: compute-and-cache features for texts sent in the request (the encoding:
+`extractor.EmbedWorker`)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,9 @@ from fastapi import APIRouter, Depends, Request, Response
 from cache import ExampleBatch, RequestTooLargeError, wire
 from cache.reduce import reduce_batch
 from cache.wire import JSON, SAFETENSORS
-from extractor.base import TextInput
+from extractor import EmbedWorker, TextInput
 
 from .deps import FormatDep, SettingsDep, StoreDep
-from .embed import EmbedUnavailableError, EmbedWorker
 from .features import safetensors_response, to_json
 from .schemas import EmbedJSON, EmbedRequest, ErrorBody
 
@@ -30,6 +30,10 @@ _ERRORS = {
         503: "the service was started without an encoder (snowfire serve --encoder minilm)",
     }.items()
 }
+
+
+class EmbedUnavailableError(RuntimeError):
+    """503: the service was started without an encoder."""
 
 
 def get_embedder(request: Request) -> EmbedWorker:

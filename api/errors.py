@@ -32,8 +32,7 @@ from jobs import (
     describe_validation,
 )
 
-from .embed import EmbedUnavailableError
-from .embed_routes import EmbedValueError
+from .embed_routes import EmbedUnavailableError, EmbedValueError
 
 log = logging.getLogger(__name__)
 

@@ -116,7 +116,7 @@ def truthful_openapi(app: FastAPI) -> dict[str, Any]:
     _links(doc["paths"])
     embedder = getattr(app.state, "embedder", None)
     if embedder is not None:  # the served encoder's layers are known: say so
-        top = embedder.encoder("joint").num_layers - 1
+        top = embedder.encoder(embedder.config.pair_encoding).num_layers - 1
         layers = schemas["EmbedRequest"]["properties"]["layers"]["anyOf"][0]
         layers["items"]["maximum"] = top
         layers["description"] = f"layer indices 0..{top} of the served encoder"

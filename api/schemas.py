@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from cache.wire import WIRE_FORMAT
+from extractor import PAIR_ENCODINGS
 
 #: Layer indices to read (default all): at least one, none negative.
 Layers = Annotated[
@@ -184,7 +185,7 @@ class EmbedRequest(BaseModel):
     _given = field_validator("texts", "pairs", "tokens", mode="before")(_not_null)
     layers: Layers = None
     pool: Pool = "none"
-    pair_encoding: Literal["joint", "separate"] = Field(
+    pair_encoding: Literal[PAIR_ENCODINGS] = Field(  # type: ignore[valid-type]
         "joint", description="pairs as one sequence (joint) or each text on its own"
     )
 

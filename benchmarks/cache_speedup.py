@@ -76,11 +76,12 @@ def measure(shape: str, root: Path, sentences: int, repeats: int) -> dict:
     examples = read_split("sst2", str(DEMO_DATA_DIR), "dev")[:sentences]
     texts = [TextInput(tuple(e.words_a)) for e in examples]
     store = Store(root / f"store-{shape}")
-    info = extract(encoder, texts, store, task=None, split=None,
-                   config=ExtractConfig(progress=False))  # fmt: skip
+    config = ExtractConfig(encoder=f"hf:{model_dir(shape, root)}", store=str(store.path),
+                           progress=False)  # fmt: skip
+    info = extract(encoder, texts, store, task=None, split=None, config=config)
     tokens = int(info.manifest["num_tokens"])
     items = [(str(i), encoder.prepare(i, t)) for i, t in enumerate(texts)]
-    batches = [[p for _, p in b] for seg in _plan(encoder, items, ExtractConfig(), 1 << 30)
+    batches = [[p for _, p in b] for seg in _plan(encoder, items, config, 1 << 30)
                for b in seg]  # fmt: skip
     indices = list(range(len(texts)))
     port = free_port()

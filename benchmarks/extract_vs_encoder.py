@@ -20,6 +20,7 @@ remainder (keys, plan, look-ups).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import tempfile
 import time
@@ -78,7 +79,8 @@ def bare_pass(encoder, batches) -> None:
 
 def run_extract(encoder, texts, config) -> None:
     with tempfile.TemporaryDirectory(prefix="snowfire-bench-") as tmp:
-        extract(encoder, texts, Store(tmp), task="sst2", split="dev", config=config)
+        extract(encoder, texts, Store(tmp), task="sst2", split="dev",
+                config=dataclasses.replace(config, store=tmp))  # fmt: skip
 
 
 @contextmanager
@@ -127,7 +129,8 @@ def main() -> int:
     examples = read_split("sst2", DEMO_DATA_DIR, "dev")[: args.sentences]
     texts = [TextInput(tuple(e.words_a)) for e in examples]
     encoder = load_encoder("minilm")
-    config = ExtractConfig(progress=False, token_budget=args.token_budget)
+    config = ExtractConfig(encoder="minilm", store=tempfile.gettempdir(), progress=False,
+                           token_budget=args.token_budget)  # fmt: skip
     batches = bare_batches(encoder, texts, config)
     n_tokens = sum(t for _, t in batches)
     print(

@@ -50,7 +50,7 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> No
 def run_demo(out: Path, port: int = 0) -> int:
     """Run the demo into `out`; library errors propagate to the caller (the CLI reports them)."""
     from compare import CompareConfig, run_compare
-    from extractor import run_extract
+    from extractor import ExtractConfig, run_extract
     from heads import TrainConfig
     from heads import train as train_head
     from jobs import python_command
@@ -60,9 +60,9 @@ def run_demo(out: Path, port: int = 0) -> int:
     store, runs, data = out / "store", out / "runs", str(DEMO_DATA_DIR)
     print(f"== 1/3 extract: all layers of the bundled encoder into {store}")
     for task, pair in (("sst2", "joint"), ("stsb", "separate")):
-        opts = {"encoder": "minilm", "task": task, "data": data, "store": store,
-                "pair_encoding": pair}  # fmt: skip
-        for info in run_extract(opts):
+        config = ExtractConfig(encoder="minilm", task=task, data=data, store=str(store),
+                               pair_encoding=pair)  # fmt: skip
+        for info in run_extract(config):
             print(f"   {info.id}: {info.num_examples} examples x {info.num_layers} layers")
     port = port or _free_port()
     url = f"http://127.0.0.1:{port}"

@@ -1,6 +1,6 @@
 """Argument parsing for `snowfire <command>`; each command imports its package lazily.
 
-The flags of extract, train and finetune are derived from their configs (extractor.ExtractOptions,
+The flags of extract, train and finetune are derived from their configs (extractor.ExtractConfig,
 heads.TrainConfig, finetune.FinetuneConfig: cli/flags.py), so a default, a choice or a help
 text is written once, and a bad value is refused when the config is built.
 """
@@ -19,9 +19,9 @@ from .predict import add_parser as add_predict_parser
 
 
 def _extract(args: argparse.Namespace) -> int:
-    from extractor import ExtractOptions, run_extract
+    from extractor import ExtractConfig, run_extract
 
-    for info in run_extract(config_from_args(ExtractOptions, args)):
+    for info in run_extract(config_from_args(ExtractConfig, args)):
         print(
             f"{info.id}: {info.num_examples} examples x {info.num_layers} layers x {info.dim} "
             f"({info.dtype}) in {args.store}"
@@ -261,6 +261,8 @@ def _add_service(sub) -> None:
 
 
 def _add_store_tools(sub) -> None:
+    from extractor import PAIR_ENCODINGS
+
     b = sub.add_parser("baseline", help="zero-training STS baseline: cosine of mean-pooled texts")
     b.add_argument("--store", required=True)
     b.add_argument("--encoder", required=True)
@@ -268,7 +270,7 @@ def _add_store_tools(sub) -> None:
     b.add_argument("--data", required=True)
     b.add_argument("--split", default="dev")
     b.add_argument("--layer", type=int, default=-1, help="layer to pool (default: the last)")
-    b.add_argument("--pair-encoding", choices=["joint", "separate"], default="separate")
+    b.add_argument("--pair-encoding", choices=PAIR_ENCODINGS, default="separate")
     b.set_defaults(func=_baseline)
 
     ls = sub.add_parser("ls", help="list the feature sets of a store")
@@ -344,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
         "compare.config:CompareConfig", _compare,
     )  # fmt: skip
     _add_config_command(
-        sub, "extract", "run an encoder once, store all layers", "extractor.options:ExtractOptions",
+        sub, "extract", "run an encoder once, store all layers", "extractor:ExtractConfig",
         _extract,
     )  # fmt: skip
     _add_service(sub)

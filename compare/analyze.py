@@ -57,13 +57,14 @@ def pairs(encoder, data, out: Path, store, tasks, seeds=1, head="esim", epochs=N
           max_train_examples=None) -> dict:  # fmt: skip
     """Table 4: the same head on jointly and separately encoded pairs, dev scores (on the same
     `max_train_examples` training examples per seed both ways, when given)."""
+    from extractor import PAIR_ENCODINGS
     from tasks import get_task
 
     result: dict[str, Any] = {}
     for task in tasks:
         metric = get_task(task).metric
         result[task] = {}
-        for pair in ("joint", "separate"):
+        for pair in PAIR_ENCODINGS:
             for split in ("train", "dev"):
                 find_or_extract(encoder, store, task, data, split, pair)
             scores = [
@@ -75,11 +76,11 @@ def pairs(encoder, data, out: Path, store, tasks, seeds=1, head="esim", epochs=N
             result[task][pair] = mean_sd(scores)
     rows = _paired_rows(
         result,
-        ("joint", "separate"),
+        PAIR_ENCODINGS,
         PAPER_PAIRS,
         "| task | joint | separate | paper BERT-base joint | separate |",
     )
-    _bars(result, ("joint", "separate"), out / "pairs.png", f"{encoder}: {head} on pairs (dev)")
+    _bars(result, PAIR_ENCODINGS, out / "pairs.png", f"{encoder}: {head} on pairs (dev)")
     caps = (f", {epochs} epochs at most" if epochs else "") + (
         f", the same {max_train_examples} training examples per seed both ways"
         if max_train_examples else "")  # fmt: skip
@@ -236,7 +237,7 @@ def elmo_biattention(encoder, data, out: Path, store, tasks, seeds=1, epochs=Non
                      max_train_examples=None) -> dict:  # fmt: skip
     """Table 3: ELMo 🔥 on pair tasks with bi-attention and ESIM's enhanced pooling, and
     without (each text max-pooled alone, then concatenated), dev scores."""
-    from extractor.options import encoder_family
+    from extractor import encoder_family
     from tasks import get_task
 
     if encoder_family(encoder) != "elmo":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from extractor import PAIR_ENCODINGS
 from options import check, option
 
 #: The paper's ❄️ model per task (sec. 3): the BiLSTM-CRF for NER, BCN for sentiment, ESIM for
@@ -48,7 +49,7 @@ class CompareConfig:
                                      "and the smallest one)")  # fmt: skip
     pair_encoding: str | None = option(
         None, "❄️ features of pairs encoded joint (the default for BERT-family encoders) or "
-        "separate (each text alone; ELMo always)", choices=("joint", "separate"),
+        "separate (each text alone; ELMo always)", choices=PAIR_ENCODINGS,
     )  # fmt: skip
     hparams: dict[str, Any] = option(
         help='options of every ❄️ head as JSON (with --heads), e.g. {"pooled": true}',
@@ -63,7 +64,7 @@ class CompareConfig:
 
     def __post_init__(self) -> None:
         check(self)
-        from extractor.options import encoder_family
+        from extractor import encoder_family
         from tasks import get_task
 
         if encoder_family(self.encoder) == "elmo" and self.pair_encoding == "joint":
@@ -89,7 +90,7 @@ class CompareConfig:
     @property
     def pair_encoding_used(self) -> str:
         """The encoding of the pairs' ❄️ features: the option, else the family's default."""
-        from extractor.options import encoder_family
+        from extractor import encoder_family
 
         if self.pair_encoding:
             return self.pair_encoding

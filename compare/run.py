@@ -29,7 +29,7 @@ def _store(cfg: CompareConfig) -> str:
 def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     """The task's feature sets (every split in the data directory), extracted where missing."""
     from cache import FeatureSetNotFoundError, open_reader
-    from extractor import run_extract
+    from extractor import ExtractConfig, run_extract
     from tasks import available_splits
     from tasks.runs import atomic_write_text
 
@@ -46,9 +46,10 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
             missing.append(split)
     if missing:
         started = time.perf_counter()
-        made = run_extract({"encoder": cfg.encoder, "store": _store(cfg), "task": task,
-                            "data": cfg.data, "split": missing, "pair_encoding": pair_encoding,
-                            "device": cfg.device, "progress": cfg.progress})  # fmt: skip
+        made = run_extract(ExtractConfig(
+            encoder=cfg.encoder, store=_store(cfg), task=task, data=cfg.data, split=missing,
+            pair_encoding=pair_encoding, device=cfg.device, progress=cfg.progress,
+        ))  # fmt: skip
         record = {
             "seconds": round(time.perf_counter() - started + record.get("seconds", 0.0), 2),
             "splits": sorted(set(record.get("splits", [])) | set(missing)),
@@ -65,7 +66,7 @@ def find_or_extract(encoder: str, store: str, task: str, data: str, split: str, 
                     who: str = "analyze"):  # fmt: skip
     """The feature set of one task split, extracted first when the store lacks it."""
     from cache import FeatureSetNotFoundError, open_reader
-    from extractor import run_extract
+    from extractor import ExtractConfig, run_extract
 
     def find():
         return open_reader(store).find_featureset(encoder=encoder, task=task, split=split,
@@ -75,9 +76,9 @@ def find_or_extract(encoder: str, store: str, task: str, data: str, split: str, 
         return find()
     except FeatureSetNotFoundError:
         print(f"{who}: extracting {task} {split} ({pair} pairs) with {encoder}", flush=True)
-        run_extract({"encoder": encoder, "store": store, "task": task, "data": data,
-                     "split": [split], "pair_encoding": pair, "device": device,
-                     "progress": progress})  # fmt: skip
+        run_extract(ExtractConfig(encoder=encoder, store=store, task=task, data=data,
+                                  split=[split], pair_encoding=pair, device=device,
+                                  progress=progress))  # fmt: skip
         return find()
 
 

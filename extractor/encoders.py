@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Encoder
-from .options import encoder_family
+from .config import BATCH_SIZE, check_pair_encoding, encoder_family
 
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -42,7 +42,7 @@ def load_encoder(
     max_length: int | None = None,
     device: str | None = None,
     elmo_state: str = "fixed",
-    batch_size: int = 32,
+    batch_size: int = BATCH_SIZE,
 ) -> Encoder:
     """Build the encoder a spec names (loads weights; never called by trainers)."""
     kind, _, rest = spec.partition(":")
@@ -71,8 +71,7 @@ def load_encoder(
     if kind == "elmo" and rest:
         from .elmo import ElmoEncoder
 
-        if pair_encoding != "separate" and pair_encoding != "joint":
-            raise ValueError(f"pair_encoding must be 'joint' or 'separate', got {pair_encoding!r}")
+        check_pair_encoding(pair_encoding)
         encoder = ElmoEncoder.from_spec(
             rest, state=elmo_state, batch_size=batch_size, device=device
         )

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .base import EXTRACTOR_VERSION, Encoded, Prepared, TextInput
+from .config import check_pair_encoding
 from .windows import plan_windows, stitch
 
 log = logging.getLogger(__name__)
@@ -126,8 +127,7 @@ class HFEncoder:
         from transformers import AutoConfig, AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
-        if pair_encoding not in ("joint", "separate"):
-            raise ValueError(f"pair_encoding must be 'joint' or 'separate', got {pair_encoding!r}")
+        check_pair_encoding(pair_encoding)
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
         model_dir = Path(model_dir)

@@ -12,9 +12,9 @@ from cache import FeatureSetInfo, file_sha256, open_store
 from cache.bucket import is_bucket
 
 from .base import TextInput
+from .config import ExtractConfig
 from .encoders import load_encoder
-from .options import ExtractOptions
-from .run import ExtractConfig, extract
+from .run import extract
 
 
 @dataclass(frozen=True)
@@ -72,52 +72,32 @@ def gather_inputs(
     return out
 
 
-def run_extract(options: ExtractOptions | dict[str, Any]) -> list[FeatureSetInfo]:
-    """`snowfire extract`: its options, or the same by name (a job's params)."""
-    opts = options if isinstance(options, ExtractOptions) else ExtractOptions(**options)
+def run_extract(config: ExtractConfig) -> list[FeatureSetInfo]:
+    """`snowfire extract` (and an extract job, whose params are built into the config first):
+    every feature set the config names, extracted into its store."""
+    if not isinstance(config, ExtractConfig):
+        raise TypeError(
+            f"run_extract: expected an ExtractConfig, got {type(config).__name__} (a job's "
+            "params: ExtractConfig(**params))"
+        )
+    config.check_inputs()
     inputs = gather_inputs(
-        task=opts.task, data=opts.data, splits=opts.split, input=opts.input, name=opts.name
-    )
+        task=config.task, data=config.data, splits=config.split, input=config.input,
+        name=config.name,
+    )  # fmt: skip
     # the encoder of this process (it plans); on Ray, each actor builds its own the same way
-    factory = functools.partial(
-        load_encoder,
-        opts.encoder,
-        pair_encoding=opts.pair_encoding,
-        max_length=opts.max_length,
-        device=opts.device,
-        elmo_state=opts.elmo_state,
-        batch_size=opts.batch_size,
-    )
+    factory = functools.partial(load_encoder, config.encoder, **config.encoder_options())
     encoder = factory()
-    store = open_store(opts.store)
+    store = open_store(config.store)
     runner = None
-    if opts.ray is not None:
+    if config.ray is not None:
         from .ray_run import RayRunner
 
-        where = opts.store if is_bucket(opts.store) else str(Path(opts.store).resolve())
-        runner = RayRunner(
-            factory, where, address=opts.ray, actors=opts.actors, gpus_per_actor=opts.gpus_per_actor
-        )
+        where = config.store if is_bucket(config.store) else str(Path(config.store).resolve())
+        runner = RayRunner(factory, where, address=config.ray, actors=config.actors,
+                           gpus_per_actor=config.gpus_per_actor)  # fmt: skip
     try:
-        return _extract_all(opts, inputs, encoder, store, runner)
-    finally:
-        if runner is not None:
-            runner.close()
-
-
-def _extract_all(opts, inputs, encoder, store, runner) -> list[FeatureSetInfo]:
-    made = []
-    for item in inputs:
-        config = ExtractConfig(
-            dtype=opts.dtype,
-            tiles=opts.tiles,
-            token_budget=opts.token_budget,
-            segment_tokens=opts.segment_tokens,
-            batch_size=opts.batch_size,
-            progress=opts.progress,
-            source=item.source,
-        )
-        made.append(
+        return [
             extract(
                 encoder,
                 item.texts,
@@ -126,7 +106,11 @@ def _extract_all(opts, inputs, encoder, store, runner) -> list[FeatureSetInfo]:
                 split=item.split,
                 config=config,
                 name=item.name,
+                source=item.source,
                 runner=runner,
             )
-        )
-    return made
+            for item in inputs
+        ]
+    finally:
+        if runner is not None:
+            runner.close()

@@ -12,8 +12,9 @@ from cache import Store, encoder_id, open_store
 from cache.fsck import Damage, quarantine
 
 from .base import TextInput
+from .config import ExtractConfig
 from .encoders import load_encoder
-from .run import ExtractConfig, extract
+from .run import extract
 
 
 def repair(store: Store, damage: list[Damage], *, device: str | None = None) -> list[str]:
@@ -22,16 +23,14 @@ def repair(store: Store, damage: list[Damage], *, device: str | None = None) -> 
     affected = sorted({fs for d in damage for fs in d.featuresets})
     infos = {fs: store.get_featureset(fs) for fs in affected}
     texts = {fs: store.featureset_texts(fs) for fs in affected}  # before anything moves
-    encoders = {}
+    encoders, configs = {}, {}
     for fs, info in infos.items():
         ident = info.encoder
         try:
-            enc = load_encoder(
-                ident["spec"], pair_encoding=ident.get("pair_encoding") or "joint",
-                max_length=ident.get("max_length"), device=device,
-                elmo_state=ident.get("state_policy") or "fixed",
-                batch_size=ident.get("batch_size") or 32,
-            )  # fmt: skip
+            configs[fs] = ExtractConfig.from_identity(
+                ident, store=str(store.path), dtype=info.dtype, device=device, progress=False
+            )
+            enc = load_encoder(configs[fs].encoder, **configs[fs].encoder_options())
         except (OSError, RuntimeError, ValueError) as err:
             raise ValueError(f"cannot re-extract {fs}: its encoder {ident.get('spec')!r} "
                              f"does not load here ({err})") from err  # fmt: skip
@@ -46,8 +45,6 @@ def repair(store: Store, damage: list[Damage], *, device: str | None = None) -> 
     for fs, info in infos.items():
         items = [TextInput(tuple(t["a"]), None if t["b"] is None else tuple(t["b"]))
                  for t in texts[fs]]  # fmt: skip
-        config = ExtractConfig(dtype=info.dtype, progress=False,
-                               source=info.manifest.get("source", {}))  # fmt: skip
-        extract(encoders[fs], items, fresh, task=info.task, split=info.split, config=config,
-                name=info.manifest.get("name"))  # fmt: skip
+        extract(encoders[fs], items, fresh, task=info.task, split=info.split, config=configs[fs],
+                name=info.manifest.get("name"), source=info.manifest.get("source"))  # fmt: skip
     return affected

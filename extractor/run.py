@@ -14,35 +14,28 @@ import re
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 from cache import FeatureSetInfo, Store, digest, example_key, quant, versions
-from cache.segment import DEFAULT_TILES, check_tiles
 from cache.types import token_bytes
 
 from .base import EXTRACTOR_VERSION, Encoder, Prepared, TextInput
 from .batching import bucket_batches, ordered_batches
-from .options import BATCH_SIZE, DTYPE, TOKEN_BUDGET
+from .config import ExtractConfig
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ExtractConfig:
-    """How to extract (what is stored does not depend on these, except dtype)."""
-
-    dtype: str = DTYPE  # storage dtype: float16 (default), float32 or int8 (cache/quant.py)
-    tiles: str = DEFAULT_TILES  # features tiles of the segments written (cache/segment.py)
-    token_budget: int = TOKEN_BUDGET  # padded tokens per forward batch
-    segment_tokens: int | None = None  # tokens per committed segment; None: about 64 MB
-    batch_size: int = BATCH_SIZE  # examples per batch for ordered (stateful) encoders
-    progress: bool = True
-    source: dict[str, Any] = field(default_factory=dict)  # where the text came from
-
-
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "x"
+
+
+def bucketed(items: list[tuple[str, Prepared]], token_budget: int):
+    """The batches of one segment's (key, Prepared), bucketed by length under the token budget
+    (`bucket_batches`): the same items and budget give the same batches, so the same bytes."""
+    key_of = {p.index: k for k, p in items}
+    return [[(key_of[p.index], p) for p in b]
+            for b in bucket_batches([p for _, p in items], token_budget)]  # fmt: skip
 
 
 def _plan(encoder: Encoder, items: list[tuple[str, Prepared]], cfg: ExtractConfig, seg_tokens):
@@ -58,28 +51,15 @@ def _plan(encoder: Encoder, items: list[tuple[str, Prepared]], cfg: ExtractConfi
                 segments.append(current)
                 current, size = [], 0
     else:
-        by_index = {p.index: k for k, p in items}
-        ordered = sorted((p for _, p in items), key=lambda p: (p.length, p.index))
-        chunk: list[Prepared] = []
-        for p in ordered:
-            chunk.append(p)
-            size += p.length
+        chunk: list[tuple[str, Prepared]] = []
+        for kp in sorted(items, key=lambda kp: (kp[1].length, kp[1].index)):
+            chunk.append(kp)
+            size += kp[1].length
             if size >= seg_tokens:
-                segments.append(
-                    [
-                        [(by_index[q.index], q) for q in b]
-                        for b in bucket_batches(chunk, cfg.token_budget)
-                    ]
-                )
+                segments.append(bucketed(chunk, cfg.token_budget))
                 chunk, size = [], 0
         if chunk:
-            segments.append(
-                [
-                    [(by_index[q.index], q) for q in b]
-                    for b in bucket_batches(chunk, cfg.token_budget)
-                ]
-            )
-        current = []
+            segments.append(bucketed(chunk, cfg.token_budget))
     if current:
         segments.append(current)
     return segments
@@ -140,21 +120,30 @@ def extract(
     *,
     task: str | None,
     split: str | None,
-    config: ExtractConfig = ExtractConfig(),
+    config: ExtractConfig,
     name: str | None = None,
+    source: dict[str, Any] | None = None,
     runner: Callable[..., None] | None = None,
 ) -> FeatureSetInfo:
     """Encode `texts` (skipping what the store holds) and record them as one feature set.
 
-    runner: how the planned segments are encoded and written; None: here, in this process;
-    `extractor.ray_run.RayRunner`: on a pool of Ray actors, each writing its own segments.
+    config: how to batch and store (dtype, tiles, token_budget, segment_tokens, batch_size,
+    progress); `encoder` was loaded from its encoder options. source: where the texts came
+    from (recorded in the manifest). runner: how the planned segments are encoded and written;
+    None: here, in this process; `extractor.ray_run.RayRunner`: on a pool of Ray actors, each
+    writing its own segments.
     """
     from tqdm import tqdm
 
     if not texts:
         raise ValueError("nothing to extract: the input holds no examples")
-    # of the segments this run writes; tiles checked now, not after the first segment's encoding
-    fmt = (config.dtype, check_tiles(config.tiles, "ExtractConfig"))
+    carried = encoder.identity.get("batch_size", config.batch_size) if encoder.ordered else None
+    if carried not in (None, config.batch_size):
+        raise ValueError(
+            f"ExtractConfig.batch_size: the encoder carries its state across batches of "
+            f"{carried} examples (its identity), the config plans batches of {config.batch_size}"
+        )
+    fmt = (config.dtype, config.tiles)  # of the segments this run writes (checked by the config)
     bytes_per_token = token_bytes(config.dtype, encoder.num_layers, encoder.dim)
     seg_tokens = config.segment_tokens or max(256, (64 << 20) // bytes_per_token)
     pool = store.ensure_pool(encoder.identity, config.dtype, encoder.num_layers, encoder.dim)
@@ -212,7 +201,7 @@ def extract(
             **({"quantization": quant.SCHEME} if config.dtype == "int8" else {}),
             "num_layers": encoder.num_layers,
             "dim": encoder.dim,
-            "source": config.source,
+            "source": source or {},
             "extractor": {
                 "version": EXTRACTOR_VERSION,
                 "ordered": encoder.ordered,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from extractor.options import ENCODER_FORMS, encoder_family
+from extractor import ENCODER_FORMS, encoder_family
 from options import check, option
 from tasks.registry import TASK_NAMES
 

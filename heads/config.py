@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from extractor import PAIR_ENCODINGS
 from options import check, option
 from tasks.registry import TASK_NAMES
 
@@ -33,7 +34,7 @@ class TrainConfig:
     pair_encoding: str | None = option(
         None,
         "pick the joint or separate feature sets when both exist",
-        choices=("joint", "separate"),
+        choices=PAIR_ENCODINGS,
     )
     featureset: str | None = option(None, "feature-set id prefix, when several match")
     layer: int | None = option(None, "the layer a probe reads (default: a scalar mix)", ge=0)
@@ -55,7 +56,7 @@ class TrainConfig:
         for name in ("store", "encoder", "task", "head", "data", "out"):
             if not getattr(self, name):
                 raise ValueError(f"TrainConfig.{name}: expected a non-empty string")
-        from extractor.options import encoder_family
+        from extractor import encoder_family
         from tasks import get_task
 
         from .registry import check_head

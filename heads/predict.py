@@ -97,20 +97,19 @@ def predict_texts(
     device: str | None = None,
 ) -> list:  # fmt: skip
     """Extract `texts` (a text file, as `snowfire extract --input` reads it) with the run's
-    encoder, then predict them with the run's head."""
-    from extractor import run_extract
+    encoder (every option its identity records: `ExtractConfig.from_identity`), then predict
+    them with the run's head."""
+    from extractor import ExtractConfig, run_extract
 
     _, meta = load_head(run)
-    encoder = meta["encoder"]
-    spec = encoder.get("spec")
-    if not spec:
-        raise ValueError(f"{run}: head.json names no encoder spec to extract {texts} with")
     with tempfile.TemporaryDirectory(prefix="snowfire-predict-") as tmp:
         target = store or str(Path(tmp) / "store")
-        (info,) = run_extract({
-            "encoder": spec, "store": target, "input": str(texts), "progress": False,
-            "pair_encoding": encoder.get("pair_encoding") or "joint", "dtype": meta["dtype"],
-            "device": device, "max_length": encoder.get("max_length"),
-            "elmo_state": encoder.get("state_policy") or "fixed",
-        })  # fmt: skip
+        try:
+            config = ExtractConfig.from_identity(
+                meta["encoder"], store=target, input=str(texts), dtype=meta["dtype"],
+                device=device, progress=False,
+            )  # fmt: skip
+        except ValueError as err:
+            raise ValueError(f"{run}/head.json: cannot extract {texts}: {err}") from err
+        (info,) = run_extract(config)
         return predict_featureset(run, target, info.id, out)

@@ -1,6 +1,6 @@
 """The kinds of job, in one place: what each runs, the config its params fill, what it needs.
 
-    extract   `snowfire extract`: extractor.ExtractOptions -> {"featuresets": [summaries]}
+    extract   `snowfire extract`: extractor.ExtractConfig   -> {"featuresets": [summaries]}
     train     `snowfire train`:   heads.TrainConfig       -> {split: {metric: value}}
     finetune  `snowfire finetune`: finetune.FinetuneConfig -> {split: {metric: value}}
     compare   `snowfire compare`:  compare.CompareConfig   -> {"table", "results", "verdicts"}
@@ -18,9 +18,10 @@ from typing import Any
 
 
 def _run_extract(params: dict[str, Any]) -> dict[str, Any]:
-    from extractor import run_extract
+    from extractor import ExtractConfig, run_extract
 
-    return {"featuresets": [info.summary() for info in run_extract(params)]}
+    made = run_extract(ExtractConfig(**params))
+    return {"featuresets": [info.summary() for info in made]}
 
 
 def _run_train(params: dict[str, Any]) -> dict[str, Any]:
@@ -48,9 +49,9 @@ def _compare_config() -> type:
 
 
 def _extract_config() -> type:
-    from extractor.options import ExtractOptions
+    from extractor import ExtractConfig
 
-    return ExtractOptions
+    return ExtractConfig
 
 
 def _train_config() -> type:

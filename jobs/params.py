@@ -1,6 +1,6 @@
 """A job's `params`, checked at submission: the matching command's options by name.
 
-    extract   the fields of `extractor.ExtractOptions` (encoder, task, data, split, input, ...)
+    extract   the fields of `extractor.ExtractConfig` (encoder, task, data, split, input, ...)
     train     the fields of `heads.TrainConfig` (encoder, task, head, data, out, epochs, ...)
     finetune  the fields of `finetune.FinetuneConfig` (encoder, task, data, out, epochs, ...)
 
@@ -117,6 +117,9 @@ def _extract(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
 
 
 def _extract_files(p: dict[str, Any]) -> None:
+    from extractor import ExtractConfig
+
+    ExtractConfig(**p).check_inputs()  # a job, as the command, names what to read
     if p["input"] is not None:
         if not Path(p["input"]).is_file():
             raise ValueError(f"input: no file {p['input']}")

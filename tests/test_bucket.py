@@ -37,7 +37,8 @@ def _texts(n=40, seed=0):
 
 def _extract(tiny_bert_dir, store, dtype="float16", texts=None, tiles="token"):
     enc = HFEncoder(tiny_bert_dir, name="tiny", spec=f"hf:{tiny_bert_dir}")
-    cfg = ExtractConfig(progress=False, dtype=dtype, segment_tokens=120, tiles=tiles)
+    cfg = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store.path), progress=False,
+                        dtype=dtype, segment_tokens=120, tiles=tiles)  # fmt: skip
     return extract(enc, texts or _texts(), store, task=None, split=None, config=cfg)
 
 
@@ -304,8 +305,9 @@ def real_get(url, rel):
 def test_reads_across_shards_of_one_segment(tiny_bert_dir, local_s3, tmp_path):
     texts = _texts(n=400, seed=5)  # one segment of several shards of 2,048 tokens
     enc = HFEncoder(tiny_bert_dir, name="tiny", spec=f"hf:{tiny_bert_dir}")
-    cfg = ExtractConfig(progress=False, dtype="float32", segment_tokens=10**6)
     local = Store(tmp_path / "local")
+    cfg = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(local.path), progress=False,
+                        dtype="float32", segment_tokens=10**6)  # fmt: skip
     info = extract(enc, texts, local, task=None, split=None, config=cfg)
     extract(enc, texts, open_store(url := local_s3()), task=None, split=None, config=cfg)
     shards = [n for n in _objects(BucketStore(url)) if "/features/c/" in n]

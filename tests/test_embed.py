@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -62,7 +63,7 @@ def load_meta(body: bytes) -> dict:
 def test_embed_and_extract_share_one_pool_and_give_the_same_bytes(service, tiny_bert_dir, tmp_path):
     """Texts embedded first, then extracted as a file: the feature set lists the embed keys and
     reads the embed bytes, and a fresh store extracting the same file holds the same bytes."""
-    from extractor import run_extract
+    from extractor import ExtractConfig, run_extract
 
     client, store = service
     texts = _sentences(12, 1) + ["the dog plays", "the dog plays"]
@@ -70,8 +71,8 @@ def test_embed_and_extract_share_one_pool_and_give_the_same_bytes(service, tiny_
     path = tmp_path / "texts.txt"
     path.write_text("\n".join(texts) + "\n")
     for target in (store.path, tmp_path / "fresh"):
-        (info,) = run_extract({"encoder": f"hf:{tiny_bert_dir}", "input": str(path),
-                               "store": str(target), "progress": False})  # fmt: skip
+        (info,) = run_extract(ExtractConfig(encoder=f"hf:{tiny_bert_dir}", input=str(path),
+                                            store=str(target), progress=False))  # fmt: skip
         got = Store(target).read(info.id, indices=list(range(len(texts))))
         assert got.keys == embedded.keys, target
         assert np.array_equal(got.offsets, embedded.offsets)
@@ -144,11 +145,11 @@ def test_without_an_encoder_the_error_says_how_to_start_one(tmp_path):
 def test_concurrent_requests_are_micro_batched_and_a_shared_text_encoded_once(
     tiny_bert_dir, tmp_path
 ):
-    from api.embed import EmbedWorker
-    from extractor.base import TextInput
+    from extractor import EmbedWorker, ExtractConfig, TextInput
 
     store = Store(tmp_path / "store")
-    worker = EmbedWorker(store, f"hf:{tiny_bert_dir}", max_wait_ms=400)
+    config = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store.path), progress=False)
+    worker = EmbedWorker(store, config, max_wait_ms=400)
     texts = [TextInput(tuple(s.split())) for s in _sentences(8, 2)]
     shared = TextInput(("the", "quick", "brown", "fox"))
     hits, errors = {}, []
@@ -178,7 +179,7 @@ def test_concurrent_requests_are_micro_batched_and_a_shared_text_encoded_once(
     assert sorted(stored) == sorted(set(keys))  # nine examples stored once each
     # each request's own result equals the text encoded alone, to fp16 rounding
     solo_store = Store(tmp_path / "solo")
-    solo = EmbedWorker(solo_store, f"hf:{tiny_bert_dir}", max_wait_ms=0)
+    solo = EmbedWorker(solo_store, replace(config, store=str(solo_store.path)), max_wait_ms=0)
     for text in texts[:3]:
         key = solo.keys([text], "joint")
         solo.ensure([text], key, "joint")

@@ -10,11 +10,16 @@ from cache import Store
 from extractor import ExtractConfig, TextInput, extract
 from extractor.hf import HFEncoder
 
-QUIET = ExtractConfig(progress=False, dtype="float32")
-
 
 def _encoder(path, **kw):
     return HFEncoder(path, name="tiny", spec=f"hf:{path}", **kw)
+
+
+def _quiet(enc, store, **kw) -> ExtractConfig:
+    """The config of a quiet float32 extraction with `enc` (its encoder options are the
+    encoder's, already loaded) into `store`."""
+    return ExtractConfig(encoder=enc.identity["spec"], store=str(store.path), progress=False,
+                         dtype="float32", **kw)  # fmt: skip
 
 
 def _reference(path, words_a, words_b=None):
@@ -36,7 +41,8 @@ def test_store_matches_plain_forward(tiny_bert_dir, tmp_path):
         TextInput(tuple("a man plays guitar".split()), tuple("someone playing piano".split())),
         TextInput(tuple("dogs runs".split())),  # "dogs" -> dog ##s: two pieces, one word
     ]
-    info = extract(enc, texts, Store(tmp_path / "s"), task=None, split=None, config=QUIET)
+    store = Store(tmp_path / "s")
+    info = extract(enc, texts, store, task=None, split=None, config=_quiet(enc, store))
     assert (info.num_examples, info.num_layers, info.dim) == (3, 3, 32)
     batch = Store(tmp_path / "s").read(info.id, indices=[0, 1, 2])
     for i, t in enumerate(texts):
@@ -53,9 +59,8 @@ def test_store_matches_plain_forward(tiny_bert_dir, tmp_path):
 def test_long_input_is_windowed_not_truncated(tiny_bert_dir, tmp_path):
     enc = _encoder(tiny_bert_dir, max_length=16)
     words = tuple(("the man plays guitar in the park and " * 6).split())  # 48 words
-    info = extract(
-        enc, [TextInput(words)], Store(tmp_path / "s"), task=None, split=None, config=QUIET
-    )
+    store = Store(tmp_path / "s")
+    info = extract(enc, [TextInput(words)], store, task=None, split=None, config=_quiet(enc, store))
     batch = Store(tmp_path / "s").read(info.id, indices=[0])
     assert batch.offsets[-1] == len(words) + 2
     assert batch.word_ids[1:-1].tolist() == list(range(len(words)))
@@ -67,9 +72,8 @@ def test_long_input_is_windowed_not_truncated(tiny_bert_dir, tmp_path):
 def test_separate_pairs_concatenate_two_sequences(tiny_bert_dir, tmp_path):
     enc = _encoder(tiny_bert_dir, pair_encoding="separate")
     a, b = tuple("a man plays guitar".split()), tuple("someone runs".split())
-    info = extract(
-        enc, [TextInput(a, b)], Store(tmp_path / "s"), task=None, split=None, config=QUIET
-    )
+    store = Store(tmp_path / "s")
+    info = extract(enc, [TextInput(a, b)], store, task=None, split=None, config=_quiet(enc, store))
     batch = Store(tmp_path / "s").read(info.id, indices=[0])
     assert batch.pair_starts.tolist() == [6]
     np.testing.assert_allclose(batch.example(0)[:6], _reference(tiny_bert_dir, list(a)), atol=1e-5)
@@ -81,8 +85,8 @@ def test_same_text_is_computed_once(tiny_bert_dir, tmp_path):
     enc = _encoder(tiny_bert_dir)
     store = Store(tmp_path / "s")
     t = TextInput(tuple("the dog runs".split()), tuple("a cat runs".split()))
-    first = extract(enc, [t, t], store, task="sick-e", split="dev", config=QUIET)
-    second = extract(enc, [t], store, task="sick-r", split="dev", config=QUIET)
+    first = extract(enc, [t, t], store, task="sick-e", split="dev", config=_quiet(enc, store))
+    second = extract(enc, [t], store, task="sick-r", split="dev", config=_quiet(enc, store))
     assert first.encoder_id == second.encoder_id
     assert store.featureset_keys(first.id) == store.featureset_keys(second.id) * 2
     segments = list((store.path / "pools" / first.encoder_id / "segments").iterdir())
@@ -90,15 +94,10 @@ def test_same_text_is_computed_once(tiny_bert_dir, tmp_path):
 
 
 def test_empty_text_is_refused(tiny_bert_dir, tmp_path):
+    enc, store = _encoder(tiny_bert_dir), Store(tmp_path / "s")
     with pytest.raises(ValueError, match="example 1: empty text"):
-        extract(
-            _encoder(tiny_bert_dir),
-            [TextInput(("a",)), TextInput(())],
-            Store(tmp_path / "s"),
-            task=None,
-            split=None,
-            config=QUIET,
-        )
+        extract(enc, [TextInput(("a",)), TextInput(())], store, task=None, split=None,
+                config=_quiet(enc, store))  # fmt: skip
 
 
 def test_tiles_option_writes_either_layout_and_reads_the_same(tiny_bert_dir, tmp_path):
@@ -138,12 +137,15 @@ def test_tiles_option_writes_either_layout_and_reads_the_same(tiny_bert_dir, tmp
 
 
 def test_unknown_tiles_are_refused_before_anything_is_encoded(tiny_bert_dir, tmp_path):
+    """The config refuses the value when built, so no extraction starts with it."""
     enc = _encoder(tiny_bert_dir)
     calls = []
     real = enc.encode
     enc.encode = lambda *a, **k: calls.append(1) or real(*a, **k)
-    with pytest.raises(ValueError, match=r"ExtractConfig: tiles 'row', expected one of"):
-        extract(enc, [TextInput(("a", "dog"))], Store(tmp_path / "s"), task=None, split=None,
-                config=ExtractConfig(progress=False, tiles="row"))  # fmt: skip
+    store = Store(tmp_path / "s")
+    with pytest.raises(ValueError, match=r"ExtractConfig.tiles: expected one of token, layer, "
+                       r"got 'row'"):  # fmt: skip
+        extract(enc, [TextInput(("a", "dog"))], store, task=None, split=None,
+                config=_quiet(enc, store, tiles="row"))  # fmt: skip
     assert not calls
     assert not list((tmp_path / "s").glob("pools/*/segments/*"))

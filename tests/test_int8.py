@@ -166,23 +166,17 @@ def test_service_sends_int8_and_the_client_dequantises(store):
 
 
 def test_extract_int8_matches_the_float32_extraction(tiny_bert_dir, tmp_path):
+    from dataclasses import replace
+
     from extractor import ExtractConfig, TextInput, extract
     from extractor.hf import HFEncoder
 
     texts = [TextInput(tuple("the quick brown fox".split())), TextInput(("a", "b"), ("c",))]
     enc = HFEncoder(tiny_bert_dir, name="tiny", spec=f"hf:{tiny_bert_dir}")
     store = Store(tmp_path / "s")
-    f32 = extract(
-        enc,
-        texts,
-        store,
-        task=None,
-        split=None,
-        config=ExtractConfig(progress=False, dtype="float32"),
-    )
-    i8 = extract(
-        enc, texts, store, task=None, split=None, config=ExtractConfig(progress=False, dtype="int8")
-    )
+    cfg = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store.path), progress=False)
+    f32 = extract(enc, texts, store, task=None, split=None, config=replace(cfg, dtype="float32"))
+    i8 = extract(enc, texts, store, task=None, split=None, config=replace(cfg, dtype="int8"))
     assert f32.encoder_id != i8.encoder_id  # one pool per dtype
     assert i8.manifest["dtype"] == "int8" and i8.manifest["quantization"] == quant.SCHEME
     want = store.read(f32.id, indices=[0, 1]).features

@@ -34,9 +34,9 @@ def test_a_moved_or_renamed_model_folder_keeps_its_key(tiny_bert_dir, copy_of, t
     moved = copy_of("elsewhere")
     assert _pool(moved) == _pool(tiny_bert_dir)
     store = Store(tmp_path / "store")
-    cfg = ExtractConfig(progress=False)
     for model in (tiny_bert_dir, moved):
         enc = HFEncoder(model, name=str(model), spec=f"hf:{model}")
+        cfg = ExtractConfig(encoder=f"hf:{model}", store=str(store.path), progress=False)
         extract(enc, TEXTS, store, task=None, split=None, config=cfg, name=model.name)
     sets = store.list_featuresets()
     assert len(sets) == 2 and sets[0].encoder_id == sets[1].encoder_id
@@ -131,7 +131,7 @@ def test_the_elmo_state_policy_changes_the_key():
 def test_a_store_of_the_older_format_is_refused_on_read_and_on_write(tiny_bert_dir, tmp_path):
     store = Store(tmp_path / "old")
     enc = HFEncoder(tiny_bert_dir, name="tiny", spec="tiny")
-    cfg = ExtractConfig(progress=False)
+    cfg = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store.path), progress=False)
     extract(enc, TEXTS, store, task=None, split=None, config=cfg)
     root = store.path / "zarr.json"
     meta = json.loads(root.read_text())

@@ -36,7 +36,7 @@ def test_golden_norms_through_the_store(minilm, tmp_path):
         store,
         task=None,
         split=None,
-        config=ExtractConfig(progress=False),
+        config=ExtractConfig(encoder="minilm", store=str(store.path), progress=False),
     )
     feats = store.read(info.id, indices=[0]).example(0).astype(np.float32)  # (12, 7, 384)
     assert feats.shape == (12, 7, 384)

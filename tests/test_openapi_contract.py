@@ -29,15 +29,15 @@ def _schemathesis() -> str:
 
 
 def test_the_service_keeps_its_openapi_contract(tiny_bert_dir, tmp_path):
-    from extractor import run_extract
+    from extractor import ExtractConfig, run_extract
     from jobs import python_command
     from tests.test_finetune_e2e import write_sst2
 
     write_sst2(tmp_path / "tasks")
     texts = tmp_path / "texts.txt"
     texts.write_text("the dog runs\na man plays the guitar\nsomeone eats food\n")
-    run_extract({"encoder": f"hf:{tiny_bert_dir}", "input": str(texts),
-                           "store": str(tmp_path / "store"), "progress": False})  # fmt: skip
+    run_extract(ExtractConfig(encoder=f"hf:{tiny_bert_dir}", input=str(texts),
+                              store=str(tmp_path / "store"), progress=False))  # fmt: skip
     port = free_port()
     env = {**os.environ, "SNOWFIRE_API_KEYS": f"{KEY}:write", "SNOWFIRE_LOG_LEVEL": "warning"}
     service = subprocess.Popen(

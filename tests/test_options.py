@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from cli.main import build_parser, main
-from extractor import ExtractConfig, ExtractOptions
+from extractor import ExtractConfig, run_extract
 from finetune import FinetuneConfig
 from heads import TrainConfig
 from options import check, option
@@ -93,18 +93,28 @@ def test_train_config_refuses_bad_values_when_built(change, message):
     assert TrainConfig(**(TRAIN | {"head": "probe", "layer": 2})).layer == 2
 
 
-def test_extract_options_checks():
+def test_extract_config_checks():
     base = dict(encoder="minilm", store="s")
     with pytest.raises(ValueError, match="give either 'task'"):
-        ExtractOptions(**base)
+        run_extract(ExtractConfig(**base))  # encodes texts handed over; the command needs some
     with pytest.raises(ValueError, match="give either 'task'"):
-        ExtractOptions(**base, task="sst2", data="d", input="t.txt")
-    with pytest.raises(ValueError, match="ExtractOptions.data: task 'sst2' needs"):
-        ExtractOptions(**base, task="sst2")
-    with pytest.raises(ValueError, match="ExtractOptions.token_budget: expected >= 1, got 0"):
-        ExtractOptions(**base, input="t.txt", token_budget=0)
-    with pytest.raises(ValueError, match="ExtractOptions.split: expected one of train, dev, test"):
-        ExtractOptions(**base, task="sst2", data="d", split=["val"])
+        ExtractConfig(**base).check_inputs()
+    with pytest.raises(TypeError, match="run_extract: expected an ExtractConfig, got dict"):
+        run_extract({**base, "input": "t.txt"})
+    with pytest.raises(ValueError, match="give either 'task'"):
+        ExtractConfig(**base, task="sst2", data="d", input="t.txt")
+    with pytest.raises(ValueError, match="ExtractConfig.data: task 'sst2' needs"):
+        ExtractConfig(**base, task="sst2")
+    with pytest.raises(ValueError, match="ExtractConfig.token_budget: expected >= 1, got 0"):
+        ExtractConfig(**base, input="t.txt", token_budget=0)
+    with pytest.raises(ValueError, match="ExtractConfig.split: expected one of train, dev, test"):
+        ExtractConfig(**base, task="sst2", data="d", split=["val"])
+    with pytest.raises(ValueError, match="ExtractConfig.dtype: expected one of float16, float32, "
+                       "int8, got 'bfloat16'"):  # fmt: skip
+        ExtractConfig(**base, dtype="bfloat16")
+    with pytest.raises(ValueError, match="ExtractConfig.elmo_state: expected one of fixed, "
+                       "stateful, got 'carried'"):  # fmt: skip
+        ExtractConfig(**base, elmo_state="carried")
 
 
 def _cli_default(command: str, dest: str):
@@ -113,10 +123,12 @@ def _cli_default(command: str, dest: str):
 
 
 def test_one_default_for_each_option_everywhere():
+    from api.settings import Settings
     from jobs.params import params_model
 
-    budget = ExtractOptions.__dataclass_fields__["token_budget"].default
-    assert budget == ExtractConfig().token_budget == 8192
+    budget = ExtractConfig.__dataclass_fields__["token_budget"].default
+    assert budget == ExtractConfig(encoder="minilm", store="s").token_budget == 8192
+    assert Settings.model_fields["embed_token_budget"].default == budget  # the embed service's
     assert params_model("extract").model_fields["token_budget"].default == budget
     assert f"(default: {budget})" in _cli_default("extract", "token_budget").help
     assert params_model("train").model_fields["epochs"].default == TrainConfig(**TRAIN).epochs
@@ -151,5 +163,5 @@ def test_the_cli_parser_loads_no_heavy_package_and_train_stays_a_function():
 
 
 def test_a_path_is_taken_for_a_str_field(tmp_path):
-    opts = ExtractOptions(encoder="minilm", store=tmp_path / "s", input=tmp_path / "t.txt")
+    opts = ExtractConfig(encoder="minilm", store=tmp_path / "s", input=tmp_path / "t.txt")
     assert opts.store == str(tmp_path / "s") and isinstance(opts.input, str)

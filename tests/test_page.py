@@ -39,13 +39,13 @@ def _browser():
 @pytest.fixture
 def service(tiny_bert_dir, tmp_path):
     """A service over a home with one feature set and one queued job (no worker runs it)."""
-    from extractor import run_extract
+    from extractor import ExtractConfig, run_extract
     from jobs import python_command
 
     texts = tmp_path / "texts.txt"
     texts.write_text("the dog runs\na man plays the guitar\n")
-    (info,) = run_extract({"encoder": f"hf:{tiny_bert_dir}", "input": str(texts),
-                           "store": str(tmp_path / "store"), "progress": False})  # fmt: skip
+    (info,) = run_extract(ExtractConfig(encoder=f"hf:{tiny_bert_dir}", input=str(texts),
+                                        store=str(tmp_path / "store"), progress=False))  # fmt: skip
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "SNOWFIRE_API_KEYS": f"{KEY}:write", "SNOWFIRE_LOG_LEVEL": "warning"}

@@ -49,12 +49,15 @@ def _texts(n=48):
     ]
 
 
-CFG = ExtractConfig(progress=False, segment_tokens=100)
+def _config(tiny_bert_dir, store) -> ExtractConfig:
+    return ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store), progress=False,
+                         segment_tokens=100)  # fmt: skip
 
 
 def _single(tiny_bert_dir, root: Path):
     enc = load_encoder(f"hf:{tiny_bert_dir}")
-    return extract(enc, _texts(), Store(root), task=None, split=None, config=CFG)
+    return extract(enc, _texts(), Store(root), task=None, split=None,
+                   config=_config(tiny_bert_dir, root))  # fmt: skip
 
 
 def _on_ray(tiny_bert_dir, store: str, factory=None):
@@ -62,8 +65,8 @@ def _on_ray(tiny_bert_dir, store: str, factory=None):
     runner = RayRunner(factory or functools.partial(load_encoder, spec), store, actors=2)
     try:
         return extract(
-            load_encoder(spec), _texts(), open_store(store), task=None, split=None, config=CFG,
-            runner=runner,
+            load_encoder(spec), _texts(), open_store(store), task=None, split=None,
+            config=_config(tiny_bert_dir, store), runner=runner,
         )  # fmt: skip
     finally:
         runner.close()

@@ -94,7 +94,8 @@ def pair_store(tiny_bert_dir, tmp_path):
              ("someone eats food in the park", "people eat")]  # fmt: skip
     texts = [TextInput(tuple(a.split()), tuple(b.split())) for a, b in pairs]
     info = extract(load_encoder(f"hf:{tiny_bert_dir}"), texts, store, task=None, split=None,
-                   config=ExtractConfig(progress=False))  # fmt: skip
+                   config=ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store.path),
+                                        progress=False))  # fmt: skip
     return store, info.id
 
 

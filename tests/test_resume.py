@@ -97,7 +97,7 @@ def test_leftover_temporary_segment_is_ignored_and_cleaned(tiny_bert_dir, tmp_pa
 
     enc = HFEncoder(tiny_bert_dir, name="tiny", spec="tiny")
     store = Store(tmp_path / "s")
-    cfg = ExtractConfig(progress=False)
+    cfg = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store.path), progress=False)
     info = extract(enc, [TextInput(("the", "dog"))], store, task=None, split=None, config=cfg)
     seg_dir = store.path / "pools" / info.encoder_id / "segments"
     junk = seg_dir / ".tmp-deadbeef-1"

@@ -6,14 +6,13 @@ Data flow: words -> `batch_to_ids` (char ids) -> `ElmoBiLM` (char CNN, biLSTM) -
 
 from .bilm import ElmoBiLM
 from .chars import batch_to_ids, sentence_to_ids, word_to_ids
-from .encoder import STATE_POLICIES, ElmoEncoder, resolve_spec
+from .encoder import ElmoEncoder, resolve_spec
 from .lstm import LstmState
 from .options import ElmoFileError, ElmoOptions, parse_options, read_options
 from .state import WARMUP_SENTENCES
 from .weights import expected_shapes, read_weights
 
 __all__ = [
-    "STATE_POLICIES",
     "WARMUP_SENTENCES",
     "ElmoBiLM",
     "ElmoEncoder",

@@ -20,12 +20,11 @@ import numpy as np
 import torch
 
 from ..base import EXTRACTOR_VERSION, Encoded, Prepared, TextInput
+from ..config import BATCH_SIZE, STATE_POLICIES
 from .bilm import ElmoBiLM
 from .chars import pad_ids, sentence_to_ids
 from .lstm import LstmState
 from .state import CarriedState, broadcast_state, warmup_sha256, warmup_state
-
-STATE_POLICIES = ("fixed", "stateful")
 
 
 def _file_sha256(path: Path) -> str:
@@ -84,7 +83,7 @@ class ElmoEncoder:
         options_sha256: str,
         weights_sha256: str,
         state: str = "fixed",
-        batch_size: int = 32,
+        batch_size: int = BATCH_SIZE,
         device: str | None = None,
     ) -> None:
         if state not in STATE_POLICIES:
@@ -117,7 +116,12 @@ class ElmoEncoder:
 
     @classmethod
     def from_spec(
-        cls, spec: str, *, state: str = "fixed", batch_size: int = 32, device: str | None = None
+        cls,
+        spec: str,
+        *,
+        state: str = "fixed",
+        batch_size: int = BATCH_SIZE,
+        device: str | None = None,
     ) -> ElmoEncoder:
         """Load from `OPTIONS.json,WEIGHTS.hdf5` or a directory holding both."""
         options_file, weight_file = resolve_spec(spec)

@@ -1,13 +1,14 @@
-"""Compute-and-cache embedding: texts in, all-layer features out, misses written to the store.
+"""Compute-and-cache embedding (`POST /v1/embed`): texts in, misses encoded and stored.
 
-A request's examples get the content keys `snowfire extract` gives them (same pool: encoder
+The worker is built from an `ExtractConfig` (encoder, options, dtype, tiles, token budget), so
+a request's examples get the content keys `snowfire extract` gives them (same pool: encoder
 identity + dtype; same key: the canonical words). Hits are read from the store. Misses go to one
-encoder thread, which takes every request waiting (up to a token budget, waiting at most
-`max_wait_ms` for more after the first), encodes the union of their misses in `extract`'s
-batches (bucketed by length under the same token budget), commits them as one segment under the
-pool's write lock and wakes the requests, which then read everything from the store. So a text
-gives the same bytes whichever way it entered the store, and is encoded once however many
-requests ask for it at the same time.
+encoder thread, which takes every request waiting (up to the token budget, waiting at most
+`max_wait_ms` for more after the first), encodes the union of their misses by `extract`'s own
+path (`bucketed` batches under the same token budget, `encode_segment`), commits them as one
+segment under the pool's write lock and wakes the requests, which then read everything from
+the store. So a text gives the same bytes whichever way it entered the store, and is encoded
+once however many requests ask for it at the same time.
 """
 
 from __future__ import annotations
@@ -17,17 +18,16 @@ import queue
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cache import Store, digest, example_key
-from extractor.base import Encoder, TextInput
-from extractor.batching import bucket_batches
+
+from .base import Encoder, TextInput
+from .config import ExtractConfig
+from .encoders import load_encoder
+from .run import bucketed, encode_segment
 
 log = logging.getLogger(__name__)
-
-
-class EmbedUnavailableError(RuntimeError):
-    """The service was started without an encoder (503)."""
 
 
 @dataclass
@@ -40,25 +40,22 @@ class _Job:
 
 
 class EmbedWorker:
-    """One encoder per pair encoding, one thread encoding for every request."""
+    """One encoder per pair encoding, one thread encoding for every request.
+
+    config: the encoder and how to store (its store, task and input are not read: the worker
+    writes to `store`, the texts come with the requests); each pair encoding a request asks
+    for loads the config's encoder with that pair encoding."""
 
     def __init__(
         self,
         store: Store,
-        spec: str,
+        config: ExtractConfig,
         *,
-        dtype: str = "float16",
-        token_budget: int = 4096,
         max_wait_ms: float = 5.0,
-        device: str | None = None,
-        loader=None,
         on_batch=None,
     ):
-        from extractor.encoders import load_encoder
-
-        self.store, self.spec, self.dtype = store, spec, dtype
-        self.token_budget, self.max_wait = token_budget, max_wait_ms / 1000.0
-        self._load = loader or (lambda pair: load_encoder(spec, pair_encoding=pair, device=device))
+        self.store, self.config = store, config
+        self.max_wait = max_wait_ms / 1000.0
         self._encoders: dict[str, Encoder] = {}
         self._pools: dict[str, str] = {}
         self._load_lock = threading.Lock()
@@ -67,20 +64,21 @@ class EmbedWorker:
         self._on_batch = on_batch or (lambda n: None)  # examples per round, for /metrics
         self._thread = threading.Thread(target=self._loop, name="snowfire-embed", daemon=True)
         self._thread.start()
-        self.encoder("joint")  # load now: a bad spec fails at start, not at the first request
+        self.encoder(config.pair_encoding)  # load now: a bad spec fails at start, not later
 
     # ------------------------------------------------------------------ requests
     def encoder(self, pair_encoding: str) -> Encoder:
         with self._load_lock:
             if pair_encoding not in self._encoders:
-                enc = self._load(pair_encoding)
+                cfg = replace(self.config, pair_encoding=pair_encoding)
+                enc = load_encoder(cfg.encoder, **cfg.encoder_options())
                 if enc.ordered:
                     raise ValueError(
-                        f"encoder {self.spec!r} carries state from one example to the next "
+                        f"encoder {cfg.encoder!r} carries state from one example to the next "
                         "(ELMo --elmo-state stateful): its features depend on the other texts, "
                         "so it cannot embed texts on their own; serve a stateless encoder"
                     )
-                pool = self.store.ensure_pool(enc.identity, self.dtype, enc.num_layers, enc.dim)
+                pool = self.store.ensure_pool(enc.identity, cfg.dtype, enc.num_layers, enc.dim)
                 self._encoders[pair_encoding], self._pools[pair_encoding] = enc, pool
             return self._encoders[pair_encoding]
 
@@ -135,7 +133,7 @@ class EmbedWorker:
         """More waiting jobs, until the token budget is used or max_wait has passed."""
         more, tokens = [], first.tokens
         deadline = time.monotonic() + self.max_wait
-        while tokens < self.token_budget:
+        while tokens < self.config.token_budget:
             try:
                 job = self._queue.get(timeout=max(deadline - time.monotonic(), 0))
             except queue.Empty:
@@ -155,17 +153,14 @@ class EmbedWorker:
                 wanted.setdefault(key, text)
         with self.store.writer(pool):  # another process may have stored some meanwhile
             todo = set(self.store.missing_keys(pool, list(wanted)))
-            items = [(k, t) for k, t in wanted.items() if k in todo]
-            if not items:
+            texts = [(k, t) for k, t in wanted.items() if k in todo]
+            if not texts:
                 return
-            prepared = [encoder.prepare(i, t) for i, (_, t) in enumerate(items)]
-            out_keys, parts = [], []
-            for batch in bucket_batches(prepared, self.token_budget):
-                for p, enc in zip(batch, encoder.encode(batch), strict=True):
-                    out_keys.append(items[p.index][0])
-                    parts.append((enc.features, enc.word_ids, enc.type_ids, enc.pair_start))
+            items = [(k, encoder.prepare(i, t)) for i, (k, t) in enumerate(texts)]
+            out_keys, parts = encode_segment(encoder, bucketed(items, self.config.token_budget))
             seg_id = digest({"embed": out_keys}, 24)
-            self.store.write_segment(pool, seg_id, out_keys, parts, self.dtype)
+            self.store.write_segment(pool, seg_id, out_keys, parts, self.config.dtype,
+                                     self.config.tiles)  # fmt: skip
         self.rounds += 1
         self._on_batch(len(out_keys))
 
