@@ -154,3 +154,33 @@ def test_elmo_features_served_over_rest_train_a_head(fixture_dir, data_dir, tmp_
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["featureset"]["encoder"]["kind"] == "elmo"
     assert (config["featureset"]["num_layers"], config["featureset"]["dim"]) == (3, 32)
+
+
+def test_predict_input_on_a_stateful_run_of_another_batch_size(fixture_dir, data_dir, tmp_path):  # noqa: F811
+    """A run on stateful ELMo features extracted 3 examples per batch: `predict --input`
+    extracts the text file with the run's encoder, batch size included (its identity's), so it
+    is accepted and predicts what the same file's stored feature set predicts."""
+    spec = f"elmo:{fixture_dir}"
+    store = tmp_path / "s"
+    stateful = ["--encoder", spec, "--elmo-state", "stateful", "--batch-size", "3", "--quiet"]
+    argv = ["extract", *stateful, "--task", "sst2", "--data", str(data_dir), "--store", str(store)]
+    assert snowfire(argv) == 0
+    run = tmp_path / "run"
+    assert snowfire(["train", "--store", str(store), "--encoder", spec, "--task", "sst2",
+                     "--head", "linear", "--data", str(data_dir), "--out", str(run),
+                     "--epochs", "2", "--quiet"]) == 0  # fmt: skip
+    head = json.loads((run / "head.json").read_text())
+    assert (head["encoder"]["state_policy"], head["encoder"]["batch_size"]) == ("stateful", 3)
+    texts = tmp_path / "texts.txt"
+    texts.write_text("".join(s + "\n" for s in json.loads(
+        (fixture_dir / "sentences.json").read_text())[0]))  # fmt: skip
+    # the file's own feature set, extracted from a zero state as predict --input does
+    assert snowfire(["extract", *stateful, "--input", str(texts), "--store", str(store)]) == 0
+    (fs,) = [f for f in Store(store).list_featuresets() if f.task is None]
+    stored, extracted = tmp_path / "stored.tsv", tmp_path / "extracted.tsv"
+    assert snowfire(["predict", "--run", str(run), "--store", str(store), "--featureset", fs.id,
+                     "--out", str(stored)]) == 0  # fmt: skip
+    assert snowfire(["predict", "--run", str(run), "--input", str(texts),
+                     "--out", str(extracted)]) == 0  # fmt: skip
+    assert extracted.read_text() == stored.read_text()
+    assert len(stored.read_text().splitlines()) == 1 + fs.num_examples

@@ -115,6 +115,36 @@ def test_pairs_tokens_layers_and_pooling(service):
     assert separate["encoder_id"] != as_json["encoder_id"]  # another pool, as extract's
 
 
+def test_the_worker_and_extract_take_one_config_and_store_alike(tiny_bert_dir, tmp_path):
+    """One ExtractConfig (float32, a token budget small enough for several batches) for
+    `run_extract` and for the embed worker: the same pool, keys, offsets and bytes, bit for bit
+    (both encode by `bucketed` batches and `encode_segment`)."""
+    from extractor import EmbedWorker, ExtractConfig, TextInput, run_extract
+
+    texts = _sentences(20, 3)
+    path = tmp_path / "texts.txt"
+    path.write_text("\n".join(texts) + "\n")
+    config = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(tmp_path / "a"),
+                           input=str(path), dtype="float32", token_budget=64,
+                           progress=False)  # fmt: skip
+    (info,) = run_extract(config)
+    extracted = Store(tmp_path / "a").read(info.id, indices=list(range(len(texts))))
+    store = Store(tmp_path / "b")
+    worker = EmbedWorker(store, replace(config, store=str(store.path), input=None), max_wait_ms=0)
+    try:
+        inputs = [TextInput(tuple(t.split())) for t in texts]
+        keys = worker.keys(inputs, "joint")
+        assert worker.ensure(inputs, keys, "joint") == [False] * len(texts)
+        assert worker.pool("joint") == info.encoder_id  # the same encoder identity and dtype
+        embedded = store.read_keys(info.encoder_id, keys, None)
+    finally:
+        worker.close()
+    assert keys == extracted.keys
+    assert np.array_equal(embedded.offsets, extracted.offsets)
+    assert embedded.features.dtype == extracted.features.dtype == np.float32
+    assert embedded.features.tobytes() == extracted.features.tobytes()
+
+
 @pytest.mark.parametrize(
     ("body", "status", "words"),
     [
