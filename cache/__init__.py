@@ -21,24 +21,10 @@ from .keys import (
     identity_content,
 )
 from .provenance import versions
+from .reader import Reader, open_reader, open_store
 from .remote import RemoteStore
 from .store import Store
 from .types import STORED_DTYPES, ExampleBatch, FeatureSetInfo
-
-
-def open_store(location) -> Store:
-    """The store at a directory, or on object storage for an s3://bucket/prefix URL."""
-    from .bucket import BucketStore, is_bucket
-
-    return BucketStore(str(location)) if is_bucket(location) else Store(location)
-
-
-def open_reader(location: str):
-    """A store (open_store), or a `RemoteStore` for an http(s) URL: the same read methods."""
-    if str(location).startswith(("http://", "https://")):
-        return RemoteStore(str(location))
-    return open_store(location)
-
 
 __all__ = [
     "STORED_DTYPES",
@@ -49,6 +35,7 @@ __all__ = [
     "FeatureSetNotFoundError",
     "IncompatibleStoreError",
     "InvalidSelectionError",
+    "Reader",
     "RemoteStore",
     "RequestTooLargeError",
     "Store",

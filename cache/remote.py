@@ -260,8 +260,11 @@ def _plain(x: Any) -> Any:
 
 
 def _quote(fs_id: str) -> str:
+    """The id as one path segment; an empty one names no set (its URL is the listing's)."""
     from urllib.parse import quote
 
+    if not fs_id:
+        raise FeatureSetNotFoundError(f"no feature set {fs_id!r}")
     return quote(fs_id, safe="")
 
 

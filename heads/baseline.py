@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from cache import FeatureSetInfo
+from cache import FeatureSetInfo, Reader
 
 
-def cosine_scores(reader, info: FeatureSetInfo, layer: int = -1, batch: int = 512) -> np.ndarray:
+def cosine_scores(
+    reader: Reader, info: FeatureSetInfo, layer: int = -1, batch: int = 512
+) -> np.ndarray:
     """(n,) cosine similarity of the mean-pooled texts of each pair of a feature set."""
     layer = layer % info.num_layers
     scores = np.zeros(info.num_examples, dtype=np.float64)

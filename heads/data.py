@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from cache import ExampleBatch, FeatureSetInfo
+from cache import ExampleBatch, FeatureSetInfo, Reader
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class FeatureSource:
 
     def __init__(
         self,
-        reader,
+        reader: Reader,
         info: FeatureSetInfo,
         layers: list[int] | None,
         max_bytes: int,
