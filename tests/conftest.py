@@ -11,7 +11,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+SHARED = Path(os.environ.get("SNOWFIRE_SHARED", REPO.parent / "shared"))  # a worktree: set it
 DATA = SHARED / "data"
 FIXTURES = SHARED / "fixtures"
 
