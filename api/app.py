@@ -119,22 +119,12 @@ def create_app(
     return app
 
 
-def serve(
-    store_dir: str | os.PathLike | None = None,
-    host: str | None = None,
-    port: int | None = None,
-    home: str | os.PathLike | None = None,
-    encoder: str | None = None,
-    device: str | None = None,
-    ray: str | None = None,
-    ray_slots: int | None = None,
-) -> None:
-    """Run the service with uvicorn until interrupted; None takes the SNOWFIRE_* setting."""
+def serve(settings: Settings | None = None) -> None:
+    """Run the service with uvicorn until interrupted (default settings: the SNOWFIRE_*
+    environment's)."""
     import uvicorn
 
-    given = {"store": store_dir, "host": host, "port": port, "home": home, "encoder": encoder,
-             "device": device, "ray": ray, "ray_slots": ray_slots}  # fmt: skip
-    settings = Settings(**{k: v for k, v in given.items() if v is not None})
+    settings = settings or Settings()
     uvicorn.run(
         create_app(settings=settings),
         host=settings.host,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -14,10 +14,13 @@ from extractor import TOKEN_BUDGET
 MAX_JSON_VALUES = 100_000
 #: Default cap on the bytes of one safetensors response body.
 MAX_BODY_BYTES = 256 * 2**20
+#: Settings read from the environment only, never a flag: a flag's value shows in `ps`.
+ENV_ONLY = ("api_keys",)
 
 
 class Settings(BaseSettings):
-    """What `snowfire serve` needs; every field can be set as SNOWFIRE_<NAME>."""
+    """What `snowfire serve` needs; every field can be set as SNOWFIRE_<NAME>, and each but
+    `ENV_ONLY` by its flag (`--name`, derived from the field: cli/flags.py)."""
 
     model_config = SettingsConfigDict(env_prefix="SNOWFIRE_", frozen=True)
 
@@ -28,11 +31,14 @@ class Settings(BaseSettings):
     )
     store: str = Field(
         "store",
-        description="the store: a directory (default HOME/store) or s3://bucket/prefix",
+        description="the store: a directory or s3://bucket/prefix (with a home: HOME/store "
+        "unless given)",
     )
     host: str = Field("127.0.0.1", description="interface uvicorn binds")
     port: int = Field(8000, ge=0, le=65535, description="TCP port (0: any free port)")
-    log_level: str = Field("info", description="uvicorn log level (warning hides access logs)")
+    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
+        "info", description="uvicorn log level (warning hides access logs)"
+    )
     max_json_values: int = Field(
         MAX_JSON_VALUES,
         gt=0,

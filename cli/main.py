@@ -1,8 +1,10 @@
 """Argument parsing for `snowfire <command>`; each command imports its package lazily.
 
-The flags of extract, train and finetune are derived from their configs (extractor.ExtractConfig,
-heads.TrainConfig, finetune.FinetuneConfig: cli/flags.py), so a default, a choice or a help
-text is written once, and a bad value is refused when the config is built.
+Every command's flags are derived from what they fill (cli/flags.py): a config dataclass
+(extractor.ExtractConfig, heads.TrainConfig, finetune.FinetuneConfig, compare.CompareConfig,
+jobs.worker.WorkerConfig, one config per analysis) or, for serve and up, the service's settings
+(api.Settings, added only when one of them is parsed). A default, a choice or a help text is
+written once, and a bad value is refused when the config is built.
 """
 
 from __future__ import annotations
@@ -12,9 +14,7 @@ import logging
 import sys
 from pathlib import Path
 
-from jobs.kinds import JOB_KINDS
-
-from .flags import add_config_arguments, config_from_args
+from .flags import DeferredParser, add_config_arguments, add_settings_arguments, config_from_args
 from .predict import add_parser as add_predict_parser
 
 
@@ -29,24 +29,40 @@ def _extract(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settings(args: argparse.Namespace):
+    """The service's settings: the flags given, then the SNOWFIRE_* environment, then the
+    defaults (api/settings.py)."""
+    from pydantic import ValidationError
+
+    from api.settings import Settings
+    from jobs import describe_validation
+
+    given = {k: v for k, v in vars(args).items() if k in Settings.model_fields}
+    try:
+        return Settings(**given)
+    except ValidationError as err:
+        raise ValueError(f"settings: {describe_validation(err.errors())}") from None
+
+
 def _serve(args: argparse.Namespace) -> int:
     from api import serve
 
-    serve(args.store, host=args.host, port=args.port, home=args.home, encoder=args.encoder,
-          device=args.device, ray=args.ray, ray_slots=args.ray_slots)  # fmt: skip
+    serve(_settings(args))
     return 0
 
 
-def _jobs(args: argparse.Namespace) -> int:
-    """`snowfire worker` and `snowfire up`."""
+def _up(args: argparse.Namespace) -> int:
     from jobs.launcher import run_up
-    from jobs.worker import check_worker, run_worker
 
-    if args.command == "up":
-        return run_up(args.home, host=args.host, port=args.port)
-    if args.check:
-        return check_worker(args.home, args.kind, poll=args.poll, lease=args.lease)
-    return run_worker(args.home, args.kind, once=args.once, poll=args.poll, lease=args.lease)
+    settings = _settings(args)
+    return run_up(settings.home, host=settings.host, port=settings.port)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from jobs.worker import WorkerConfig, check_worker, run_worker
+
+    config = config_from_args(WorkerConfig, args)
+    return check_worker(config) if args.check else run_worker(config)
 
 
 def _print_metrics(prefix: str, metrics: dict[str, dict[str, float]], out: str) -> None:
@@ -217,47 +233,31 @@ def _add_config_command(sub, name: str, help: str, config: str, func) -> argpars
     return parser
 
 
+def _service_flags(only: tuple[str, ...] | None = None):
+    """Adds the flags of the service's settings (all, or `only` these) to a parser."""
+
+    def add(parser: argparse.ArgumentParser) -> None:
+        from api.settings import ENV_ONLY, Settings
+
+        skip = tuple(n for n in Settings.model_fields if n in ENV_ONLY or (only and n not in only))
+        add_settings_arguments(parser, Settings, skip=skip)
+
+    return add
+
+
 def _add_service(sub) -> None:
-    s = sub.add_parser("serve", help="serve a store over REST")
-    s.add_argument(
-        "--store", default=None, help="store directory or s3://bucket/prefix (env SNOWFIRE_STORE)"
-    )
-    s.add_argument("--host", default=None, help="default 127.0.0.1 (env SNOWFIRE_HOST)")
-    s.add_argument("--port", type=int, default=None, help="default 8000 (env SNOWFIRE_PORT)")
-    s.add_argument("--home", default=None, help="data directory: store + jobs (SNOWFIRE_HOME)")
-    s.add_argument(
-        "--encoder",
-        default=None,
-        help="encoder for POST /v1/embed: texts the store "
-        "lacks are computed and stored (SNOWFIRE_ENCODER; none: /v1/embed is 503)",
-    )
-    s.add_argument("--device", default=None, help="the embed encoder's device (SNOWFIRE_DEVICE)")
-    s.add_argument(
-        "--ray",
-        default=None,
-        metavar="ADDRESS",
-        help="run the jobs of --home as Ray tasks on this cluster (auto, ray://HOST:10001, or "
-        "local: start one here) instead of `snowfire worker` processes (SNOWFIRE_RAY)",
-    )
-    s.add_argument(
-        "--ray-slots", type=int, default=None, help="jobs of each kind at once on Ray (default 4)"
-    )
+    s = sub.add_parser("serve", help="serve a store over REST", add_flags=_service_flags())
     s.set_defaults(func=_serve)
 
-    w = sub.add_parser("worker", help="run queued jobs of one kind (data directory: --home)")
-    w.add_argument("--kind", required=True, choices=list(JOB_KINDS))
-    w.add_argument("--home", default=None, help="data directory (env SNOWFIRE_HOME)")
-    w.add_argument("--once", action="store_true", help="run at most one job, then exit")
-    w.add_argument("--poll", type=float, default=2.0, help="seconds between claims when idle")
-    w.add_argument("--lease", type=float, default=60.0, help="seconds a claim lasts unrenewed")
+    w = _add_config_command(
+        sub, "worker", "run queued jobs of one kind (data directory: --home)",
+        "jobs.worker:WorkerConfig", _worker,
+    )  # fmt: skip
     w.add_argument("--check", action="store_true", help="healthcheck: exit 0 if one is alive")
-    w.set_defaults(func=_jobs)
 
-    u = sub.add_parser("up", help="the API and one worker of each kind, until Ctrl-C")
-    u.add_argument("--home", default=None, help="data directory (env SNOWFIRE_HOME)")
-    u.add_argument("--host", default="127.0.0.1")
-    u.add_argument("--port", type=int, default=8000)
-    u.set_defaults(func=_jobs)
+    u = sub.add_parser("up", help="the API and one worker of each kind, until Ctrl-C",
+                       add_flags=_service_flags(("home", "host", "port")))  # fmt: skip
+    u.set_defaults(func=_up)
 
 
 def _add_store_tools(sub) -> None:
@@ -340,7 +340,7 @@ def _add_demo(sub) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="snowfire", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=DeferredParser)
     _add_config_command(
         sub, "compare", "❄️ or 🔥? heads and fine-tuning of one encoder on tasks, one table",
         "compare.config:CompareConfig", _compare,

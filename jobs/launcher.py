@@ -7,6 +7,7 @@ on its own, the others are stopped too and `up` returns that child's exit code.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from .process import python_command
 
 
 def commands(home: Home, host: str, port: int) -> dict[str, list[str]]:
-    """name -> the command of each process `up` starts."""
+    """name -> the command of each process `up` starts (the service on `host`:`port`)."""
     snowfire = python_command("cli")
     root = str(home.root)
     out = {"api": [*snowfire, "serve", "--home", root, "--host", host, "--port", str(port)]}
@@ -27,8 +28,9 @@ def commands(home: Home, host: str, port: int) -> dict[str, list[str]]:
     return out
 
 
-def run_up(home: str | None, host: str = "127.0.0.1", port: int = 8000, grace: float = 15.0) -> int:
-    """Run until Ctrl-C/SIGTERM; `home` None reads SNOWFIRE_HOME."""
+def run_up(home: str | os.PathLike | None, *, host: str, port: int, grace: float = 15.0) -> int:
+    """Run until Ctrl-C/SIGTERM; `home` None reads SNOWFIRE_HOME. `snowfire up` passes the
+    service's host and port as its settings resolve them (api/settings.py)."""
     home = Home.resolve(home)
     home.root.mkdir(parents=True, exist_ok=True)
     stopping: list[int] = []

@@ -36,16 +36,19 @@ class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-def _field_type(hint: Any, choices: tuple | None) -> Any:
-    """The pydantic type of a config field: its hint, with `choices` as a Literal."""
-    if not choices:
-        return hint
-    literal = Literal[tuple(choices)]  # type: ignore[valid-type]
-    args = typing.get_args(hint)
-    optional = type(None) in args
-    if any(typing.get_origin(a) is list for a in args) or typing.get_origin(hint) is list:
-        literal = list[literal]
-    return literal | None if optional else literal
+def _field_type(hint: Any, choices: tuple | None, bounds: dict[str, float]) -> Any:
+    """The pydantic type of a config field: its hint, with `choices` as a Literal and the
+    `bounds` on the value (on each value of a list)."""
+    optional = type(None) in typing.get_args(hint)
+    base = next(a for a in typing.get_args(hint) if a is not type(None)) if optional else hint
+    many = typing.get_origin(base) is list
+    item = typing.get_args(base)[0] if many else base
+    if choices:
+        item = Literal[tuple(choices)]  # type: ignore[valid-type]
+    if bounds:
+        item = typing.Annotated[item, Field(**bounds)]
+    value = list[item] if many else item  # type: ignore[valid-type]
+    return value | None if optional else value
 
 
 @cache
@@ -66,10 +69,7 @@ def params_model(kind: str) -> type[BaseModel]:
         else:
             default = ...
         bounds = f.metadata.get("bounds") or {}
-        kind_type = _field_type(hints[f.name], f.metadata.get("choices"))
-        if bounds:
-            kind_type = typing.Annotated[kind_type, Field(**bounds)]
-        spec[f.name] = (kind_type, default)
+        spec[f.name] = (_field_type(hints[f.name], f.metadata.get("choices"), bounds), default)
     return create_model(f"{cls.__name__}Params", __base__=_Params, **spec)
 
 

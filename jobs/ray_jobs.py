@@ -130,7 +130,7 @@ class RayWorker(Worker):
 class RayDispatch:
     """`slots` RayWorker threads per job kind, for the life of the service."""
 
-    def __init__(self, home: Home, address: str, slots: int = 4, poll: float = 1.0):
+    def __init__(self, home: Home, address: str, *, slots: int, poll: float = 1.0):
         from extractor.ray_run import connect
 
         connect(address)

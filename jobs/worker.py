@@ -8,6 +8,7 @@
     Heartbeats come every min(poll, lease/3) seconds, so a cancel takes effect within that.
 
 Stopping the worker (Ctrl-C, SIGTERM) kills the child and gives the job back to the queue.
+`WorkerConfig` holds a worker's options (the `snowfire worker` flags are derived from it).
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ import subprocess
 import sys
 import threading
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
-from .home import Home
+from options import check, option
+
+from .home import HOME_ENV, Home
 from .joblog import read_tail, tail_lines
 from .kinds import JOB_KINDS
 from .process import python_command
@@ -32,28 +36,40 @@ from .queue import Job, JobQueue
 log = logging.getLogger(__name__)
 
 
-class Worker:
-    """Runs jobs of `kind` from the queue in `home`.
+@dataclass(frozen=True)
+class WorkerConfig:
+    """One `snowfire worker`: which jobs it runs, from where, and how often it checks."""
 
-    lease: seconds a claim lasts without a heartbeat (a dead worker's job is re-queued after
-        it); poll: seconds between claims when the queue is empty; grace: seconds a stopped
-        child gets between SIGTERM and SIGKILL.
-    """
+    kind: str = option(help="the kind of job to run", choices=tuple(JOB_KINDS))
+    home: str | None = option(None, f"data directory (default: ${HOME_ENV})")
+    once: bool = option(False, "run at most one job, then exit")
+    poll: float = option(2.0, "seconds between claims when the queue is empty", gt=0)
+    lease: float = option(
+        60.0, "seconds a claim lasts without a heartbeat (a dead worker's job is queued again "
+        "after it)", gt=0,
+    )  # fmt: skip
+    grace: float = option(
+        10.0, "seconds a stopped job's process gets between SIGTERM and SIGKILL", ge=0
+    )
+
+    def __post_init__(self) -> None:
+        check(self)
+
+
+class Worker:
+    """Runs jobs of `kind` from the queue in `home`; lease, poll, grace: see WorkerConfig."""
 
     def __init__(
         self,
         home: Home,
         kind: str,
         *,
-        lease: float = 60.0,
-        poll: float = 2.0,
-        grace: float = 10.0,
+        lease: float = WorkerConfig.lease,
+        poll: float = WorkerConfig.poll,
+        grace: float = WorkerConfig.grace,
         worker_id: str | None = None,
     ) -> None:
-        if kind not in JOB_KINDS:
-            raise ValueError(f"worker kind: expected one of {', '.join(JOB_KINDS)}, got {kind!r}")
-        if lease <= 0 or poll <= 0 or grace < 0:
-            raise ValueError(f"lease and poll must be > 0, grace >= 0 (got {lease}, {poll})")
+        WorkerConfig(kind=kind, lease=lease, poll=poll, grace=grace)  # refuses a bad value
         self.home, self.kind = home, kind
         self.lease, self.poll, self.grace = lease, poll, grace
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -176,25 +192,26 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def run_worker(
-    home: str | None, kind: str, *, once: bool = False, poll: float = 2.0, lease: float = 60.0
-) -> int:
-    """`snowfire worker`: run until Ctrl-C or SIGTERM (exit 0), or after one job with once;
+def run_worker(config: WorkerConfig) -> int:
+    """`snowfire worker`: run until Ctrl-C or SIGTERM (exit 0), or after one job with `once`;
     `home` None reads SNOWFIRE_HOME."""
-    worker = Worker(Home.resolve(home), kind, lease=lease, poll=poll)
+    kind = config.kind
+    worker = Worker(Home.resolve(config.home), kind, lease=config.lease, poll=config.poll,
+                    grace=config.grace)  # fmt: skip
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
     print(f"snowfire worker {worker.id}: {kind} jobs from {worker.queue.path}", file=sys.stderr)
     try:
-        worker.run(once=once)
+        worker.run(once=config.once)
     except KeyboardInterrupt:
         print(f"snowfire worker {worker.id}: stopped", file=sys.stderr)
     return 0
 
 
-def check_worker(home: str | None, kind: str, *, poll: float, lease: float) -> int:
-    """Healthcheck: 0 when a `kind` worker on this host was seen within two beats."""
-    within = 2 * max(poll, lease / 3) + 5
-    alive = JobQueue(Home.resolve(home).queue).worker_alive(kind, within)
-    print(f"{kind} worker on {socket.gethostname()}: {'alive' if alive else 'not seen'}")
+def check_worker(config: WorkerConfig) -> int:
+    """Healthcheck: 0 when a `kind` worker on this host was seen within two beats (of a
+    worker with this config's poll and lease)."""
+    within = 2 * max(config.poll, config.lease / 3) + 5
+    alive = JobQueue(Home.resolve(config.home).queue).worker_alive(config.kind, within)
+    print(f"{config.kind} worker on {socket.gethostname()}: {'alive' if alive else 'not seen'}")
     return 0 if alive else 1

@@ -3,10 +3,11 @@
     lr: float = option(1e-3, "peak learning rate (AdamW)", gt=0)
 
 `option(...)` is a `dataclasses.field` whose metadata holds the help text, the allowed values
-(`choices`) and the bounds (`ge`, `gt`, `le`, `lt`). `check(config)` (called from a config's
-`__post_init__`) refuses a value of the wrong type or outside them with an error naming the
-config, the field, what was expected and what was given. The command-line flags (cli/flags.py)
-and the job parameter models (jobs/params.py) are derived from the same fields.
+(`choices`) and the bounds (`ge`, `gt`, `le`, `lt`); for a list, of each of its values.
+`check(config)` (called from a config's `__post_init__`) refuses a value of the wrong type or
+outside them with an error naming the config, the field, what was expected and what was given.
+The command-line flags (cli/flags.py) and the job parameter models (jobs/params.py) are derived
+from the same fields.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def check(config: Any) -> None:
             value = os.fspath(value)
             object.__setattr__(config, f.name, value)
         if not _type_ok(value, base):
-            shown = getattr(base, "__name__", str(base))
+            shown = str(base) if typing.get_origin(base) else getattr(base, "__name__", base)
             raise TypeError(f"{where}: expected {shown}, got {value!r} ({type(value).__name__})")
         choices = f.metadata.get("choices")
         values = value if isinstance(value, list) else [value]
@@ -90,11 +91,8 @@ def check(config: Any) -> None:
                 f"{where}: expected one of {', '.join(map(str, choices))}, got {value!r}"
             )
         for name, bound in (f.metadata.get("bounds") or {}).items():
-            ok = {
-                "ge": value >= bound,
-                "gt": value > bound,
-                "le": value <= bound,
-                "lt": value < bound,
-            }
-            if not ok[name]:
-                raise ValueError(f"{where}: expected {_BOUNDS[name]} {bound}, got {value!r}")
+            for v in values:  # a list: each of its values
+                ok = {"ge": v >= bound, "gt": v > bound, "le": v <= bound, "lt": v < bound}
+                if not ok[name]:
+                    got = f"{v!r} in {value!r}" if isinstance(value, list) else repr(v)
+                    raise ValueError(f"{where}: expected {_BOUNDS[name]} {bound}, got {got}")

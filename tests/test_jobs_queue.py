@@ -203,10 +203,15 @@ def test_a_worker_that_loses_its_lease_stops_the_child_and_writes_nothing(home, 
 
 
 def test_worker_checks_its_arguments(home):
-    with pytest.raises(ValueError, match="worker kind: expected one of extract, train, finetune"):
+    with pytest.raises(
+        ValueError,
+        match="WorkerConfig.kind: expected one of extract, train, finetune, compare, got 'serve'",
+    ):
         Worker(home, "serve")
-    with pytest.raises(ValueError, match="lease and poll must be > 0"):
+    with pytest.raises(ValueError, match="WorkerConfig.lease: expected > 0, got 0"):
         Worker(home, "train", lease=0)
+    with pytest.raises(ValueError, match="WorkerConfig.grace: expected >= 0, got -1"):
+        Worker(home, "train", grace=-1)
 
 
 def test_a_stopped_worker_kills_its_child_and_hands_the_job_back(home, queue):

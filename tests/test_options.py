@@ -25,6 +25,7 @@ class Toy:
     mode: str = option("a", "a mode", choices=("a", "b"))
     picks: list[str] | None = option(None, "picks", choices=("x", "y"))
     maybe: int | None = option(None, "maybe a count", ge=0)
+    rates: list[float] | None = option(None, "rates", gt=0)
 
     def __post_init__(self) -> None:
         check(self)
@@ -41,6 +42,8 @@ class Toy:
         ({"picks": ["x", "z"]}, ValueError, r"Toy.picks: expected one of x, y, got \['x', 'z'\]"),
         ({"picks": "x"}, TypeError, r"Toy.picks: expected list"),
         ({"maybe": -1}, ValueError, r"Toy.maybe: expected >= 0, got -1"),
+        ({"rates": [0.5, 0.0]}, ValueError, r"Toy.rates: expected > 0, got 0.0 in \[0.5, 0.0\]"),
+        ({"rates": [1, "2"]}, TypeError, r"Toy.rates: expected list\[float\]"),
         ({"mode": None}, TypeError, r"Toy.mode: expected a value, got None"),
     ],
 )
@@ -50,7 +53,7 @@ def test_check_refuses_type_choice_and_bound_with_the_field(change, error, messa
 
 
 def test_check_accepts_values_inside():
-    assert Toy(n=3, rate=0.25, mode="b", picks=["y", "x"], maybe=0).rate == 0.25
+    assert Toy(n=3, rate=0.25, mode="b", picks=["y", "x"], maybe=0, rates=[1, 0.5]).rate == 0.25
     assert Toy(n=2, maybe=None).maybe is None
 
 
