@@ -83,45 +83,12 @@ def _finetune(args: argparse.Namespace) -> int:
     from finetune import FinetuneConfig, train
 
     config = config_from_args(FinetuneConfig, args)
-    if not (args.grid or args.grid_exact):
-        _print_metrics(f"{config.task} finetune", train(config), config.out)
-        return 0
-    from finetune.grid import run_grid
-
-    metrics = run_grid(config, lrs=args.grid_lrs, epochs=args.grid_epochs, exact=args.grid_exact)
-    print((Path(config.out) / "grid.md").read_text())
-    _print_metrics(f"{config.task} finetune (chosen on dev)", metrics, config.out)
+    metrics = train(config)
+    if config.grid is not None:
+        print((Path(config.out) / "grid.md").read_text())
+    chosen = " (chosen on dev)" if config.grid is not None else ""
+    _print_metrics(f"{config.task} finetune{chosen}", metrics, config.out)
     return 0
-
-
-def _numbers(kind):
-    def parse(text: str) -> tuple:
-        try:
-            return tuple(kind(v) for v in text.split(","))
-        except ValueError as err:
-            raise argparse.ArgumentTypeError(
-                f"expected {kind.__name__}s like 2,3,4: {err}"
-            ) from err
-
-    return parse
-
-
-def _add_grid(f: argparse.ArgumentParser) -> None:
-    g = f.add_argument_group("grid search on dev (see finetune/grid.py)")
-    g.add_argument(
-        "--grid",
-        action="store_true",
-        help="tune rate x epochs on dev: one run per rate, scored after each epoch",
-    )
-    g.add_argument("--grid-exact", action="store_true", help="the grid with one run per cell")
-    g.add_argument(
-        "--grid-lrs",
-        type=_numbers(float),
-        default=None,
-        help="rates to try, e.g. 2e-5,3e-5,5e-5 (default: the recipe's)",
-    )
-    g.add_argument("--grid-epochs", type=_numbers(int), default=None,
-                   help="epoch counts to try (default: 2,3,4)")  # fmt: skip
 
 
 def _baseline(args: argparse.Namespace) -> int:
@@ -354,12 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
         sub, "train", "train a head on cached features (never runs the encoder)",
         "heads.config:TrainConfig", _train,
     )  # fmt: skip
-    finetune = _add_config_command(
+    _add_config_command(
         sub, "finetune",
         "🔥 fine-tune the whole encoder (the baseline); re-run the same command to resume",
         "finetune.config:FinetuneConfig", _finetune,
     )  # fmt: skip
-    _add_grid(finetune)
     _add_store_tools(sub)
     add_predict_parser(sub)
     _add_analyze(sub)

@@ -19,7 +19,7 @@ ALL_TASKS = ("conll2003", "sst2", "mnli", "sick-e", "sick-r", "mrpc", "stsb")
 #: Caps per budget. quick: fits a 2-core laptop (STS-B + SICK-R, one seed, with the bundled
 #: encoder), both sides trained on the same 2,000 examples drawn with the seed
 #: (tasks.train_subset); full: the defaults of `snowfire train`, and 🔥 with its rate and
-#: epochs tuned on dev (`snowfire finetune --grid`: 3 rates x 2, 3, 4 epochs).
+#: epochs tuned on dev (`snowfire finetune --grid shared`: 3 rates x 2, 3, 4 epochs).
 BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
     "quick": {
         "snow": {"epochs": 3, "patience": 2, "max_train_examples": 2000},

@@ -150,7 +150,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         "training: cosine of mean-pooled texts (similarity tasks) or the majority label "
         "(classification), nothing trained; the row a trained answer has to beat.",
         f"Budget {cfg.budget}: ❄️ {caps['snow'] or 'the defaults of snowfire train'}; 🔥 "
-        f"{caps['fire'] or 'rate and epochs tuned on dev (snowfire finetune --grid)'}. ❄️ "
+        f"{caps['fire'] or 'rate and epochs tuned on dev (snowfire finetune --grid shared)'}. ❄️ "
         f"features of pairs encoded {cfg.pair_encoding_used}"
         + (f"; head options {json.dumps(cfg.hparams)}." if cfg.hparams else "."),
         "",

@@ -111,14 +111,13 @@ def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> di
         ))  # fmt: skip
     from finetune import FinetuneConfig
     from finetune import train as finetune
-    from finetune.grid import run_grid
 
-    fire = FinetuneConfig(
+    # full: the rate and epochs tuned on dev as the paper did (`snowfire finetune --grid shared`)
+    grid = "shared" if cfg.budget == "full" else None
+    return finetune(FinetuneConfig(
         encoder=cfg.encoder, task=cell["task"], data=cfg.data, out=cell["run"], seed=cell["seed"],
-        progress=cfg.progress, device=cfg.device, **caps["fire"],
-    )  # fmt: skip
-    # full: the rate and epochs tuned on dev as the paper did (`snowfire finetune --grid`)
-    return run_grid(fire) if cfg.budget == "full" else finetune(fire)
+        progress=cfg.progress, device=cfg.device, grid=grid, **caps["fire"],
+    ))  # fmt: skip
 
 
 def run_compare(cfg: CompareConfig) -> dict[str, Any]:

@@ -15,7 +15,18 @@ from extractor import ENCODER_FORMS, encoder_family
 from options import check, option
 from tasks.registry import TASK_NAMES
 
-from .recipe import FAMILY_RECIPE, RECIPE_FIELDS, RECIPES, SCHEDULES, resolve
+from .recipe import (
+    FAMILY_RECIPE,
+    GRID_EPOCHS,
+    GRID_MODES,
+    RECIPE_FIELDS,
+    RECIPES,
+    SCHEDULES,
+    resolve,
+)
+
+#: The fields of the grid (finetune/grid.py); a cell's run has none of them set.
+GRID_FIELDS = ("grid", "grid_lrs", "grid_epochs")
 
 
 @dataclass(frozen=True)
@@ -24,7 +35,8 @@ class FinetuneConfig:
 
     `recipe` picks the optimisation recipe ("bert" or "elmo", finetune/recipe.py; None: the
     encoder family's); lr, warmup, schedule, discriminative and gradual_unfreezing override
-    one value of it each (None keeps the recipe's). Checked when built.
+    one value of it each (None keeps the recipe's). With `grid`, the run is a grid of runs
+    (finetune/grid.py) whose rate and epochs are chosen on dev. Checked when built.
     """
 
     encoder: str = option(help=f"the encoder to fine-tune: {ENCODER_FORMS}")
@@ -97,12 +109,35 @@ class FinetuneConfig:
         0, "also write RUN/checkpoint.pt every this many steps (0: once per epoch)", ge=0
     )
     progress: bool = option(True, "show a progress bar per epoch and one line per epoch")
+    grid: str | None = option(
+        None, "tune the peak rate and the epochs on dev over grid_lrs x grid_epochs and keep the "
+        "best cell's run (finetune/grid.py): shared trains one run per rate and reads every "
+        "epoch count off it, exact one run per cell; default: no grid", choices=GRID_MODES,
+    )  # fmt: skip
+    grid_lrs: list[float] | None = option(
+        None, "the peak rates the grid tries; default: the recipe's (bert: "
+        + ", ".join(f"{r:g}" for r in RECIPES["bert"].grid_lrs) + "; elmo: "
+        + ", ".join(f"{r:g}" for r in RECIPES["elmo"].grid_lrs) + ")", gt=0,
+    )  # fmt: skip
+    grid_epochs: list[int] | None = option(
+        None, "the epoch counts the grid tries; default: "
+        + ", ".join(map(str, GRID_EPOCHS)), ge=1,
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         check(self)
         for name in ("encoder", "task", "data", "out"):
             if not getattr(self, name):
                 raise ValueError(f"FinetuneConfig.{name}: expected a non-empty string")
+        for name in ("grid_lrs", "grid_epochs"):
+            if getattr(self, name) is not None and self.grid is None:
+                raise ValueError(f"FinetuneConfig.{name}: only for a grid (set grid)")
+            if getattr(self, name) == []:
+                raise ValueError(f"FinetuneConfig.{name}: expected at least one value, got []")
+        if self.grid is not None and self.lr is not None:
+            raise ValueError(
+                f"FinetuneConfig.lr: a grid tries the rates itself (grid_lrs): drop lr {self.lr:g}"
+            )
         try:
             encoder_family(self.encoder)
         except ValueError as err:

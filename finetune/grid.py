@@ -1,4 +1,5 @@
-"""`snowfire finetune --grid`: the paper tuned the rate and the epochs on dev; so does this.
+"""`snowfire finetune --grid MODE`: the paper tuned the rate and the epochs on dev; so does this.
+A FinetuneConfig with `grid` set is a grid (`train` runs it here; so does a finetune job):
 
     RUN/grid/lr=<rate>[-epochs=<e>]/   one ordinary 🔥 run per sub-run (resumable like any)
     RUN/grid.json                      every cell's dev score, the chosen cell, how it was run
@@ -6,7 +7,8 @@
     RUN/metrics.json, predictions/     the chosen cell's run, copied; config.json says so
 
 A cell (rate r, epochs e) is what `snowfire finetune --lr r --epochs e` scores on dev: the best
-dev epoch of up to e epochs. Two ways to fill the grid:
+dev epoch of up to e epochs. The rates are `grid_lrs` (default: the recipe's), the epoch counts
+`grid_epochs` (default: 2, 3, 4); two ways (`grid`) to fill the grid:
 
     shared (default)  one run per rate with the largest epoch count; cell (r, e) is its best
                       dev score over epochs 1..e. Cheaper by a factor of len(epochs), but the
@@ -26,20 +28,24 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .config import FinetuneConfig
+from .config import GRID_FIELDS, FinetuneConfig
 from .recipe import GRID_EPOCHS, RECIPES
 from .rundir import write_json
 
 
-def grid_values(cfg: FinetuneConfig, lrs=None, epochs=None) -> tuple[tuple, tuple]:
-    """The rates (the recipe's grid unless given) and epoch counts (GRID_EPOCHS unless given)."""
-    lrs = tuple(lrs or RECIPES[cfg.recipe_name].grid_lrs)
-    epochs = tuple(sorted(set(epochs or GRID_EPOCHS)))
-    if not lrs or any(not (isinstance(r, float) and r > 0) for r in lrs):
-        raise ValueError(f"grid rates: expected positive floats, got {lrs!r}")
-    if not epochs or any(not (isinstance(e, int) and e >= 1) for e in epochs):
-        raise ValueError(f"grid epochs: expected ints >= 1, got {epochs!r}")
-    return lrs, epochs
+def grid_values(cfg: FinetuneConfig) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    """The rates (`grid_lrs`, else the recipe's) and epoch counts (`grid_epochs`, else
+    GRID_EPOCHS, in increasing order) of the grid of `cfg`."""
+    lrs = tuple(float(r) for r in cfg.grid_lrs or RECIPES[cfg.recipe_name].grid_lrs)
+    return lrs, tuple(sorted(set(cfg.grid_epochs or GRID_EPOCHS)))
+
+
+def _cell(cfg: FinetuneConfig, lr: float, epochs: int, run: Path) -> dict[str, Any]:
+    """Train the run of one rate up to `epochs` (no early stop before): its metrics."""
+    from .trainer import train
+
+    plain = dict.fromkeys(GRID_FIELDS)  # the cell's run is one run, not a grid
+    return train(replace(cfg, **plain, lr=lr, epochs=epochs, patience=epochs, out=str(run)))
 
 
 def _dev_by_epoch(run: Path, metric: str) -> dict[int, float]:
@@ -52,15 +58,15 @@ def _best_upto(curve: dict[int, float], e: int) -> float:
     return max(seen) if seen else float("nan")
 
 
-def run_grid(cfg: FinetuneConfig, *, lrs=None, epochs=None, exact: bool = False) -> dict[str, Any]:
-    """Fill the grid, pick on dev, write RUN (see the module doc); the chosen run's metrics."""
+def run_grid(cfg: FinetuneConfig) -> dict[str, Any]:
+    """Fill the grid of `cfg` (`grid` set), pick on dev, write RUN (see the module doc); the
+    chosen run's metrics."""
     from tasks import get_task
 
-    from .trainer import train
-
-    lrs, epochs = grid_values(cfg, lrs, epochs)
-    if cfg.lr is not None:
-        raise ValueError(f"--grid tries the rates {lrs} itself: drop --lr {cfg.lr:g}")
+    if cfg.grid is None:
+        raise ValueError("run_grid: the config asks for no grid (FinetuneConfig.grid is None)")
+    lrs, epochs = grid_values(cfg)
+    exact = cfg.grid == "exact"
     metric = get_task(cfg.task).metric
     out = Path(cfg.out)
     done = _finished(out, cfg, lrs, epochs, exact)
@@ -72,7 +78,7 @@ def run_grid(cfg: FinetuneConfig, *, lrs=None, epochs=None, exact: bool = False)
         if exact:
             for e in epochs:
                 run = out / "grid" / f"lr={lr:g}-epochs={e}"
-                train(replace(cfg, lr=lr, epochs=e, patience=e, out=str(run)))
+                _cell(cfg, lr, e, run)
                 runs[lr, e] = run
                 cells.append(
                     {"lr": lr, "epochs": e, "dev": _best_upto(_dev_by_epoch(run, metric), e)}
@@ -80,7 +86,7 @@ def run_grid(cfg: FinetuneConfig, *, lrs=None, epochs=None, exact: bool = False)
             continue
         top = max(epochs)
         run = out / "grid" / f"lr={lr:g}"
-        train(replace(cfg, lr=lr, epochs=top, patience=top, out=str(run)))
+        _cell(cfg, lr, top, run)
         runs[lr, top] = run
         curve = _dev_by_epoch(run, metric)
         cells += [{"lr": lr, "epochs": e, "dev": _best_upto(curve, e)} for e in epochs]
@@ -93,13 +99,13 @@ def run_grid(cfg: FinetuneConfig, *, lrs=None, epochs=None, exact: bool = False)
     key = (chosen["lr"], chosen["epochs"])
     if key not in runs:  # shared mode, fewer epochs than the rate's run: train the cell itself
         run = out / "grid" / f"lr={key[0]:g}-epochs={key[1]}"
-        train(replace(cfg, lr=key[0], epochs=key[1], patience=key[1], out=str(run)))
+        _cell(cfg, *key, run)
         runs[key] = run
     chosen_run = runs[key]
     metrics = json.loads((chosen_run / "metrics.json").read_text())
     record = {
         "metric": metric,
-        "mode": "exact" if exact else "shared",
+        "mode": cfg.grid,
         "lrs": list(lrs),
         "epochs": list(epochs),
         "cells": cells,

@@ -32,8 +32,8 @@ class Recipe:
     schedule: "linear" or "slanted" (see finetune/optim.py); discriminative: rate factor per
     layer group going down (1.0: one rate); gradual_unfreezing: one more group trains per
     epoch from the top; unfreeze_pairs: also on sentence-pair tasks (the paper: no);
-    grid_lrs: the peak rates of `--grid` (bert: BERT's 2e-5, 3e-5, 5e-5; elmo: the recipe's
-    rate halved and doubled).
+    grid_lrs: the peak rates a grid tries unless told (bert: BERT's 2e-5, 3e-5, 5e-5; elmo: the
+    recipe's rate halved and doubled).
     """
 
     name: str
@@ -43,7 +43,7 @@ class Recipe:
     discriminative: float
     gradual_unfreezing: bool
     unfreeze_pairs: bool = True
-    grid_lrs: tuple[float, ...] = ()  # the peak rates `snowfire finetune --grid` tries
+    grid_lrs: tuple[float, ...] = ()  # the peak rates `snowfire finetune --grid MODE` tries
 
     def for_task(self, pair: bool) -> Recipe:
         """The recipe as it applies to a task (gradual unfreezing only where it is used)."""
@@ -67,8 +67,10 @@ RECIPES: dict[str, Recipe] = {
         gradual_unfreezing=True, unfreeze_pairs=False, grid_lrs=(5e-4, 1e-3, 2e-3),
     ),
 }  # fmt: skip
-#: The epoch counts `snowfire finetune --grid` tries (Devlin et al. 2019, A.3: 2, 3, 4).
+#: The epoch counts a grid tries unless told (Devlin et al. 2019, A.3: 2, 3, 4).
 GRID_EPOCHS = (2, 3, 4)
+#: How a grid is filled (finetune/grid.py): one run per rate, or one run per cell.
+GRID_MODES = ("shared", "exact")
 #: The recipe of each encoder family ("hf": every BERT-family spec, the bundled minilm too).
 FAMILY_RECIPE = {"hf": "bert", "elmo": "elmo"}
 

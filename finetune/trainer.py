@@ -117,10 +117,15 @@ def train(
 
     on_step: for tests; called as on_step(0, model) before the first step of a fresh run and
         on_step(step, model) after every optimiser step (raise from it to simulate a kill).
-    The run directory is held for the whole run (tasks.runs.hold_run).
+    The run directory is held for the whole run (tasks.runs.hold_run). A config with `grid`
+    set is a grid of such runs (finetune/grid.py): the chosen run's metrics.
     """
     if not isinstance(cfg, FinetuneConfig):
         raise TypeError(f"train: expected a FinetuneConfig, got {type(cfg).__name__}")
+    if cfg.grid is not None:
+        from .grid import run_grid
+
+        return run_grid(cfg)
     from tasks.runs import hold_run
 
     with hold_run(cfg.out):  # one process at a time: a second attempt fails at once

@@ -1,5 +1,6 @@
-"""`snowfire finetune --grid`: cells read from the sub-runs' own logs, the choice made on dev
-only, the chosen run's outputs in RUN, a finished grid returned as it is."""
+"""`snowfire finetune --grid MODE` (FinetuneConfig.grid): cells read from the sub-runs' own logs,
+the choice made on dev only, the chosen run's outputs in RUN, a finished grid returned as it is.
+A finetune job with grid params: tests/test_jobs_api.py."""
 
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ def _curve(run: Path) -> dict[int, float]:
 
 @pytest.mark.parametrize("exact", [False, True])
 def test_grid_cells_choice_and_outputs(tiny_bert_dir, tmp_path, exact):
-    from finetune.grid import run_grid
+    from finetune import train
 
     data = write_sst2(tmp_path / "data")
-    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", lr=None)
-    metrics = run_grid(cfg, lrs=(1e-4, 3e-3), epochs=(1, 2), exact=exact)
+    grid = {"grid": "exact" if exact else "shared", "grid_lrs": [1e-4, 3e-3], "grid_epochs": [2, 1]}
+    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", lr=None, **grid)
+    metrics = train(cfg)  # a config with a grid is a grid
     run = tmp_path / "run"
     record = json.loads((run / "grid.json").read_text())
     assert record["mode"] == ("exact" if exact else "shared") and len(record["cells"]) == 4
@@ -50,7 +52,10 @@ def test_grid_cells_choice_and_outputs(tiny_bert_dir, tmp_path, exact):
     for split in ("train", "dev", "test"):
         name = f"predictions/{split}.tsv"
         assert (run / name).read_text() == (chosen_run / name).read_text()
-    assert json.loads((run / "config.json").read_text())["grid"]["chosen"]["lr"] == chosen["lr"]
+    info = json.loads((run / "config.json").read_text())["grid"]
+    assert info["chosen"]["lr"] == chosen["lr"] and info["base"] == cfg.to_json()
+    assert (info["lrs"], info["epochs"]) == ([1e-4, 3e-3], [1, 2])
+    assert all(k not in config or config[k] is None for k in ("grid", "grid_lrs", "grid_epochs"))
     table = (run / "grid.md").read_text()
     assert (
         f"**{100 * chosen['dev']:.1f}**" in table and table.count("\n| ") == 4
@@ -59,34 +64,57 @@ def test_grid_cells_choice_and_outputs(tiny_bert_dir, tmp_path, exact):
 
 
 def test_a_finished_grid_is_returned_and_another_refused(tiny_bert_dir, tmp_path, monkeypatch):
+    from dataclasses import replace
+
     from finetune import grid
 
     data = write_sst2(tmp_path / "data")
-    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", lr=None)
-    first = grid.run_grid(cfg, lrs=(1e-3,), epochs=(1,))
+    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", lr=None,
+                  grid="shared", grid_lrs=[1e-3], grid_epochs=[1])  # fmt: skip
+    first = grid.run_grid(cfg)
 
     def no_training(*args, **kwargs):
         raise AssertionError("a finished grid trained again")
 
     monkeypatch.setattr("finetune.trainer.train", no_training)
-    assert grid.run_grid(cfg, lrs=(1e-3,), epochs=(1,)) == first
+    assert grid.run_grid(cfg) == first
     with pytest.raises(ValueError, match="holds another grid"):
-        grid.run_grid(cfg, lrs=(2e-3,), epochs=(1,))
+        grid.run_grid(replace(cfg, grid_lrs=[2e-3]))
 
 
-def test_grid_refuses_a_fixed_rate_and_bad_values(tmp_path):
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"grid": "shared", "lr": 1e-4}, "FinetuneConfig.lr: a grid tries the rates itself "
+         r"\(grid_lrs\): drop lr 0.0001"),
+        ({"grid": "all"}, "FinetuneConfig.grid: expected one of shared, exact, got 'all'"),
+        ({"grid_lrs": [1e-3]}, r"FinetuneConfig.grid_lrs: only for a grid \(set grid\)"),
+        ({"grid_epochs": [2]}, r"FinetuneConfig.grid_epochs: only for a grid \(set grid\)"),
+        ({"grid": "exact", "grid_epochs": [0]},
+         r"FinetuneConfig.grid_epochs: expected >= 1, got 0 in \[0\]"),
+        ({"grid": "exact", "grid_lrs": [1e-3, -1.0]},
+         r"FinetuneConfig.grid_lrs: expected > 0, got -1.0 in \[0.001, -1.0\]"),
+        ({"grid": "exact", "grid_lrs": []}, "FinetuneConfig.grid_lrs: expected at least one"),
+    ],
+)  # fmt: skip
+def test_a_grid_config_refuses_a_fixed_rate_and_bad_values(tmp_path, change, message):
+    from finetune import FinetuneConfig
+
+    with pytest.raises(ValueError, match=message):
+        FinetuneConfig(encoder="minilm", task="sst2", data="d", out=str(tmp_path), **change)
+
+
+def test_grid_values_default_to_the_recipe_and_sorted_epochs(tmp_path):
     from finetune import FinetuneConfig
     from finetune.grid import grid_values, run_grid
 
-    cfg = FinetuneConfig(encoder="minilm", task="sst2", data="d", out=str(tmp_path), lr=1e-4)
-    with pytest.raises(ValueError, match="drop --lr"):
-        run_grid(cfg)
-    base = FinetuneConfig(encoder="minilm", task="sst2", data="d", out=str(tmp_path))
-    assert grid_values(base) == ((2e-5, 3e-5, 5e-5), (2, 3, 4))
-    elmo = FinetuneConfig(encoder="elmo:/x", task="sst2", data="d", out=str(tmp_path))
-    assert grid_values(elmo)[0] == (5e-4, 1e-3, 2e-3)
-    with pytest.raises(ValueError, match="grid epochs"):
-        grid_values(base, epochs=(0,))
+    base = dict(task="sst2", data="d", out=str(tmp_path), grid="shared")
+    assert grid_values(FinetuneConfig(encoder="minilm", **base)) == ((2e-5, 3e-5, 5e-5), (2, 3, 4))
+    elmo = FinetuneConfig(encoder="elmo:/x", **base, grid_epochs=[4, 1, 4])
+    assert grid_values(elmo) == ((5e-4, 1e-3, 2e-3), (1, 4))
+    one = FinetuneConfig(encoder="minilm", **base | {"grid": None})
+    with pytest.raises(ValueError, match="run_grid: the config asks for no grid"):
+        run_grid(one)
 
 
 def test_the_command_line_grid(tiny_bert_dir, tmp_path, capsys):
@@ -95,8 +123,10 @@ def test_the_command_line_grid(tiny_bert_dir, tmp_path, capsys):
     data = write_sst2(tmp_path / "data")
     argv = (
         f"finetune --encoder hf:{tiny_bert_dir} --task sst2 --data {data} --out {tmp_path / 'r'} "
-        "--batch-size 8 --quiet --grid --grid-lrs 1e-3 --grid-epochs 1"
+        "--batch-size 8 --quiet --grid exact --grid-lrs 1e-3,2e-3 --grid-epochs 1"
     )
     assert main(argv.split()) == 0
     shown = capsys.readouterr().out
     assert "| rate \\ epochs | 1 |" in shown and "sst2 finetune (chosen on dev) dev" in shown
+    assert "| 0.001 | " in shown and "| 0.002 | " in shown  # both rates, from one flag
+    assert json.loads((tmp_path / "r" / "grid.json").read_text())["mode"] == "exact"

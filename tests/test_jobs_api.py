@@ -4,6 +4,7 @@ progress, listing, cancel, and every validation error (422 with its reason) at s
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -153,6 +154,44 @@ def test_finetune_params_are_the_finetune_config_fields(client, home):
     assert r.status_code == 202, r.text
     params = r.json()["params"]
     assert params["out"] == str(home.runs / r.json()["id"]) and params["epochs"] == 1
+
+
+def test_grid_params_are_checked_at_submission(client, home):
+    base = {"encoder": "minilm", "task": "sst2"}
+    for params, detail in [
+        ({"grid_lrs": [1e-3]}, "params.grid_lrs: only for a grid (set grid)"),
+        ({"grid": "shared", "lr": 1e-3}, "params.lr: a grid tries the rates itself (grid_lrs): "
+         "drop lr 0.001"),
+        ({"grid": "exact", "grid_epochs": [2, 0]},
+         "params.grid_epochs.1: Input should be greater than or equal to 1 (got 0)"),
+        ({"grid": "all"}, "params.grid: Input should be 'shared' or 'exact' (got 'all')"),
+    ]:  # fmt: skip
+        r = client.post("/v1/jobs", json={"kind": "finetune", "params": {**base, **params}})
+        assert (r.status_code, r.json()["detail"]) == (422, detail)
+    assert client.get("/v1/jobs").json() == []
+
+
+@pytest.mark.subprocess  # a real worker runs the job in its own runner process
+def test_a_finetune_job_with_grid_params_runs_the_grid(client, home, tiny_bert_dir):
+    from jobs.worker import Worker
+
+    params = {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2", "batch_size": 8,
+              "progress": False, "grid": "exact", "grid_lrs": [1e-3, 3e-3],
+              "grid_epochs": [1]}  # fmt: skip
+    r = client.post("/v1/jobs", json={"kind": "finetune", "params": params})
+    assert r.status_code == 202, r.text
+    job_id = r.json()["id"]
+    assert Worker(home, "finetune", poll=0.2).run(once=True) == 1
+    body = client.get(f"/v1/jobs/{job_id}").json()
+    assert body["status"] == "done", body.get("error")
+    out = home.runs / job_id
+    record = json.loads((out / "grid.json").read_text())
+    assert record["mode"] == "exact" and (record["lrs"], record["epochs"]) == ([1e-3, 3e-3], [1])
+    assert sorted(p.name for p in (out / "grid").iterdir()) == [
+        "lr=0.001-epochs=1", "lr=0.003-epochs=1"]  # fmt: skip
+    assert body["metrics"] == json.loads((out / "metrics.json").read_text())
+    chosen = Path(record["chosen"]["run"])
+    assert body["metrics"] == json.loads((chosen / "metrics.json").read_text())
 
 
 def test_a_service_without_home_serves_no_jobs(tmp_path):
