@@ -118,24 +118,11 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from compare.analyze import ANALYSES, DEFAULT_TASKS
+    from compare.analyses import run_analysis
 
-    tasks = [t for item in args.tasks or [] for t in item.split(",") if t]
-    tasks = tasks or list(DEFAULT_TASKS[args.name])
-    out = Path(args.out)
-    store = args.store or str(out / "store")
-    kw = {}
-    if args.name == "pairs":
-        kw = {"seeds": args.seeds, "head": args.head or "esim", "epochs": args.epochs,
-              "max_train_examples": args.max_train_examples}  # fmt: skip
-    elif args.name in ("ner-params", "elmo-biattention"):
-        kw = {"seeds": args.seeds, "epochs": args.epochs,
-              "max_train_examples": args.max_train_examples}  # fmt: skip
-    elif args.name == "probes":
-        finetuned = dict(item.split("=", 1) for item in args.finetuned or [])
-        kw = {"finetuned": finetuned} | ({"epochs": args.epochs} if args.epochs else {})
-    ANALYSES[args.name](args.encoder, args.data, out, store, tasks, **kw)
-    print((out / f"{args.name}.md").read_text())
+    config = config_from_args(args.analysis, args)
+    run_analysis(config)
+    print((Path(config.out) / f"{config.name}.md").read_text())
     return 0
 
 
@@ -271,28 +258,16 @@ def _add_store_tools(sub) -> None:
 
 
 def _add_analyze(sub) -> None:
+    from compare.analyses import ANALYSES, config_class
+
     a = sub.add_parser("analyze", help="the paper's analyses: pairs (Table 4), probes (Fig. 1), "
                        "mi (Fig. 2), ner-params (Table 5), elmo-biattention (Table 3)")  # fmt: skip
-    a.add_argument("name", choices=["pairs", "probes", "mi", "ner-params", "elmo-biattention"])
-    a.add_argument("--encoder", required=True, help="minilm | hf:DIR | elmo:...")
-    a.add_argument("--data", required=True, help="task data directory")
-    a.add_argument("--out", required=True, help="output directory (NAME.json, .md, .png)")
-    a.add_argument("--store", default=None, help="feature store (default OUT/store)")
-    a.add_argument("--tasks", action="append", help="tasks (default: the paper's for NAME)")
-    a.add_argument("--seeds", type=int, default=1,
-                   help="pairs, ner-params, elmo-biattention: seeds per cell")  # fmt: skip
-    a.add_argument(
-        "--max-train-examples",
-        type=int,
-        default=None,
-        help="pairs: ❄️ on this many training examples (the same both ways); ner-params, "
-        "elmo-biattention: ❄️ and 🔥 on this many",
-    )
-    a.add_argument("--head", default=None, help="pairs: the head (default esim)")
-    a.add_argument("--epochs", type=int, default=None, help="epochs cap of each run")
-    a.add_argument("--finetuned", action="append", metavar="TASK=RUN",
-                   help="probes: a 🔥 run of TASK whose saved encoder is probed too")  # fmt: skip
-    a.set_defaults(func=_analyze)
+    names = a.add_subparsers(dest="name", required=True, metavar="NAME")
+    for name in ANALYSES:
+        config = config_class(name)
+        n = names.add_parser(name, help=config.__doc__.splitlines()[0])
+        add_config_arguments(n, config)
+        n.set_defaults(func=_analyze, analysis=config)
 
 
 def _add_demo(sub) -> None:

@@ -116,7 +116,8 @@ def test_the_analyses_write_json_tables_and_plots(tiny_bert_dir, tmp_path):
     write_stsb(data, sizes=(("train", 60), ("dev", 20)))
     enc = f"hf:{tiny_bert_dir}"
     out = tmp_path / "an"
-    base = ["--encoder", enc, "--data", str(data), "--out", str(out), "--epochs", "2"]
+    where = ["--encoder", enc, "--data", str(data), "--out", str(out)]
+    base = [*where, "--epochs", "2"]
     assert snowfire(["analyze", "pairs", "--tasks", "stsb", "--head", "linear", *base]) == 0
     pairs = json.loads((out / "pairs.json").read_text())
     assert set(pairs["stsb"]) == {"joint", "separate"}
@@ -141,7 +142,7 @@ def test_the_analyses_write_json_tables_and_plots(tiny_bert_dir, tmp_path):
     assert set(probes["sst2"]) == {"pretrained", "fine-tuned"}
     assert len(probes["sst2"]["pretrained"]) == 3  # embeddings + 2 layers
 
-    assert snowfire(["analyze", "mi", "--tasks", "sst2", *base]) == 0
+    assert snowfire(["analyze", "mi", "--tasks", "sst2", *where]) == 0  # mi trains nothing
     mi = json.loads((out / "mi.json").read_text())
     assert len(mi["sst2"]["mi"]) == 3 and all(v >= 0 for v in mi["sst2"]["mi"])
     for name in ("pairs", "probes", "mi"):
