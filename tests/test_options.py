@@ -155,8 +155,11 @@ def test_the_cli_refuses_a_bad_value_with_the_field_not_a_traceback(capsys):
 def test_the_cli_parser_loads_no_heavy_package_and_train_stays_a_function():
     code = (
         "import sys; from cli.main import build_parser; build_parser()\n"
+        "build_parser().parse_args(['worker', '--kind', 'train'])  # a worker starts light\n"
         "heavy = [m for m in ('torch', 'zarr', 'pydantic', 'fastapi') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
+        "build_parser().parse_args(['serve', '--port', '1'])  # flags from the settings\n"
+        "assert 'pydantic' in sys.modules\n"
         "import heads.trainer, finetune.trainer\n"
         "from heads import train as h; from finetune import train as f\n"
         "assert callable(h) and callable(f) and h.__module__ == 'heads.trainer', (h, f)\n"

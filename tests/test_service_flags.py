@@ -5,8 +5,6 @@ over the default, and a bad value is refused with the field named."""
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 
 import pytest
 
@@ -93,15 +91,3 @@ def test_the_worker_runs_with_its_config(monkeypatch, tmp_path):
     assert (
         runs[1][1].lease == defaults["lease"] == jobs.worker.Worker.__init__.__kwdefaults__["lease"]
     )
-
-
-def test_parsing_a_worker_command_loads_no_pydantic():
-    code = (
-        "import sys; from cli.main import build_parser\n"
-        "build_parser().parse_args(['worker', '--kind', 'train', '--home', '/data'])\n"
-        "assert 'pydantic' not in sys.modules\n"
-        "build_parser().parse_args(['serve', '--port', '1'])\n"
-        "assert 'pydantic' in sys.modules  # the serve flags come from its settings\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
