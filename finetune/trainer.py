@@ -111,12 +111,16 @@ class _Fit:
 
 
 def train(
-    cfg: FinetuneConfig, *, on_step: Callable[[int, nn.Module], None] | None = None
+    cfg: FinetuneConfig,
+    *,
+    on_step: Callable[[int, nn.Module], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, dict[str, float]]:
     """Fine-tune, write the run directory, return metrics per split (splits with labels).
 
     on_step: for tests; called as on_step(0, model) before the first step of a fresh run and
         on_step(step, model) after every optimiser step (raise from it to simulate a kill).
+    clock: seconds, what the run's `seconds` (config.json, log.jsonl) are measured with.
     The run directory is held for the whole run (tasks.runs.hold_run). A config with `grid`
     set is a grid of such runs (finetune/grid.py): the chosen run's metrics.
     """
@@ -129,11 +133,11 @@ def train(
     from tasks.runs import hold_run
 
     with hold_run(cfg.out):  # one process at a time: a second attempt fails at once
-        return _train(cfg, on_step)
+        return _train(cfg, on_step, clock)
 
 
-def _train(cfg: FinetuneConfig, on_step) -> dict[str, dict[str, float]]:
-    started = time.perf_counter()
+def _train(cfg: FinetuneConfig, on_step, clock) -> dict[str, dict[str, float]]:
+    started = clock()
     torch.manual_seed(cfg.seed)
     device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     out_dir = Path(cfg.out)
@@ -167,11 +171,11 @@ def _train(cfg: FinetuneConfig, on_step) -> dict[str, dict[str, float]]:
         state = TrainState()
         if on_step is not None:
             on_step(0, model)
-    clock = time.perf_counter() - state.seconds
+    zero = clock() - state.seconds  # when the run would have started, had it never stopped
     earlier = state.seconds  # trained by the processes before this one (0 when fresh)
 
     def checkpoint() -> None:
-        state.seconds = time.perf_counter() - clock
+        state.seconds = clock() - zero
         fit.save(ckpt_path, cfg, state)
 
     # -- loop
@@ -181,7 +185,7 @@ def _train(cfg: FinetuneConfig, on_step) -> dict[str, dict[str, float]]:
         trainable = unfreeze(model.layer_groups(), epoch, cfg.settings()["gradual_unfreezing"])
         _train_epoch(fit, cfg, examples["train"], epoch, state, checkpoint, on_step)
         record = _end_epoch(fit, cfg, spec, examples["dev"], epoch, state, out_dir)
-        record.update(trainable=trainable, seconds=round(time.perf_counter() - clock, 2))
+        record.update(trainable=trainable, seconds=round(clock() - zero, 2))
         state.history.append(record)
         write_log(out_dir / "log.jsonl", state.history)
         if cfg.progress:
@@ -194,7 +198,7 @@ def _train(cfg: FinetuneConfig, on_step) -> dict[str, dict[str, float]]:
 
     metrics = _finish(fit, cfg, spec, examples, out_dir)
     # a resumed run counts the time of the processes before it too (kept in the checkpoint)
-    seconds = time.perf_counter() - started + earlier
+    seconds = clock() - started + earlier
     run_info.update(best_epoch=state.best_epoch, seconds=round(seconds, 2))
     write_json(out_dir / "config.json", run_info)  # with "seconds": the run is finished
     ckpt_path.unlink(missing_ok=True)

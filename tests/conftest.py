@@ -1,4 +1,5 @@
-"""Shared fixtures: a tiny random BERT built on the fly (no downloads), paths to ../shared."""
+"""Shared fixtures: a tiny random BERT built on the fly (no downloads), tiny task folders,
+moto's S3 server. Plain helpers (paths, data writers, ...) are in tests/helpers/."""
 
 from __future__ import annotations
 
@@ -10,24 +11,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("SNOWFIRE_SHARED", REPO.parent / "shared"))  # a worktree: set it
-DATA = SHARED / "data"
-FIXTURES = SHARED / "fixtures"
-
-WORDS = (
-    "the a an of and to in is was it for on with as by at from this that be are were man "
-    "woman dog cat plays playing guitar piano runs running quick brown fox jumps over lazy "
-    "good bad movie film great terrible not very funny boring story some one someone people "
-    "eats food park street car rides bike . , ! ? ' s n't"
-).split()
-
-
-def need_shared(path: Path) -> Path:
-    """Skip (with the reason) when ../shared is not beside the checkout."""
-    if not path.exists():
-        pytest.skip(f"{path} not found: the shared data/fixtures sit beside the checkout in CI")
-    return path
+from tests.helpers import WORDS
+from tests.helpers.tasks import write_task_data
 
 
 @pytest.fixture(scope="session")
@@ -51,6 +36,12 @@ def tiny_bert_dir(tmp_path_factory) -> Path:
     )
     BertModel(config).eval().save_pretrained(root)
     return root
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    """Tiny sst2, stsb, sick and conll2003 folders in the real file formats."""
+    return write_task_data(tmp_path_factory.mktemp("data"))
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from api import Settings, create_app
+from api import Settings
 from cache import (
     ExampleNotFoundError,
     FeatureSetNotFoundError,
@@ -20,54 +20,9 @@ from cache import (
     open_reader,
 )
 from cache.remote import RemoteStore
-from tests.test_api_service import build_featureset
+from tests.helpers.service import Counting, Server, build_featureset
 
 LONG = [40, 3, 25, 1, 100, 7, 33, 12, 5, 30, 2, 18]  # tokens per example; #4 is big
-
-
-class Server:
-    """uvicorn in a thread on a socket bound here, so the port is ours before it starts."""
-
-    def __init__(self, settings: Settings):
-        import uvicorn
-
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(create_app(settings=settings), log_level="warning")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-
-    def __enter__(self) -> Server:
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start within 20 s")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=20)
-        self.sock.close()
-
-
-class Counting:
-    """Counts the features requests a RemoteStore sends and the 413s it gets back."""
-
-    def __init__(self, remote):
-        self.features_requests = self.refused = 0
-        self.send = remote._send
-        remote._send = self
-
-    def __call__(self, method, url, body, headers):
-        self.features_requests += url.endswith("/features")
-        response = self.send(method, url, body, headers)
-        self.refused += response.status == 413
-        return response
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
 
 @pytest.fixture
 def home(tmp_path):
-    from tests.test_finetune_e2e import write_sst2
+    from tests.helpers.tasks import write_sst2
 
     write_sst2(tmp_path / "tasks")
     return Home(tmp_path)

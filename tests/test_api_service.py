@@ -11,36 +11,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api import Settings, create_app
-from cache import Store, digest, example_key
+from cache import Store
+from tests.helpers.service import DIM, LAYERS, build_featureset
 
 SAFETENSORS = "application/x-safetensors"
-LENGTHS = [3, 5, 2, 4, 6]  # tokens per example
-LAYERS, DIM = 3, 8
-
-
-def build_featureset(
-    store: Store, fs_id: str, dtype: str, lengths=LENGTHS, seed=0, split="dev"
-) -> str:
-    """One feature set of random pair examples, written through the store's own writer."""
-    rng = np.random.default_rng(seed)
-    identity = {"name": "fake", "spec": "fake", "seed": seed}
-    pool = store.ensure_pool(identity, dtype, LAYERS, DIM)
-    parts, keys, texts = [], [], []
-    for i, n in enumerate(lengths):
-        feats = rng.normal(size=(n, LAYERS, DIM)).astype(np.float32)  # (S, L, D)
-        words = np.arange(n, dtype=np.int32) - 1  # (S,)
-        types = (np.arange(n) >= n // 2).astype(np.int8)  # (S,)
-        parts.append((feats, words, types, n // 2))
-        texts.append({"a": [f"w{i}"], "b": [f"v{i}"]})
-        keys.append(example_key(pool, texts[-1]))
-    with store.writer(pool):
-        store.write_segment(pool, digest(keys, 24), keys, parts, dtype)
-    manifest = {
-        "id": fs_id, "encoder": identity, "encoder_id": pool, "task": "sst2", "split": split,
-        "num_layers": LAYERS, "dim": DIM, "dtype": dtype,
-    }  # fmt: skip
-    store.write_featureset(manifest, keys, texts)
-    return fs_id
 
 
 @pytest.fixture(scope="module")

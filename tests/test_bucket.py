@@ -7,54 +7,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
-from pathlib import Path
 
-import httpx
 import numpy as np
 import pytest
 
 from cache import RemoteStore, Store, StoreCorruptError, open_reader, open_store
 from cache.bucket import BucketStore
 from cli.main import main as snowfire
-from extractor import ExtractConfig, TextInput, extract
+from extractor import ExtractConfig, extract
 from extractor.hf import HFEncoder
-from tests.conftest import REPO, WORDS
-from tests.test_jobs_compose import _free_port
+from tests.helpers import REPO, free_port, tree_bytes, wait_healthy
+from tests.helpers.store import bucket_objects, extract_texts, texts, tiny_sst2, train_cli
 
 pytestmark = pytest.mark.subprocess  # a server thread, and a `snowfire serve` process
-
-
-def _texts(n=40, seed=0):
-    rng = np.random.default_rng(seed)
-    out = []
-    for i in range(n):
-        a = tuple(rng.choice(WORDS, size=int(rng.integers(2, 14))))
-        b = tuple(rng.choice(WORDS, size=int(rng.integers(2, 6)))) if i % 3 == 0 else None
-        out.append(TextInput(a, b))
-    return out
-
-
-def _extract(tiny_bert_dir, store, dtype="float16", texts=None, tiles="token"):
-    enc = HFEncoder(tiny_bert_dir, name="tiny", spec=f"hf:{tiny_bert_dir}")
-    cfg = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store.path), progress=False,
-                        dtype=dtype, segment_tokens=120, tiles=tiles)  # fmt: skip
-    return extract(enc, texts or _texts(), store, task=None, split=None, config=cfg)
-
-
-def _objects(store: BucketStore) -> dict[str, bytes]:
-    import obstore
-
-    names = [o["path"] for page in obstore.list(store.client) for o in page]
-    return {name: store._get(name) for name in names}
-
-
-def _files(root: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(root)): p.read_bytes()
-        for p in root.rglob("*")
-        if p.is_file() and not p.name.startswith(".")  # .lock: the local writer's lock file
-    }
 
 
 @pytest.mark.parametrize(
@@ -67,15 +32,15 @@ def test_a_bucket_holds_the_local_stores_bytes_and_reads_the_same(
     (cache/segment.py), and what `--tiles layer` writes: read the same from the bucket."""
     url = local_s3()
     local = Store(tmp_path / "local")
-    want = _extract(tiny_bert_dir, local, dtype, tiles=tiles)
-    got = _extract(tiny_bert_dir, open_store(url), dtype, tiles=tiles)
+    want = extract_texts(tiny_bert_dir, local, dtype, tiles=tiles)
+    got = extract_texts(tiny_bert_dir, open_store(url), dtype, tiles=tiles)
     assert got == want
     bucket = BucketStore(url)
-    assert _objects(bucket) == _files(local.path)  # every name, every byte
-    segments = {n.split("/")[3] for n in _objects(bucket) if "/segments/" in n}
+    assert bucket_objects(bucket) == tree_bytes(local.path)  # every name, every byte
+    segments = {n.split("/")[3] for n in bucket_objects(bucket) if "/segments/" in n}
     assert len(segments) >= 3
     meta = json.loads(
-        bucket._get(next(n for n in _objects(bucket) if n.endswith("features/zarr.json")))
+        bucket._get(next(n for n in bucket_objects(bucket) if n.endswith("features/zarr.json")))
     )
     assert meta["codecs"][0]["configuration"]["chunk_shape"][1] == (3 if tiles == "token" else 1)
     fresh = open_reader(url)  # nothing cached from the write
@@ -100,7 +65,7 @@ def test_zarr_opens_the_bucket(tiny_bert_dir, local_s3, tmp_path):
     from zarr.storage import ObjectStore
 
     url = local_s3()
-    info = _extract(tiny_bert_dir, open_store(url))
+    info = extract_texts(tiny_bert_dir, open_store(url))
     bucket = BucketStore(url)
     root = zarr.open_group(ObjectStore(bucket.client, read_only=True), mode="r")
     assert root.attrs["format"] == "snowfire-store"
@@ -126,7 +91,7 @@ def test_an_interrupted_writer_leaves_nothing_visible_and_the_rerun_completes(
 
     monkeypatch.setattr(BucketStore, "_put", failing_put)
     with pytest.raises(ConnectionError):
-        _extract(tiny_bert_dir, open_store(url))
+        extract_texts(tiny_bert_dir, open_store(url))
     monkeypatch.setattr(BucketStore, "_put", real_put)
     assert any("/segments/" in p for p in puts)  # a segment was part written
     seen = BucketStore(url)
@@ -135,14 +100,14 @@ def test_an_interrupted_writer_leaves_nothing_visible_and_the_rerun_completes(
     assert seen._segment_names(pool)  # its objects are there...
     assert seen._pool_index(pool) == {}  # ...but no reader sees the uncommitted segment
     local = Store(tmp_path / "local")
-    want = _extract(tiny_bert_dir, local)
-    assert _extract(tiny_bert_dir, open_store(url)) == want
-    assert _objects(BucketStore(url)) == _files(local.path)
+    want = extract_texts(tiny_bert_dir, local)
+    assert extract_texts(tiny_bert_dir, open_store(url)) == want
+    assert bucket_objects(BucketStore(url)) == tree_bytes(local.path)
 
 
 def test_a_damaged_object_is_named(tiny_bert_dir, local_s3):
     url = local_s3()
-    info = _extract(tiny_bert_dir, open_store(url))
+    info = extract_texts(tiny_bert_dir, open_store(url))
     bucket = BucketStore(url)
     seg_id = bucket._segment_names(info.encoder_id)[0]
     name = f"pools/{info.encoder_id}/segments/{seg_id}/word_ids/c/0"
@@ -163,7 +128,7 @@ def test_fsck_names_a_damaged_object_and_repair_restores_the_bucket(
 
     url = local_s3()
     store = open_store(url)
-    info = _extract(tiny_bert_dir, store)
+    info = extract_texts(tiny_bert_dir, store)
     indices = list(range(info.num_examples))
     before = BucketStore(url).read(info.id, indices=indices)
     assert snowfire(["fsck", "--store", url, "--quiet"]) == 0
@@ -210,9 +175,7 @@ def test_a_prefix_holding_other_objects_is_not_taken_over(local_s3):
 
 
 def test_serve_and_train_from_a_bucket(tiny_bert_dir, local_s3, tmp_path):
-    from tests.test_train import _train
-
-    data = _tiny_sst2(tmp_path / "data")
+    data = tiny_sst2(tmp_path / "data")
     url = local_s3()
     local = tmp_path / "local"
     for store in (url, str(local)):
@@ -222,7 +185,7 @@ def test_serve_and_train_from_a_bucket(tiny_bert_dir, local_s3, tmp_path):
     runs = {}
     for name, store in (("bucket", url), ("local", str(local))):
         out = tmp_path / name
-        runs[name] = _train(tiny_bert_dir, data, store, out, "sst2", "linear", "--lr", "0.03",
+        runs[name] = train_cli(tiny_bert_dir, data, store, out, "sst2", "linear", "--lr", "0.03",
                             "--epochs", "15")  # fmt: skip
     assert runs["bucket"] == runs["local"]
     assert runs["local"]["train"]["accuracy"] > 0.6  # it learned: the runs compare something
@@ -233,13 +196,13 @@ def test_serve_and_train_from_a_bucket(tiny_bert_dir, local_s3, tmp_path):
     for key in weights[0]:
         np.testing.assert_array_equal(weights[0][key], weights[1][key])
     # `snowfire serve --store s3://...` answers what the local store holds
-    port = _free_port()
+    port = free_port()
     cmd = [sys.executable, "-m", "cli", "serve", "--store", url, "--port", str(port)]
     log = tmp_path / "serve.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     try:
-        _wait_up(proc, port, log)
+        wait_healthy(f"http://127.0.0.1:{port}", proc, log)
         fs = Store(local).list_featuresets()
         with RemoteStore(f"http://127.0.0.1:{port}") as remote:
             assert [f.id for f in remote.list_featuresets()] == [f.id for f in fs]
@@ -253,33 +216,6 @@ def test_serve_and_train_from_a_bucket(tiny_bert_dir, local_s3, tmp_path):
         proc.wait(30)
 
 
-def _tiny_sst2(root: Path) -> Path:
-    rng = np.random.default_rng(0)
-    (root / "sst2").mkdir(parents=True)
-    for split, n in (("train", 60), ("dev", 20)):
-        rows = []
-        for _ in range(n):
-            label = int(rng.integers(0, 2))
-            words = list(rng.choice(WORDS[:40], size=int(rng.integers(3, 8))))
-            words.append("good" if label else "bad")
-            rows.append(f"{' '.join(words)}\t{label}")
-        (root / "sst2" / f"{split}.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
-    return root
-
-
-def _wait_up(proc, port, log) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"snowfire serve exited: {log.read_text()}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).is_success:
-                return
-        except httpx.TransportError:
-            time.sleep(0.2)
-    raise AssertionError(f"snowfire serve did not answer: {log.read_text()}")
-
-
 def test_manifest_is_the_last_object_a_set_writes(tiny_bert_dir, local_s3, monkeypatch):
     url = local_s3()
     order = []
@@ -290,7 +226,7 @@ def test_manifest_is_the_last_object_a_set_writes(tiny_bert_dir, local_s3, monke
         real_put(self, rel, data)
 
     monkeypatch.setattr(BucketStore, "_put", recording_put)
-    info = _extract(tiny_bert_dir, open_store(url))
+    info = extract_texts(tiny_bert_dir, open_store(url))
     assert order[-1] == f"featuresets/{info.id}.json"
     for seg in {p.split("/")[3] for p in order if "/segments/" in p}:
         mine = [i for i, p in enumerate(order) if f"/segments/{seg}/" in p]
@@ -303,14 +239,14 @@ def real_get(url, rel):
 
 
 def test_reads_across_shards_of_one_segment(tiny_bert_dir, local_s3, tmp_path):
-    texts = _texts(n=400, seed=5)  # one segment of several shards of 2,048 tokens
+    inputs = texts(n=400, seed=5)  # one segment of several shards of 2,048 tokens
     enc = HFEncoder(tiny_bert_dir, name="tiny", spec=f"hf:{tiny_bert_dir}")
     local = Store(tmp_path / "local")
     cfg = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(local.path), progress=False,
                         dtype="float32", segment_tokens=10**6)  # fmt: skip
-    info = extract(enc, texts, local, task=None, split=None, config=cfg)
-    extract(enc, texts, open_store(url := local_s3()), task=None, split=None, config=cfg)
-    shards = [n for n in _objects(BucketStore(url)) if "/features/c/" in n]
+    info = extract(enc, inputs, local, task=None, split=None, config=cfg)
+    extract(enc, inputs, open_store(url := local_s3()), task=None, split=None, config=cfg)
+    shards = [n for n in bucket_objects(BucketStore(url)) if "/features/c/" in n]
     assert len(shards) >= 2
     bucket, rng = BucketStore(url), np.random.default_rng(0)
     for layers in (None, [1], [2, 0]):
@@ -328,7 +264,7 @@ def test_jobs_of_a_service_on_a_bucket_use_it(tiny_bert_dir, local_s3, tmp_path)
     from jobs.worker import Worker
 
     url = local_s3()
-    _tiny_sst2(tmp_path / "home" / "tasks")
+    tiny_sst2(tmp_path / "home" / "tasks")
     settings = Settings(home=tmp_path / "home", store=url)
     with TestClient(create_app(settings=settings)) as client:
         body = {"kind": "extract", "params": {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2"}}

@@ -109,7 +109,7 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
 def test_the_analyses_write_json_tables_and_plots(tiny_bert_dir, tmp_path):
     pytest.importorskip("sklearn")
     from cli.main import main as snowfire
-    from tests.test_finetune_e2e import _config, write_sst2, write_stsb
+    from tests.helpers.tasks import finetune_config, write_sst2, write_stsb
 
     data = tmp_path / "data"
     write_sst2(data, sizes=(("train", 120), ("dev", 30)))
@@ -135,7 +135,7 @@ def test_the_analyses_write_json_tables_and_plots(tiny_bert_dir, tmp_path):
     from finetune import train
 
     fire = tmp_path / "fire"
-    train(_config(enc, "sst2", data, fire, epochs=1))
+    train(finetune_config(enc, "sst2", data, fire, epochs=1))
     argv = ["analyze", "probes", "--tasks", "sst2", "--finetuned", f"sst2={fire}", *base]
     assert snowfire(argv) == 0
     probes = json.loads((out / "probes.json").read_text())
@@ -152,11 +152,11 @@ def test_the_analyses_write_json_tables_and_plots(tiny_bert_dir, tmp_path):
 
 def test_the_full_budget_tunes_fire_on_dev(tiny_bert_dir, tmp_path, monkeypatch):
     from cli.main import main as snowfire
-    from finetune import recipe
-    from tests.test_finetune_e2e import write_sst2
+    from finetune import grid, recipe  # grid imported first: it binds recipe's value
+    from tests.helpers.tasks import write_sst2
 
     monkeypatch.setattr(recipe, "GRID_EPOCHS", (1, 2))  # a small grid for the test
-    monkeypatch.setattr("finetune.grid.GRID_EPOCHS", (1, 2))
+    monkeypatch.setattr(grid, "GRID_EPOCHS", (1, 2))
     data = write_sst2(tmp_path / "data")
     out = tmp_path / "full"
     argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2", "--data", str(data),
@@ -187,7 +187,7 @@ def test_the_full_budget_tunes_fire_on_dev(tiny_bert_dir, tmp_path, monkeypatch)
 
 def test_ner_params_runs_the_six_cells_of_table_5(tiny_bert_dir, tmp_path):
     from cli.main import main as snowfire
-    from tests.test_finetune_e2e import write_conll
+    from tests.helpers.tasks import write_conll
 
     data = write_conll(tmp_path / "data", sizes=(("train", 24), ("dev", 8)))
     out = tmp_path / "an"
@@ -220,8 +220,8 @@ def test_ner_params_runs_the_six_cells_of_table_5(tiny_bert_dir, tmp_path):
 
 def test_elmo_biattention_on_the_fixture_and_refuses_other_encoders(tmp_path, capsys):
     from cli.main import main as snowfire
-    from tests.conftest import FIXTURES, need_shared
-    from tests.test_finetune_e2e import write_stsb
+    from tests.helpers import FIXTURES, need_shared
+    from tests.helpers.tasks import write_stsb
 
     elmo = need_shared(FIXTURES / "allennlp_elmo")
     options, weights = elmo / "options.json", elmo / "lm_weights.hdf5"

@@ -5,49 +5,13 @@ reserved for extractor and finetuner only, healthchecks, and commands the CLI ac
 from __future__ import annotations
 
 import json
-import shlex
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SCHEMA = Path(__file__).resolve().parents[1].parent / "shared" / "schemas" / "compose-spec.json"
-SERVICES = {"api": None, "extractor": "extract", "trainer": "train", "finetuner": "finetune",
-            "comparer": "compare"}  # fmt: skip
+from tests.helpers import REPO
+from tests.helpers.compose import SCHEMA, SERVICES, command, load_compose, merge
+
 GPU = {"extractor", "finetuner", "comparer"}
-
-_RESET = object()
-
-
-class _Loader:
-    """yaml.SafeLoader that also reads Compose's `!reset` tag (an override removing a key)."""
-
-    @staticmethod
-    def load(text: str):
-        import yaml
-
-        class Loader(yaml.SafeLoader):
-            pass
-
-        Loader.add_constructor("!reset", lambda loader, node: _RESET)
-        return yaml.load(text, Loader=Loader)
-
-
-def merge(base: dict, override: dict) -> dict:
-    """Compose's merge of an override file for mappings (`!reset` removes the key)."""
-    out = dict(base)
-    for key, value in override.items():
-        if value is _RESET:
-            out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def load_compose() -> dict:
-    return _Loader.load((REPO / "docker-compose.yml").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +21,7 @@ def compose() -> dict:
 
 @pytest.fixture(scope="module")
 def cpu_compose(compose) -> dict:
-    return merge(compose, _Loader.load((REPO / "docker-compose.cpu.yml").read_text()))
-
-
-def command(service: dict) -> list[str]:
-    cmd = service["command"]
-    return shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
+    return merge(compose, load_compose("docker-compose.cpu.yml"))
 
 
 def _volumes(service: dict) -> dict[str, str]:

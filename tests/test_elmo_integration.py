@@ -10,8 +10,7 @@ import pytest
 
 from cache import Store
 from cli.main import main as snowfire
-from tests.conftest import FIXTURES, need_shared
-from tests.test_train import data_dir  # noqa: F401  (tiny task folders)
+from tests.helpers import FIXTURES, need_shared
 
 
 @pytest.fixture(scope="module")
@@ -102,9 +101,9 @@ def test_fixed_policy_export_hdf5_layout(fixture_dir, tmp_path):
             )
 
 
-def test_elmo_features_served_over_rest_train_a_head(fixture_dir, data_dir, tmp_path):  # noqa: F811
+def test_elmo_features_served_over_rest_train_a_head(fixture_dir, data_dir, tmp_path):
     from api import Settings
-    from tests.test_api_remote import Server
+    from tests.helpers.service import Server
 
     spec = f"elmo:{fixture_dir}"
     store_dir = tmp_path / "s"

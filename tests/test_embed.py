@@ -17,7 +17,7 @@ from safetensors.numpy import load
 from api import Settings, create_app
 from cache import Store, wire
 from cache.segment import Segment
-from tests.conftest import WORDS
+from tests.helpers import WORDS
 
 JSON_ACCEPT = {"Accept": "application/json"}
 

@@ -19,7 +19,7 @@ import pytest
 
 from cache import canonical_json, identity_content
 from extractor import EXTRACTOR_VERSION, Encoder, TextInput, load_encoder
-from tests.conftest import FIXTURES, WORDS, need_shared
+from tests.helpers import FIXTURES, WORDS, need_shared
 
 # Batching changes padding and matmul shapes, not the maths: float32 features of one text
 # alone and in a batch agree to this (BERT over 2-7 layers; ELMo's tests use 1e-6).

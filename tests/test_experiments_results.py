@@ -8,12 +8,10 @@ import re
 import sys
 from pathlib import Path
 
-from tests.test_train import data_dir  # noqa: F401  (the fixture: tiny sst2 and stsb)
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 
 
-def test_the_page_is_what_compare_and_analyze_wrote(tiny_bert_dir, data_dir, tmp_path):  # noqa: F811
+def test_the_page_is_what_compare_and_analyze_wrote(tiny_bert_dir, data_dir, tmp_path):
     import results  # experiments/ is on sys.path above
 
     from cli.main import main as snowfire

@@ -7,7 +7,7 @@ import pytest
 
 from cache import Store, identity_content
 from extractor import ExtractConfig, TextInput, extract, load_encoder
-from tests.conftest import FIXTURES, need_shared
+from tests.helpers import FIXTURES, need_shared
 
 
 def _round_trip(spec: str, **options):

@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 from jobs import Home, JobQueue, python_command
-from tests.test_finetune_e2e import write_sst2
+from tests.helpers import tree_bytes
+from tests.helpers.tasks import write_sst2
 
 pytestmark = pytest.mark.subprocess
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[1])}
@@ -310,7 +311,6 @@ def test_a_full_disk_during_extraction_keeps_the_store_and_the_rerun_is_identica
     tiny_bert_dir, tmp_path
 ):
     from cache import Store
-    from tests.test_resume import _tree
 
     (tmp_path / "a.txt").write_text(_sentences(20, "first"))
     (tmp_path / "b.txt").write_text(_sentences(300, "second"))
@@ -326,17 +326,18 @@ def test_a_full_disk_during_extraction_keeps_the_store_and_the_rerun_is_identica
     try:
         store = disk / "store"
         subprocess.run(_extract_argv(tiny_bert_dir, tmp_path / "a.txt", store), check=True, env=ENV)
-        before = _tree(store)
+        before = tree_bytes(store)
         failed = subprocess.run(_extract_argv(tiny_bert_dir, tmp_path / "b.txt", store), env=ENV,
                                 capture_output=True, text=True)  # fmt: skip
         assert failed.returncode != 0, "the disk did not fill up"
         assert "No space left on device" in failed.stderr, failed.stderr[-2000:]
         (first,) = Store(store).list_featuresets()  # readable; the unfinished set not listed
         assert Store(store).read(first.id, indices=[0, 1]).offsets.shape == (3,)
-        after = _tree(store)
+        after = tree_bytes(store)
         assert {k: v for k, v in after.items() if k in before} == before  # nothing stored lost
         subprocess.run(["mount", "-o", f"remount,size={need * 4}", str(disk)], check=True)
         subprocess.run(_extract_argv(tiny_bert_dir, tmp_path / "b.txt", store), check=True, env=ENV)
-        assert _tree(store) == _tree(reference)  # byte-identical to a run that never failed
+        # byte-identical to a run that never failed
+        assert tree_bytes(store) == tree_bytes(reference)
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)

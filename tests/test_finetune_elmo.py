@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from tasks import Example, get_task, read_split
-from tests.conftest import FIXTURES, need_shared
-from tests.test_finetune_e2e import _config, check_run, write_conll, write_sst2, write_stsb
+from tests.helpers import FIXTURES, need_shared
+from tests.helpers.tasks import check_run, finetune_config, write_conll, write_sst2, write_stsb
 
 ELMO = FIXTURES / "allennlp_elmo"
 
@@ -136,7 +136,7 @@ def test_elmo_run_end_to_end(elmo_files, tmp_path, task, writer, kw):
     from finetune import build_model, train
 
     data = writer(tmp_path / "data")
-    cfg = _config(f"elmo:{ELMO}", task, data, tmp_path / "run", **({"lr": 3e-3} | kw))
+    cfg = finetune_config(f"elmo:{ELMO}", task, data, tmp_path / "run", **({"lr": 3e-3} | kw))
     metrics = train(cfg)
     run = tmp_path / "run"
     check_run(run, task, data, metrics)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_finetune_e2e import _config, write_sst2
+from tests.helpers.tasks import finetune_config, write_sst2
 
 
 def _curve(run: Path) -> dict[int, float]:
@@ -23,7 +23,7 @@ def test_grid_cells_choice_and_outputs(tiny_bert_dir, tmp_path, exact):
 
     data = write_sst2(tmp_path / "data")
     grid = {"grid": "exact" if exact else "shared", "grid_lrs": [1e-4, 3e-3], "grid_epochs": [2, 1]}
-    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", lr=None, **grid)
+    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", lr=None, **grid)
     metrics = train(cfg)  # a config with a grid is a grid
     run = tmp_path / "run"
     record = json.loads((run / "grid.json").read_text())
@@ -69,7 +69,7 @@ def test_a_finished_grid_is_returned_and_another_refused(tiny_bert_dir, tmp_path
     from finetune import grid
 
     data = write_sst2(tmp_path / "data")
-    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", lr=None,
+    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", lr=None,
                   grid="shared", grid_lrs=[1e-3], grid_epochs=[1])  # fmt: skip
     first = grid.run_grid(cfg)
 

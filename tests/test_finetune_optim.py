@@ -17,7 +17,7 @@ from finetune import (
     trainable_depth,
     unfreeze,
 )
-from tests.test_finetune_e2e import _config, write_sst2
+from tests.helpers.tasks import finetune_config, write_sst2
 
 
 def test_group_rates_multiply_by_the_factor_per_depth():
@@ -144,7 +144,7 @@ def test_gradual_unfreezing_moves_exactly_the_unfrozen_groups(tiny_bert_dir, tmp
                 for group, params in model.layer_groups()
             }
 
-    cfg = _config(
+    cfg = finetune_config(
         f"hf:{tiny_bert_dir}",
         "sst2",
         data,
@@ -198,7 +198,7 @@ def test_default_recipe_bert_family_trains_every_layer_at_one_rate(bert):
 def test_default_recipe_elmo_decays_by_0_4_per_layer():
     from extractor.elmo import ElmoBiLM
     from finetune import ElmoFinetuner, FinetuneConfig, build_optimizer
-    from tests.conftest import FIXTURES, need_shared
+    from tests.helpers import FIXTURES, need_shared
 
     folder = need_shared(FIXTURES / "allennlp_elmo")
     bilm = ElmoBiLM.from_files(folder / "options.json", folder / "lm_weights.hdf5")

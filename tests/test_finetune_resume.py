@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import FIXTURES, need_shared
-from tests.test_finetune_e2e import _config, write_sst2, write_stsb
+from tests.helpers import FIXTURES, need_shared
+from tests.helpers.tasks import finetune_config, write_sst2, write_stsb
 
 
 class Killed(RuntimeError):
@@ -62,9 +62,9 @@ def test_bert_resume_after_kill_equals_uninterrupted(tiny_bert_dir, tmp_path, ki
 
     data = write_sst2(tmp_path / "data", sizes=(("train", 24), ("dev", 8), ("test", 8)))
     kw = dict(epochs=3, checkpoint_every=2, dropout=0.3, patience=10)
-    reference = train(_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "a", **kw))
+    reference = train(finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "a", **kw))
 
-    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "b", **kw)
+    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "b", **kw)
     with pytest.raises(Killed):
         train(cfg, on_step=_kill_after(kill_after))
     assert not (tmp_path / "b" / "metrics.json").exists()
@@ -80,8 +80,8 @@ def test_elmo_resume_mid_epoch_equals_uninterrupted(tmp_path):
     elmo = need_shared(FIXTURES / "allennlp_elmo")
     data = write_stsb(tmp_path / "data", sizes=(("train", 16), ("dev", 6)))
     kw = dict(epochs=2, batch_size=4, checkpoint_every=1, lr=3e-3, patience=10)
-    reference = train(_config(f"elmo:{elmo}", "stsb", data, tmp_path / "a", **kw))
-    cfg = _config(f"elmo:{elmo}", "stsb", data, tmp_path / "b", **kw)
+    reference = train(finetune_config(f"elmo:{elmo}", "stsb", data, tmp_path / "a", **kw))
+    cfg = finetune_config(f"elmo:{elmo}", "stsb", data, tmp_path / "b", **kw)
     with pytest.raises(Killed):
         train(cfg, on_step=_kill_after(6))
     assert train(cfg) == reference
@@ -92,13 +92,13 @@ def test_resume_with_another_config_is_refused(tiny_bert_dir, tmp_path):
     from finetune import train
 
     data = write_sst2(tmp_path / "data", sizes=(("train", 16), ("dev", 8)))
-    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1)
+    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1)
     with pytest.raises(Killed):
         train(cfg, on_step=_kill_after(1))
     with pytest.raises(Killed):  # no checkpoint yet (every epoch only): starts afresh
         train(cfg, on_step=_kill_after(2))
     train(cfg)
-    other = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1, lr=0.5)
+    other = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1, lr=0.5)
     with pytest.raises(ValueError, match=r"was written by another config \(lr: 0.001 -> 0.5\)"):
         train(other)
 
@@ -107,7 +107,7 @@ def test_a_finished_run_is_returned_not_trained_again(tiny_bert_dir, tmp_path):
     from finetune import train
 
     data = write_sst2(tmp_path / "data", sizes=(("train", 16), ("dev", 8)))
-    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1)
+    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1)
     metrics = train(cfg)
     run = tmp_path / "run"
     assert not (run / "checkpoint.pt").exists()  # dropped once the run finished
@@ -134,8 +134,10 @@ def test_killed_after_metrics_before_config_finishes_from_the_checkpoint(
     from finetune import train
 
     data = write_sst2(tmp_path / "data", sizes=(("train", 16), ("dev", 8)))
-    reference = train(_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "a", epochs=2))
-    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "b", epochs=2)
+    reference = train(
+        finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "a", epochs=2)
+    )
+    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "b", epochs=2)
     # a kill between writing metrics.json and the final config.json: the config still lacks
     # "seconds" and the last epoch's checkpoint is still there
     module = importlib.import_module("finetune.trainer")
@@ -158,23 +160,28 @@ def test_killed_after_metrics_before_config_finishes_from_the_checkpoint(
 
 
 def test_a_resumed_run_counts_the_time_before_the_kill(tiny_bert_dir, tmp_path):
-    import time
-
     from finetune import train
 
-    data = write_sst2(tmp_path / "data", sizes=(("train", 24), ("dev", 8)))
-    cfg = _config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1,
-                  checkpoint_every=1)  # fmt: skip
+    data = write_sst2(tmp_path / "data", sizes=(("train", 24), ("dev", 8)))  # 3 steps of 8
+    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1,
+                          checkpoint_every=1)  # fmt: skip
+    now = [100.0]  # the clock the run reads; a step "takes" what on_step adds
 
-    def slow_then_killed(step, model):
-        time.sleep(0.75)  # step 2 is checkpointed after the first sleep, then killed
-        if step == 2:
-            raise Killed("killed after step 2")
+    def steps_of(seconds: float, kill_at: int | None = None):
+        def on_step(step, model):  # called after the step's checkpoint
+            if step >= 1:
+                now[0] += seconds
+            if step == kill_at:
+                raise Killed(f"killed after step {step}")
 
-    with pytest.raises(Killed):
-        train(cfg, on_step=slow_then_killed)
-    started = time.perf_counter()
-    train(cfg)
-    this_process = time.perf_counter() - started
-    seconds = json.loads((tmp_path / "run" / "config.json").read_text())["seconds"]
-    assert seconds >= this_process + 0.7, (seconds, this_process)
+        return on_step
+
+    with pytest.raises(Killed):  # steps 1 and 2 take 10 s each; step 2's checkpoint is at 10 s
+        train(cfg, on_step=steps_of(10.0, kill_at=2), clock=lambda: now[0])
+    now[0] = 500.0  # another process: its clock has its own origin
+    train(cfg, on_step=steps_of(7.0), clock=lambda: now[0])  # step 3 takes 7 s
+    # 10 s checkpointed before the kill + 7 s in this process; the 10 s after the last
+    # checkpoint were lost with the process
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["seconds"] == 17.0
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [r["seconds"] for r in log] == [17.0]

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
 
 from heads import IGNORE_INDEX, collate
-from tests.test_heads_contract import (
+from tests.helpers.heads import (
     D,
     L,
-    _literal,
     batch_for,
     example_batch,
     examples_for,
@@ -86,12 +87,12 @@ def test_collate_errors_name_the_problem():
         collate(example_batch([single, single]), [0, 1, 1], kind="classification")
     with pytest.raises(ValueError, match="example 'k0' has 2 words but 3 tags"):
         collate(example_batch([single]), [[0, 1, 2]], kind="tagging")
-    with pytest.raises(ValueError, match=_literal("kind must be one of")):
+    with pytest.raises(ValueError, match=re.escape("kind must be one of")):
         collate(example_batch([single]), None, kind="ranking")
     with pytest.raises(ValueError, match="word-level fields are built for single texts"):
         collate(example_batch([pair]), None, kind="classification", word_level=True)
     holes = (single[0][:3], np.array([-1, 1, -1], np.int32), single[2][:3], -1)  # word 0 lost
-    with pytest.raises(ValueError, match=_literal("example 'k0': words [0] have no pieces")):
+    with pytest.raises(ValueError, match=re.escape("example 'k0': words [0] have no pieces")):
         collate(example_batch([holes]), None, kind="tagging")
     no_b = (pair[0][:4], np.array([-1, 0, -1, -1], np.int32), np.array([0, 0, 0, 1], np.int8), 3)
     with pytest.raises(ValueError, match="example 'k0' has no tokens of text b"):

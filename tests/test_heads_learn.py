@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from heads import HEADS, build_head
-from tests.test_heads_contract import (
+from tests.helpers.heads import (
     CASES,
     IDS,
     NUM_LABELS,

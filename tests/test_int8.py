@@ -10,7 +10,7 @@ import zarr
 from cache import ExampleBatch, InvalidSelectionError, Store, StoreError, quant
 from cache.segment import Segment, write_segment
 from cache.wire import body_bytes, decode, encode
-from tests.test_api_service import DIM, LAYERS, LENGTHS, build_featureset
+from tests.helpers.service import DIM, LAYERS, LENGTHS, build_featureset
 
 
 def test_quantize_by_hand():
@@ -136,7 +136,7 @@ def test_wire_round_trip_keeps_int8_and_scales(store):
 def test_service_sends_int8_and_the_client_dequantises(store):
     from api import Settings
     from cache.remote import RemoteStore
-    from tests.test_api_remote import Counting, Server
+    from tests.helpers.service import Counting, Server
 
     with Server(Settings(store=store.path)) as server, RemoteStore(server.url) as remote:
         sent = []

@@ -11,13 +11,12 @@ from fastapi.testclient import TestClient
 
 from api import Settings, create_app
 from jobs import Home, JobQueue
-from tests.test_train import data_dir  # noqa: F401  (tiny sst2/stsb/conll2003 folders)
 
 ENCODERS = "'minilm', 'hf:NAME_OR_DIR', 'elmo:OPTIONS.json,WEIGHTS.hdf5' or 'elmo:DIR'"
 
 
 @pytest.fixture
-def home(tmp_path, data_dir):  # noqa: F811
+def home(tmp_path, data_dir):
     (tmp_path / "tasks").symlink_to(data_dir)  # the default `data`: HOME/tasks
     return Home(tmp_path)
 
@@ -142,7 +141,6 @@ def test_submission_errors_are_422_with_the_reason(client, home, body, detail):
 
 
 def test_finetune_params_are_the_finetune_config_fields(client, home):
-    pytest.importorskip("finetune", reason="finetune/ is not importable yet")
     base = {"encoder": "minilm", "task": "sst2"}
     r = client.post("/v1/jobs", json={"kind": "finetune", "params": {**base, "lr": -1.0}})
     assert r.status_code == 422

@@ -8,47 +8,22 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.test_compose import REPO, SERVICES, command, load_compose
-from tests.test_train import data_dir  # noqa: F401  (tiny sst2/stsb/conll2003 folders)
+from tests.helpers import free_port
+from tests.helpers.compose import LOCAL_ENV, SERVICES, command, load_compose, local_command
 
 pytestmark = pytest.mark.subprocess  # starts and kills real processes
-
-SNOWFIRE = REPO / ".venv" / "bin" / "snowfire"
-#: This checkout importable as the image's installed package is (an editable install made
-#: before a package existed does not map it), and one thread per process on a small machine.
-LOCAL_ENV = {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _local(args: list[str], home: Path, port: int) -> list[str]:
-    """A container command as a local one: /data -> home, 8000 -> port, our executables."""
-    exe = {"snowfire": str(SNOWFIRE if SNOWFIRE.exists() else Path(sys.executable).parent
-                           / "snowfire"), "python": sys.executable}  # fmt: skip
-    out = []
-    for i, arg in enumerate(args):
-        if i == 0 or (args[0] == "CMD" and i == 1):
-            arg = exe.get(arg, arg)
-        out.append(arg.replace("/data", str(home)).replace("8000", str(port)))
-    return out
 
 
 class Stack:
     def __init__(self, home: Path) -> None:
-        self.home, self.port = home, _free_port()
+        self.home, self.port = home, free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.services = load_compose()["services"]
         self.procs: dict[str, subprocess.Popen] = {}
@@ -60,7 +35,7 @@ class Stack:
                    for k, v in service.get("environment", {}).items()}  # fmt: skip
             with (self.home / "logs" / f"{name}.log").open("wb") as log:
                 self.procs[name] = subprocess.Popen(
-                    _local(command(service), self.home, self.port),
+                    local_command(command(service), self.home, self.port),
                     env={**os.environ, **env, **LOCAL_ENV},
                     cwd=self.home, stdout=log, stderr=subprocess.STDOUT,
                 )  # fmt: skip
@@ -117,7 +92,7 @@ class Stack:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory, data_dir):  # noqa: F811
+def stack(tmp_path_factory, data_dir):
     home = tmp_path_factory.mktemp("compose") / "data"
     home.mkdir()
     (home / "tasks").symlink_to(data_dir)  # the default `data` of a job: HOME/tasks
@@ -130,7 +105,7 @@ def stack(tmp_path_factory, data_dir):  # noqa: F811
 def test_healthchecks_pass(stack):
     time.sleep(1.0)  # the workers beat on start
     for name, service in stack.services.items():
-        test = _local(service["healthcheck"]["test"][1:], stack.home, stack.port)
+        test = local_command(service["healthcheck"]["test"][1:], stack.home, stack.port)
         done = subprocess.run(test, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, f"{name}: {done.stdout}{done.stderr}\n{stack.logs(name)}"
 
@@ -171,7 +146,6 @@ def test_extract_then_train_through_the_api(stack, tiny_bert_dir):
 
 
 def test_finetune_through_the_api(stack, tiny_bert_dir):
-    pytest.importorskip("finetune", reason="finetune/ is not importable yet")
     params = {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2", "epochs": 1, "batch_size": 16,
               "max_length": 32, "progress": False}  # fmt: skip
     job = stack.run_job("finetune", params)

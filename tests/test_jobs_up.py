@@ -14,7 +14,8 @@ import pytest
 
 from jobs import JOB_KINDS as KINDS
 from jobs import JobQueue
-from tests.test_jobs_compose import LOCAL_ENV, SNOWFIRE, _free_port
+from tests.helpers import free_port
+from tests.helpers.compose import LOCAL_ENV, SNOWFIRE
 
 pytestmark = pytest.mark.subprocess  # starts and kills real processes
 
@@ -31,7 +32,7 @@ def _processes_mentioning(text: str) -> list[int]:
 
 
 def test_up_serves_runs_workers_and_stops_on_ctrl_c(tmp_path):
-    home, port = tmp_path / "home", _free_port()
+    home, port = tmp_path / "home", free_port()
     up = subprocess.Popen(
         [str(SNOWFIRE), "up", "--home", str(home), "--port", str(port)],
         env={**os.environ, **LOCAL_ENV}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.demo import _free_port as free_port
-from cli.demo import _wait_healthy as wait_healthy
+from tests.helpers import free_port, wait_healthy
 
 pytestmark = pytest.mark.subprocess
 
@@ -31,7 +30,7 @@ def _schemathesis() -> str:
 def test_the_service_keeps_its_openapi_contract(tiny_bert_dir, tmp_path):
     from extractor import ExtractConfig, run_extract
     from jobs import python_command
-    from tests.test_finetune_e2e import write_sst2
+    from tests.helpers.tasks import write_sst2
 
     write_sst2(tmp_path / "tasks")
     texts = tmp_path / "texts.txt"

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from cli.demo import _free_port, _wait_healthy
+from tests.helpers import free_port, wait_healthy
 
 pytestmark = pytest.mark.subprocess
 
@@ -46,13 +46,13 @@ def service(tiny_bert_dir, tmp_path):
     texts.write_text("the dog runs\na man plays the guitar\n")
     (info,) = run_extract(ExtractConfig(encoder=f"hf:{tiny_bert_dir}", input=str(texts),
                                         store=str(tmp_path / "store"), progress=False))  # fmt: skip
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "SNOWFIRE_API_KEYS": f"{KEY}:write", "SNOWFIRE_LOG_LEVEL": "warning"}
     proc = subprocess.Popen(python_command("cli", "serve", "--home", str(tmp_path), "--port",
                                            str(port)), env=env)  # fmt: skip
     try:
-        _wait_healthy(url, proc)
+        wait_healthy(url, proc)
         body = {"kind": "extract", "params": {"encoder": "minilm", "input": "texts.txt"}}
         job = _api(url, "/v1/jobs", body)
         yield url, info.id, job["id"]

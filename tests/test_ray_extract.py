@@ -18,8 +18,8 @@ from cli.main import main as snowfire
 from extractor import ExtractConfig, TextInput, extract
 from extractor.encoders import load_encoder
 from extractor.ray_run import RayRunner
-from tests.conftest import REPO, WORDS
-from tests.test_bucket import _files, _objects
+from tests.helpers import REPO, WORDS, tree_bytes
+from tests.helpers.store import bucket_objects, tiny_sst2
 
 pytestmark = pytest.mark.subprocess  # Ray's processes
 
@@ -76,22 +76,20 @@ def test_ray_extraction_equals_one_process(ray_local, tiny_bert_dir, tmp_path):
     want = _single(tiny_bert_dir, tmp_path / "one")
     got = _on_ray(tiny_bert_dir, str(tmp_path / "ray"))
     assert got == want
-    files = _files(tmp_path / "ray")
-    assert files == _files(tmp_path / "one")  # same keys, segments, manifest: every byte
+    files = tree_bytes(tmp_path / "ray")
+    assert files == tree_bytes(tmp_path / "one")  # same keys, segments, manifest: every byte
     assert sum(n.endswith("checksums.json") for n in files) >= 4  # several segments
 
 
 def test_the_cli_extracts_a_task_on_ray_into_s3(ray_local, tiny_bert_dir, local_s3, tmp_path):
-    from tests.test_bucket import _tiny_sst2
-
-    data, url = _tiny_sst2(tmp_path / "data"), local_s3()
+    data, url = tiny_sst2(tmp_path / "data"), local_s3()
     base = ["extract", "--encoder", f"hf:{tiny_bert_dir}", "--task", "sst2", "--data", str(data)]
     base += ["--quiet", "--segment-tokens", "200"]
     assert snowfire(base + ["--store", str(tmp_path / "one")]) == 0
     assert snowfire(base + ["--store", url, "--ray", "local", "--actors", "2"]) == 0
     from cache.bucket import BucketStore
 
-    assert _objects(BucketStore(url)) == _files(tmp_path / "one")
+    assert bucket_objects(BucketStore(url)) == tree_bytes(tmp_path / "one")
 
 
 class DiesOnce:
@@ -127,7 +125,7 @@ def test_a_dead_actors_segment_is_rerun_and_the_store_is_the_same(
     got = _on_ray(tiny_bert_dir, str(tmp_path / "ray"), factory)
     assert marker.exists()  # an actor did die mid-segment
     assert got == want
-    assert _files(tmp_path / "ray") == _files(tmp_path / "one")
+    assert tree_bytes(tmp_path / "ray") == tree_bytes(tmp_path / "one")
 
 
 def test_a_rerun_encodes_only_the_missing_segment(ray_local, tiny_bert_dir, tmp_path):
@@ -142,4 +140,4 @@ def test_a_rerun_encodes_only_the_missing_segment(ray_local, tiny_bert_dir, tmp_
     changed = {name for name in before if before[name] != after[name]}
     assert changed == {segments[1].name}  # only that one was written again
     _single(tiny_bert_dir, tmp_path / "one")
-    assert _files(root) == _files(tmp_path / "one")
+    assert tree_bytes(root) == tree_bytes(tmp_path / "one")

@@ -12,7 +12,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api import Settings, create_app
-from tests.test_train import data_dir  # noqa: F401  (tiny sst2/stsb/conll2003 folders)
 
 pytestmark = pytest.mark.subprocess  # Ray's processes
 
@@ -26,7 +25,7 @@ def ray_local():
 
 
 @pytest.fixture
-def client(ray_local, tmp_path, data_dir):  # noqa: F811
+def client(ray_local, tmp_path, data_dir):
     (tmp_path / "tasks").symlink_to(data_dir)
     settings = Settings(home=tmp_path, ray="local", ray_slots=2)
     with TestClient(create_app(settings=settings)) as c:

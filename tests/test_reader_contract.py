@@ -102,7 +102,7 @@ def _bucket(written, request):
 
 def _rest(written, request):
     from api import Settings
-    from tests.test_api_remote import Server
+    from tests.helpers.service import Server
 
     server = Server(Settings(store=written[0]))
     server.__enter__()

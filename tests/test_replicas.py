@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 from cache import RemoteStore, Store, open_store
-from tests.test_bucket import _extract, _wait_up
-from tests.test_compose import REPO, SCHEMA, _Loader, command
-from tests.test_jobs_compose import LOCAL_ENV, _free_port, _local
+from tests.helpers import REPO, free_port, wait_healthy
+from tests.helpers.compose import LOCAL_ENV, SCHEMA, command, load_compose, local_command
+from tests.helpers.store import extract_texts
 
 pytestmark = pytest.mark.subprocess
 
 
 @pytest.fixture(scope="module")
 def replicas_file() -> dict:
-    return _Loader.load((REPO / "docker-compose.replicas.yml").read_text())
+    return load_compose("docker-compose.replicas.yml")
 
 
 def test_valid_against_the_compose_spec(replicas_file):
@@ -61,23 +61,23 @@ def _env(api: dict, store: str) -> dict[str, str]:
 
 def test_replicas_over_one_bucket_answer_alike(replicas_file, tiny_bert_dir, local_s3, tmp_path):
     url = local_s3()
-    info = _extract(tiny_bert_dir, Store(tmp_path / "local"))
-    _extract(tiny_bert_dir, open_store(url))
+    info = extract_texts(tiny_bert_dir, Store(tmp_path / "local"))
+    extract_texts(tiny_bert_dir, open_store(url))
     api = replicas_file["services"]["api"]
     procs, ports = [], []
     try:
         for i in range(3):
-            port = _free_port()
+            port = free_port()
             log = tmp_path / f"replica-{i}.log"
             with open(log, "w") as out:
                 procs.append(subprocess.Popen(
-                    _local(command(api), tmp_path, port),
+                    local_command(command(api), tmp_path, port),
                     env={**os.environ, **_env(api, url), **LOCAL_ENV},
                     cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
                 ))  # fmt: skip
             ports.append(port)
         for proc, port, i in zip(procs, ports, range(3), strict=True):
-            _wait_up(proc, port, tmp_path / f"replica-{i}.log")
+            wait_healthy(f"http://127.0.0.1:{port}", proc, tmp_path / f"replica-{i}.log")
         want = Store(tmp_path / "local").read(info.id, indices=list(range(info.num_examples)))
         for port in ports:
             base = f"http://127.0.0.1:{port}"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cache import Store
+from tests.helpers import tree_bytes
 
 pytestmark = pytest.mark.subprocess  # starts and kills real processes
 
@@ -46,14 +47,6 @@ def _command(model: Path, inp: Path, store: Path) -> list[str]:
     ]
 
 
-def _tree(root: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(root)): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != ".lock"
-    }
-
-
 def _segments(store: Path) -> int:
     return sum(1 for p in store.glob("pools/*/segments/*") if not p.name.startswith("."))
 
@@ -79,7 +72,7 @@ def test_kill_and_resume_gives_the_identical_store(tiny_bert_dir, tmp_path, kill
     assert 0 < partial < _segments(reference)
 
     subprocess.run(_command(tiny_bert_dir, inp, killed), check=True, env=env)
-    assert _tree(killed) == _tree(reference)
+    assert tree_bytes(killed) == tree_bytes(reference)
     info = Store(killed).list_featuresets()[0]
     keys = Store(killed).featureset_keys(info.id)
     assert len(keys) == len(SENTENCES)

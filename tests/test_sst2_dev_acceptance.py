@@ -10,8 +10,8 @@ import torch
 from api import Settings
 from cache import RemoteStore, Store
 from cli.main import main as snowfire
-from tests.conftest import DATA, need_shared
-from tests.test_api_remote import Server
+from tests.helpers import DATA, need_shared
+from tests.helpers.service import Server
 
 pytestmark = pytest.mark.slow
 

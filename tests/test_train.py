@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 
 import numpy as np
 import pytest
@@ -11,54 +10,7 @@ import pytest
 from cache import Store
 from cli.main import main as snowfire
 from heads.data import FeatureSource
-from tests.conftest import WORDS
-
-GOOD, BAD = ["good", "great", "funny"], ["bad", "terrible", "boring"]
-
-
-def _sentence(rng, label):
-    words = rng.choices(WORDS[:40], k=rng.randint(3, 9))
-    words.insert(rng.randrange(len(words)), rng.choice(GOOD if label else BAD))
-    return " ".join(words)
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    """Tiny sst2, stsb and conll2003 folders in the real file formats."""
-    root = tmp_path_factory.mktemp("data")
-    rng = random.Random(0)
-    (root / "sst2").mkdir()
-    for split, n in (("train", 120), ("dev", 40)):
-        rows = [(lambda y: f"{_sentence(rng, y)} \t{y}")(rng.randint(0, 1)) for _ in range(n)]
-        (root / "sst2" / f"{split}.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
-    (root / "stsb").mkdir()
-    for split, n in (("train", 80), ("dev", 30)):
-        lines = []
-        for i in range(n):
-            a, b = _sentence(rng, 1), _sentence(rng, rng.randint(0, 1))
-            score = round(5 * sum(w in b.split() for w in a.split()) / len(a.split()), 2)
-            lines.append(f"main-captions\tMSRvid\t2012test\t{i:04d}\t{score}\t{a}\t{b}")
-        (root / "stsb" / f"sts-{split}.csv").write_text("\n".join(lines) + "\n")
-    (root / "sick").mkdir()
-    judgments = ["ENTAILMENT", "NEUTRAL", "CONTRADICTION"]
-    for name, n in (("SICK_train.txt", 60), ("SICK_trial.txt", 20)):
-        lines = ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"]
-        for i in range(n):
-            a, b = _sentence(rng, 1), _sentence(rng, rng.randint(0, 1))
-            lines.append(f"{i + 1}\t{a}\t{b}\t{rng.uniform(1, 5):.1f}\t{rng.choice(judgments)}")
-        (root / "sick" / name).write_text("\n".join(lines) + "\n")
-    (root / "conll2003").mkdir()
-    for split, n in (("train", 60), ("testa", 20)):
-        out = ["-DOCSTART- -X- O O", ""]
-        for _ in range(n):
-            words = rng.choices(["the", "man", "plays", "in", "park", "dog"], k=rng.randint(2, 6))
-            tags = ["O"] * len(words)
-            if rng.random() < 0.7:
-                j = rng.randrange(len(words))
-                words[j], tags[j] = rng.choice(["someone", "people"]), "I-PER"
-            out += [f"{w} NN O {t}" for w, t in zip(words, tags, strict=True)] + [""]
-        (root / "conll2003" / f"eng.{split}").write_text("\n".join(out))
-    return root
+from tests.helpers.store import train_cli
 
 
 @pytest.fixture(scope="module")
@@ -85,29 +37,6 @@ def store_dir(tiny_bert_dir, data_dir, tmp_path_factory):
     return store
 
 
-def _train(tiny_bert_dir, data_dir, store_dir, out, task, head, *extra):
-    args = [
-        "train",
-        "--store",
-        str(store_dir),
-        "--encoder",
-        f"hf:{tiny_bert_dir}",
-        "--task",
-        task,
-        "--head",
-        head,
-        "--data",
-        str(data_dir),
-        "--out",
-        str(out),
-        "--quiet",
-        "--epochs",
-        "3",
-    ]
-    assert snowfire(args + list(extra)) == 0  # later --epochs/--lr override the defaults
-    return json.loads((out / "metrics.json").read_text())
-
-
 def _tsv(path):
     rows = [line.split("\t") for line in path.read_text().splitlines()[1:]]
     return [r[1] for r in rows], [r[2] for r in rows]
@@ -116,7 +45,7 @@ def _tsv(path):
 def test_classification_run_and_independent_metrics(tiny_bert_dir, data_dir, store_dir, tmp_path):
     from sklearn.metrics import accuracy_score
 
-    metrics = _train(
+    metrics = train_cli(
         tiny_bert_dir,
         data_dir,
         store_dir,
@@ -144,7 +73,7 @@ def test_classification_run_and_independent_metrics(tiny_bert_dir, data_dir, sto
 def test_regression_pairs_esim(tiny_bert_dir, data_dir, store_dir, tmp_path):
     from scipy.stats import pearsonr, spearmanr
 
-    metrics = _train(tiny_bert_dir, data_dir, store_dir, tmp_path / "run", "stsb", "esim")
+    metrics = train_cli(tiny_bert_dir, data_dir, store_dir, tmp_path / "run", "stsb", "esim")
     gold, pred = _tsv(tmp_path / "run" / "predictions" / "dev.tsv")
     gold, pred = np.array(gold, float), np.array(pred, float)
     assert metrics["dev"]["pearson"] == pytest.approx(pearsonr(gold, pred)[0], abs=1e-6)
@@ -161,7 +90,7 @@ def test_tagging_conll_output_and_seqeval(
 
     from tasks.spans import iob1_to_iob2
 
-    metrics = _train(
+    metrics = train_cli(
         tiny_bert_dir, data_dir, store_dir, tmp_path / "run", "conll2003", head, *extra
     )
     sents, cur = [], []
@@ -181,7 +110,7 @@ def test_sick_r_trains_on_the_features_extracted_for_sick_e(
     tiny_bert_dir, data_dir, store_dir, tmp_path
 ):
     assert not [fs for fs in Store(store_dir).list_featuresets() if fs.task == "sick-r"]
-    metrics = _train(tiny_bert_dir, data_dir, store_dir, tmp_path / "run", "sick-r", "mlp")
+    metrics = train_cli(tiny_bert_dir, data_dir, store_dir, tmp_path / "run", "sick-r", "mlp")
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["featureset"]["task"] == "sick-e"  # one extraction, two heads
     assert set(metrics["dev"]) == {"pearson", "spearman"}
@@ -229,7 +158,7 @@ def test_a_capped_head_and_fire_train_on_the_same_examples(
                           out=str(tmp_path / "fire"), seed=3, max_train_examples=9)  # fmt: skip
     _, examples = _examples(fire)
     assert [e.index for e in examples["train"]] == keep
-    _train(tiny_bert_dir, data_dir, store_dir, tmp_path / "snow", "sst2", "linear",
+    train_cli(tiny_bert_dir, data_dir, store_dir, tmp_path / "snow", "sst2", "linear",
            "--seed", "3", "--max-train-examples", "9", "--epochs", "1")  # fmt: skip
     config = json.loads((tmp_path / "snow" / "config.json").read_text())
     assert config["train_examples"] == 9 and config["train"]["max_train_examples"] == 9
@@ -280,14 +209,14 @@ def test_a_finished_head_run_is_returned_and_a_killed_one_cleared(
     data_dir,
     store_dir,
     tmp_path,
-    monkeypatch,  # noqa: F811
+    monkeypatch,
 ):
     run = tmp_path / "run"
     # what a killed attempt leaves: a log, a stale prediction file, no metrics.json
     (run / "predictions").mkdir(parents=True)
     (run / "predictions" / "stale.tsv").write_text("half")
     (run / "log.jsonl").write_text('{"epoch": 1, "half')
-    first = _train(tiny_bert_dir, data_dir, store_dir, run, "sst2", "linear")
+    first = train_cli(tiny_bert_dir, data_dir, store_dir, run, "sst2", "linear")
     assert not (run / "predictions" / "stale.tsv").exists()
     assert all(json.loads(line) for line in (run / "log.jsonl").read_text().splitlines())
     stamp = (run / "weights.safetensors").stat().st_mtime_ns
@@ -298,7 +227,7 @@ def test_a_finished_head_run_is_returned_and_a_killed_one_cleared(
         raise AssertionError("a finished run trained again")
 
     monkeypatch.setattr(heads.trainer, "_fit", no_fit)
-    assert _train(tiny_bert_dir, data_dir, store_dir, run, "sst2", "linear") == first
+    assert train_cli(tiny_bert_dir, data_dir, store_dir, run, "sst2", "linear") == first
     assert (run / "weights.safetensors").stat().st_mtime_ns == stamp
     from cli.main import main as snowfire
 
@@ -319,7 +248,7 @@ def test_predict_from_a_saved_run_equals_the_runs_own_predictions(
     from cache import Store
 
     run = tmp_path / "run"
-    _train(tiny_bert_dir, data_dir, store_dir, run, task, head)
+    train_cli(tiny_bert_dir, data_dir, store_dir, run, task, head)
     fs = Store(store_dir).find_featureset(encoder=f"hf:{tiny_bert_dir}", task=task, split=split)
     out = tmp_path / "again.tsv"
     argv = ["predict", "--run", str(run), "--store", str(store_dir), "--featureset", fs.id,
@@ -332,7 +261,7 @@ def test_predict_on_a_text_file_runs_the_runs_encoder(tiny_bert_dir, data_dir, s
     from tasks import read_split
 
     run = tmp_path / "run"
-    _train(tiny_bert_dir, data_dir, store_dir, run, "sst2", "linear")
+    train_cli(tiny_bert_dir, data_dir, store_dir, run, "sst2", "linear")
     texts = tmp_path / "dev.txt"
     texts.write_text(
         "".join(" ".join(e.words_a) + "\n" for e in read_split("sst2", data_dir, "dev"))

@@ -1,0 +1,80 @@
+"""Plain helpers shared by the test modules; fixtures are in tests/conftest.py. A test module
+imports from here, never from another test module (nor the demo's private helpers).
+
+    __init__    paths (the checkout, ../shared), the tiny vocabulary, skipping without
+                ../shared, a free port, waiting for a service, a directory's bytes
+    tasks.py    task data in the real file formats; a 🔥 config and run check
+    heads.py    hand-built store batches and tiny heads for the head contract
+    service.py  a feature set written through the store; the service in a thread
+    compose.py  docker-compose.yml read as Compose does; its commands run locally
+    store.py    texts, extraction into a store, a bucket's objects, a head run by the CLI
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+#: The shared data and fixtures: beside the checkout, or where $SNOWFIRE_SHARED says
+#: (a worktree's parent is not the checkout's).
+SHARED = Path(os.environ.get("SNOWFIRE_SHARED") or REPO.parent / "shared")
+DATA = SHARED / "data"
+FIXTURES = SHARED / "fixtures"
+
+WORDS = (
+    "the a an of and to in is was it for on with as by at from this that be are were man "
+    "woman dog cat plays playing guitar piano runs running quick brown fox jumps over lazy "
+    "good bad movie film great terrible not very funny boring story some one someone people "
+    "eats food park street car rides bike . , ! ? ' s n't"
+).split()
+
+
+def need_shared(path: Path) -> Path:
+    """Skip (with the reason) when ../shared is not beside the checkout."""
+    if not path.exists():
+        pytest.skip(f"{path} not found: the shared data/fixtures sit beside the checkout in CI")
+    return path
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, log: Path | None = None,
+                 timeout: float = 60.0) -> None:  # fmt: skip
+    """Until GET URL/healthz answers 200; AssertionError (with the log) when `proc` exits or
+    the time is up."""
+    import httpx
+
+    def failed(why: str) -> AssertionError:
+        return AssertionError(why + (f": {log.read_text()}" if log is not None else ""))
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise failed(f"the service exited with code {proc.returncode}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise failed(f"the service at {url} did not answer in {timeout:.0f} s")
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    """Every file under `root` (path relative to it -> bytes) but the writer's lock file."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
