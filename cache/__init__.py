@@ -1,5 +1,6 @@
 """The chunked feature store (zarr v3). Imports nothing from the other snowfire packages."""
 
+from .durable import atomic_write
 from .errors import (
     ExampleNotFoundError,
     FeatureSetNotFoundError,
@@ -42,6 +43,7 @@ __all__ = [
     "StoreCorruptError",
     "StoreError",
     "StoreUnreachableError",
+    "atomic_write",
     "canonical_json",
     "digest",
     "encoder_id",
