@@ -36,14 +36,17 @@ class FinetuneConfig:
     `recipe` picks the optimisation recipe ("bert" or "elmo", finetune/recipe.py; None: the
     encoder family's); lr, warmup, schedule, discriminative and gradual_unfreezing override
     one value of it each (None keeps the recipe's). With `grid`, the run is a grid of runs
-    (finetune/grid.py) whose rate and epochs are chosen on dev. Checked when built.
+    (finetune/grid.py) whose rate and epochs are chosen on dev. Checked when built. The
+    `volatile` fields may change between attempts: a checkpoint or a finished run in `out` made
+    with other values of them is resumed or reused (rundir.finished_or_refuse).
     """
 
     encoder: str = option(help=f"the encoder to fine-tune: {ENCODER_FORMS}")
     task: str = option(help="task name", choices=TASK_NAMES)
     data: str = option(help="task data directory (one folder per task)")
     out: str = option(
-        help="run directory; a checkpoint there is resumed, a finished run returned as it is"
+        help="run directory; a checkpoint there is resumed, a finished run returned as it is",
+        volatile=True,
     )
     seed: int = option(0, "seeds the output layer's initialisation, the data order and dropout")
     epochs: int = option(
@@ -87,8 +90,9 @@ class FinetuneConfig:
     patience: int = option(3, "stop after this many epochs without a better dev metric", ge=1)
     max_grad_norm: float = option(1.0, "clip the gradient norm to this (0: no clipping)", ge=0)
     device: str | None = option(
-        None, "cpu, cuda, cuda:1 (default: the GPU when present; fp16 autocast on GPU)"
-    )
+        None, "cpu, cuda, cuda:1 (default: the GPU when present; fp16 autocast on GPU)",
+        volatile=True,
+    )  # fmt: skip
     max_train_examples: int | None = option(
         None, "train on N examples drawn at random with the seed, kept in file order (quick "
         "runs); default: all", ge=1,
@@ -106,9 +110,12 @@ class FinetuneConfig:
         "(0: none; the paper's Table 5 adds one)", ge=0,
     )  # fmt: skip
     checkpoint_every: int = option(
-        0, "also write RUN/checkpoint.pt every this many steps (0: once per epoch)", ge=0
+        0, "also write RUN/checkpoint.pt every this many steps (0: once per epoch)", ge=0,
+        volatile=True,
+    )  # fmt: skip
+    progress: bool = option(
+        True, "show a progress bar per epoch and one line per epoch", volatile=True
     )
-    progress: bool = option(True, "show a progress bar per epoch and one line per epoch")
     grid: str | None = option(
         None, "tune the peak rate and the epochs on dev over grid_lrs x grid_epochs and keep the "
         "best cell's run (finetune/grid.py): shared trains one run per rate and reads every "

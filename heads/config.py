@@ -13,7 +13,9 @@ from tasks.registry import TASK_NAMES
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Everything that defines a head run (recorded in RUN/config.json). Checked when built."""
+    """Everything that defines a head run (recorded in RUN/config.json). Checked when built.
+    The `volatile` fields may change between attempts: a finished run in `out` made with
+    other values of them is reused (rundir.finished_or_refuse)."""
 
     store: str = option(
         help="store directory, s3://bucket/prefix or http://HOST:PORT of the service"
@@ -22,7 +24,7 @@ class TrainConfig:
     task: str = option(help="task name", choices=TASK_NAMES)
     head: str = option(help="head name (linear, mlp, probe, bcn, esim, bilstm-crf, ...)")
     data: str = option(help="task data directory (labels, and which splits exist)")
-    out: str = option(help="run directory")
+    out: str = option(help="run directory", volatile=True)
     seed: int = option(0, "seeds the head's initialisation, the data order and dropout")
     epochs: int = option(
         20, "passes over the training data (the maximum, with early stopping)", ge=1
@@ -46,10 +48,13 @@ class TrainConfig:
         "with the same cap and seed); default: all", ge=1,
     )  # fmt: skip
     max_memory_gb: float = option(
-        4.0, "preload a split's features up to this size (GB), else stream them", gt=0
+        4.0, "preload a split's features up to this size (GB), else stream them", gt=0,
+        volatile=True,
+    )  # fmt: skip
+    progress: bool = option(True, "show a progress bar", volatile=True)
+    device: str | None = option(
+        None, "cpu, cuda, cuda:1 (default: the GPU when present)", volatile=True
     )
-    progress: bool = option(True, "show a progress bar")
-    device: str | None = option(None, "cpu, cuda, cuda:1 (default: the GPU when present)")
 
     def __post_init__(self) -> None:
         check(self)

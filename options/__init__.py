@@ -8,6 +8,10 @@
 outside them with an error naming the config, the field, what was expected and what was given.
 The command-line flags (cli/flags.py) and the job parameter models (jobs/params.py) are derived
 from the same fields.
+
+A `volatile=True` field may change between attempts of one run (where it runs, how it reports,
+where it writes): a run directory made with another value of it is still the same run
+(`rundir.finished_or_refuse` reuses it; any other field changed is refused).
 """
 
 from __future__ import annotations
@@ -27,16 +31,23 @@ def option(
     *,
     choices: tuple | None = None,
     factory: Any = dataclasses.MISSING,
+    volatile: bool = False,
     **bounds: float,
 ) -> Any:
-    """A dataclass field with `help`, optional `choices` and bounds (ge, gt, le, lt)."""
+    """A dataclass field with `help`, optional `choices` and bounds (ge, gt, le, lt);
+    `volatile`: the field may change between attempts of the same run."""
     unknown = set(bounds) - set(_BOUNDS)
     if unknown:
         raise TypeError(f"option: unknown bounds {sorted(unknown)}; expected {sorted(_BOUNDS)}")
     if not help:
         raise TypeError("option: every field needs a help text")
-    metadata = {"help": help, "choices": choices, "bounds": bounds}
+    metadata = {"help": help, "choices": choices, "bounds": bounds, "volatile": volatile}
     return dataclasses.field(default=default, default_factory=factory, metadata=metadata)
+
+
+def volatile_fields(config: Any) -> frozenset[str]:
+    """The fields of dataclass `config` (a class or an instance) marked `volatile=True`."""
+    return frozenset(f.name for f in dataclasses.fields(config) if f.metadata.get("volatile"))
 
 
 def _base(hint: Any) -> tuple[Any, bool]:
