@@ -28,7 +28,6 @@ _WHERE = {
     "RECIPES": "recipe",
     "SCHEDULES": "recipe",
     "Recipe": "recipe",
-    "read_predictions": "rundir",
     "build_optimizer": "trainer",
     "train": "trainer",
 }
@@ -48,7 +47,6 @@ __all__ = [
     "lr_multiplier",
     "param_groups",
     "predict",
-    "read_predictions",
     "save_bilm",
     "tf_arrays",
     "train",

@@ -63,18 +63,20 @@ def save_bilm(bilm: nn.Module, folder: str | os.PathLike) -> tuple[Path, Path]:
     """Write `options.json` and `weights.hdf5` into `folder` (created); returns both paths.
 
     `extractor.load_encoder("elmo:FOLDER")` loads them (it looks for one `*options*.json` and
-    one `*weights*.hdf5`). The weights file is written to a temporary name, then renamed.
+    one `*weights*.hdf5`). Each file is written whole or not at all (cache.atomic_write).
     """
     import h5py
 
+    from cache import atomic_write
+
+    def write_weights(f) -> None:
+        with h5py.File(f, "w") as h5:
+            for key, array in tf_arrays(bilm).items():
+                h5.create_dataset(key, data=array.astype(np.float32))
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    options = folder / OPTIONS_FILE
-    options.write_text(json.dumps(bilm.options.to_json(), indent=2))
-    weights = folder / WEIGHTS_FILE
-    tmp = folder / f".{WEIGHTS_FILE}.tmp"
-    with h5py.File(tmp, "w") as f:
-        for key, array in tf_arrays(bilm).items():
-            f.create_dataset(key, data=array.astype(np.float32))
-    os.replace(tmp, weights)
+    options, weights = folder / OPTIONS_FILE, folder / WEIGHTS_FILE
+    atomic_write(options, json.dumps(bilm.options.to_json(), indent=2))
+    atomic_write(weights, write_weights)
     return options, weights

@@ -28,9 +28,23 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from rundir import (
+    CONFIG,
+    GRID,
+    GRID_JSON,
+    GRID_PLOT,
+    GRID_TABLE,
+    LOG,
+    METRICS,
+    PREDICTIONS,
+    atomic_write,
+    finished_or_refuse,
+    hold_run,
+    write_json,
+)
+
 from .config import GRID_FIELDS, FinetuneConfig
 from .recipe import GRID_EPOCHS, RECIPES
-from .rundir import write_json
 
 
 def grid_values(cfg: FinetuneConfig) -> tuple[tuple[float, ...], tuple[int, ...]]:
@@ -49,7 +63,7 @@ def _cell(cfg: FinetuneConfig, lr: float, epochs: int, run: Path) -> dict[str, A
 
 
 def _dev_by_epoch(run: Path, metric: str) -> dict[int, float]:
-    rows = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines() if line]
+    rows = [json.loads(line) for line in (run / LOG).read_text().splitlines() if line]
     return {r["epoch"]: r["dev"][metric] for r in rows}
 
 
@@ -60,24 +74,30 @@ def _best_upto(curve: dict[int, float], e: int) -> float:
 
 def run_grid(cfg: FinetuneConfig) -> dict[str, Any]:
     """Fill the grid of `cfg` (`grid` set), pick on dev, write RUN (see the module doc); the
-    chosen run's metrics."""
-    from tasks import get_task
-
+    chosen run's metrics. RUN is held for the whole grid (rundir.hold_run); a finished grid of
+    the same config is returned as it is, another refused (rundir.finished_or_refuse)."""
     if cfg.grid is None:
         raise ValueError("run_grid: the config asks for no grid (FinetuneConfig.grid is None)")
+    with hold_run(cfg.out):
+        done = finished_or_refuse(cfg.out, cfg, ("grid", "base"))
+        if done is not None:
+            return done
+        return _fill(cfg)
+
+
+def _fill(cfg: FinetuneConfig) -> dict[str, Any]:
+    from tasks import get_task
+
     lrs, epochs = grid_values(cfg)
     exact = cfg.grid == "exact"
     metric = get_task(cfg.task).metric
     out = Path(cfg.out)
-    done = _finished(out, cfg, lrs, epochs, exact)
-    if done is not None:
-        return done
     cells: list[dict[str, Any]] = []
     runs: dict[tuple[float, int], Path] = {}
     for lr in lrs:
         if exact:
             for e in epochs:
-                run = out / "grid" / f"lr={lr:g}-epochs={e}"
+                run = out / GRID / f"lr={lr:g}-epochs={e}"
                 _cell(cfg, lr, e, run)
                 runs[lr, e] = run
                 cells.append(
@@ -85,7 +105,7 @@ def run_grid(cfg: FinetuneConfig) -> dict[str, Any]:
                 )
             continue
         top = max(epochs)
-        run = out / "grid" / f"lr={lr:g}"
+        run = out / GRID / f"lr={lr:g}"
         _cell(cfg, lr, top, run)
         runs[lr, top] = run
         curve = _dev_by_epoch(run, metric)
@@ -98,11 +118,11 @@ def run_grid(cfg: FinetuneConfig) -> dict[str, Any]:
     chosen = max(scored, key=lambda c: (c["dev"], -c["lr"], -c["epochs"]))
     key = (chosen["lr"], chosen["epochs"])
     if key not in runs:  # shared mode, fewer epochs than the rate's run: train the cell itself
-        run = out / "grid" / f"lr={key[0]:g}-epochs={key[1]}"
+        run = out / GRID / f"lr={key[0]:g}-epochs={key[1]}"
         _cell(cfg, *key, run)
         runs[key] = run
     chosen_run = runs[key]
-    metrics = json.loads((chosen_run / "metrics.json").read_text())
+    metrics = json.loads((chosen_run / METRICS).read_text())
     record = {
         "metric": metric,
         "mode": cfg.grid,
@@ -115,34 +135,17 @@ def run_grid(cfg: FinetuneConfig) -> dict[str, Any]:
     return metrics
 
 
-def _finished(out: Path, cfg: FinetuneConfig, lrs, epochs, exact: bool):
-    """The metrics of a grid already finished in `out` with the same settings, else None."""
-    if not ((out / "grid.json").is_file() and (out / "metrics.json").is_file()):
-        return None
-    info = json.loads((out / "config.json").read_text())["grid"]
-    same = (
-        info["base"]
-        == cfg.to_json() | {"out": info["base"]["out"], "progress": info["base"]["progress"]}
-        and info["lrs"] == list(lrs)
-        and info["epochs"] == list(epochs)
-        and info["mode"] == ("exact" if exact else "shared")
-    )
-    if not same:
-        raise ValueError(f"{out} holds another grid (see its grid.json): use a new --out")
-    return json.loads((out / "metrics.json").read_text())
-
-
 def _write(out: Path, cfg: FinetuneConfig, record, chosen_run: Path, metrics) -> None:
-    write_json(out / "grid.json", record)
-    (out / "grid.md").write_text(grid_table(record))
-    _plot(record, out / "grid.png")
-    if (out / "predictions").exists():
-        shutil.rmtree(out / "predictions")
-    shutil.copytree(chosen_run / "predictions", out / "predictions")
-    info = json.loads((chosen_run / "config.json").read_text())
+    write_json(out / GRID_JSON, record)
+    atomic_write(out / GRID_TABLE, grid_table(record))
+    _plot(record, out / GRID_PLOT)
+    if (out / PREDICTIONS).exists():
+        shutil.rmtree(out / PREDICTIONS)
+    shutil.copytree(chosen_run / PREDICTIONS, out / PREDICTIONS)
+    info = json.loads((chosen_run / CONFIG).read_text())
     info["grid"] = {k: v for k, v in record.items() if k != "cells"} | {"base": cfg.to_json()}
-    write_json(out / "config.json", info)
-    write_json(out / "metrics.json", metrics)  # last: its presence says the grid is done
+    write_json(out / CONFIG, info)
+    write_json(out / METRICS, metrics)  # last: its presence says the grid is done
 
 
 def grid_table(record: dict[str, Any]) -> str:
@@ -182,5 +185,5 @@ def _plot(record: dict[str, Any], path: Path) -> None:
     ax.set_xticks(record["epochs"])
     ax.legend(title="peak rate", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120))
     plt.close(fig)

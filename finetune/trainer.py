@@ -4,18 +4,19 @@ build data (examples of every split) -> build model (encoder + output layer) -> 
 discriminative rates, LambdaLR schedule -> for each epoch: unfreeze, for each batch
 `out, loss = model(batch)`, backward, clip, step, (checkpoint every N steps); evaluate dev; keep
 the best; checkpoint; stop early -> evaluate every split with the best weights -> write the run
-directory (see `finetune.rundir`) and the fine-tuned encoder, ready for `snowfire extract`.
+directory (rundir/files.py) and the fine-tuned encoder, ready for `snowfire extract`.
 
 A killed run resumes from RUN/checkpoint.pt when started again with the same config: model,
 optimiser, scheduler, grad scaler, RNG state, position in the epoch (the data order is a
 function of seed and epoch) and the early-stopping state, so it ends with the same metrics.
 A finished run drops its checkpoint (the encoder's size times three, with AdamW's moments);
-started again with the same config it returns the saved metrics without training.
+started again with the same config it returns the saved metrics without training. A checkpoint
+or a finished run of another config is refused (rundir.check_same_config: the config fields
+marked volatile may differ).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -29,25 +30,29 @@ import torch
 from torch import nn
 
 from cache import versions
+from rundir import (
+    BEST,
+    CHECKPOINT,
+    CONFIG,
+    ENCODER,
+    LOG,
+    METRICS,
+    PREDICTIONS,
+    check_same_config,
+    finished_or_refuse,
+    hold_run,
+    prediction_file,
+    save_torch,
+    write_json,
+    write_lines,
+)
+from tasks import decode, gold_of, write_predictions
 
 from .config import FinetuneConfig
 from .model import build_model, predict, to_device
 from .optim import lr_multiplier, param_groups, unfreeze
-from .rundir import (
-    BEST,
-    CHECKPOINT,
-    atomic_save,
-    decode,
-    gold_of,
-    write_json,
-    write_log,
-    write_predictions,
-)
 
 log = logging.getLogger(__name__)
-
-#: Config fields that may change between a killed run and its resumption.
-RESUMABLE_CHANGES = ("out", "device", "progress", "checkpoint_every")
 
 
 @dataclass
@@ -84,7 +89,8 @@ class _Fit:
             "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if self.amp else None,
         }
-        atomic_save(
+        save_torch(
+            path,
             {
                 "config": cfg.to_json(),
                 "model": self.model.state_dict(),
@@ -94,12 +100,11 @@ class _Fit:
                 "rng": rng,
                 "state": asdict(state),
             },
-            path,
         )
 
     def restore(self, path: Path, cfg: FinetuneConfig) -> TrainState:
         ckpt = torch.load(path, map_location=self.device, weights_only=True)
-        _check_same_config(ckpt["config"], cfg, path)
+        check_same_config(ckpt["config"], cfg, f"{path} was written by")
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.scheduler.load_state_dict(ckpt["scheduler"])
@@ -121,8 +126,8 @@ def train(
     on_step: for tests; called as on_step(0, model) before the first step of a fresh run and
         on_step(step, model) after every optimiser step (raise from it to simulate a kill).
     clock: seconds, what the run's `seconds` (config.json, log.jsonl) are measured with.
-    The run directory is held for the whole run (tasks.runs.hold_run). A config with `grid`
-    set is a grid of such runs (finetune/grid.py): the chosen run's metrics.
+    The run directory is held for the whole run (rundir.hold_run). A config with `grid` set is
+    a grid of such runs (finetune/grid.py): the chosen run's metrics.
     """
     if not isinstance(cfg, FinetuneConfig):
         raise TypeError(f"train: expected a FinetuneConfig, got {type(cfg).__name__}")
@@ -130,8 +135,6 @@ def train(
         from .grid import run_grid
 
         return run_grid(cfg)
-    from tasks.runs import hold_run
-
     with hold_run(cfg.out):  # one process at a time: a second attempt fails at once
         return _train(cfg, on_step, clock)
 
@@ -141,10 +144,11 @@ def _train(cfg: FinetuneConfig, on_step, clock) -> dict[str, dict[str, float]]:
     torch.manual_seed(cfg.seed)
     device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     out_dir = Path(cfg.out)
-    finished = _finished(out_dir, cfg)
+    finished = finished_or_refuse(out_dir, cfg, "finetune")
     if finished is not None:
+        (out_dir / CHECKPOINT).unlink(missing_ok=True)  # killed just before it was dropped
         return finished
-    (out_dir / "predictions").mkdir(parents=True, exist_ok=True)
+    (out_dir / PREDICTIONS).mkdir(parents=True, exist_ok=True)
     spec, examples = _examples(cfg)
     steps_per_epoch = math.ceil(len(examples["train"]) / cfg.batch_size)
     total_steps = steps_per_epoch * cfg.epochs
@@ -160,7 +164,7 @@ def _train(cfg: FinetuneConfig, on_step, clock) -> dict[str, dict[str, float]]:
         model, optimizer, scheduler, torch.amp.GradScaler(device.type, enabled=amp), device, amp
     )
     run_info = _run_info(cfg, spec, fit, identity, examples, total_steps)
-    write_json(out_dir / "config.json", run_info)
+    write_json(out_dir / CONFIG, run_info)
 
     # -- resume, or start fresh
     ckpt_path = out_dir / CHECKPOINT
@@ -187,7 +191,7 @@ def _train(cfg: FinetuneConfig, on_step, clock) -> dict[str, dict[str, float]]:
         record = _end_epoch(fit, cfg, spec, examples["dev"], epoch, state, out_dir)
         record.update(trainable=trainable, seconds=round(clock() - zero, 2))
         state.history.append(record)
-        write_log(out_dir / "log.jsonl", state.history)
+        write_lines(out_dir / LOG, state.history)
         if cfg.progress:
             print(
                 f"epoch {epoch}: loss {record['train_loss']:.4f} "
@@ -200,7 +204,8 @@ def _train(cfg: FinetuneConfig, on_step, clock) -> dict[str, dict[str, float]]:
     # a resumed run counts the time of the processes before it too (kept in the checkpoint)
     seconds = clock() - started + earlier
     run_info.update(best_epoch=state.best_epoch, seconds=round(seconds, 2))
-    write_json(out_dir / "config.json", run_info)  # with "seconds": the run is finished
+    write_json(out_dir / CONFIG, run_info)
+    write_json(out_dir / METRICS, metrics)  # last: its presence says the run is finished
     ckpt_path.unlink(missing_ok=True)
     return metrics
 
@@ -305,7 +310,7 @@ def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out
     key = -math.inf if math.isnan(score) else score  # a constant prediction has no pearson
     if key > state.best or state.best_epoch is None:
         state.best, state.best_epoch, state.bad = key, epoch, 0
-        atomic_save(fit.model.state_dict(), out_dir / BEST)
+        save_torch(out_dir / BEST, fit.model.state_dict())
     else:
         state.bad += 1
         state.stopped = state.bad >= cfg.patience
@@ -319,7 +324,8 @@ def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out
 
 
 def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path) -> dict[str, dict[str, float]]:
-    """Every split scored with the best weights: predictions, metrics.json, the encoder."""
+    """Every split scored with the best weights: predictions and the encoder written, the
+    metrics returned (the caller writes metrics.json last)."""
     from tasks import evaluate
 
     model = fit.model
@@ -327,12 +333,11 @@ def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path) -> dict[str, dict[str
     metrics = {}
     for split, split_examples in examples.items():
         preds = decode(spec, predict(model, split_examples, cfg.batch_size, fit.device))
-        write_predictions(out_dir / "predictions" / f"{split}.tsv", spec, split_examples, preds)
+        write_predictions(prediction_file(out_dir, split), spec, split_examples, preds)
         gold = gold_of(spec, split_examples)
         if gold is not None:
             metrics[split] = evaluate(cfg.task, gold, preds)
-    model.save_encoder(out_dir / "encoder")
-    write_json(out_dir / "metrics.json", metrics)
+    model.save_encoder(out_dir / ENCODER)
     return metrics
 
 
@@ -348,29 +353,3 @@ def build_optimizer(
     optimizer = torch.optim.AdamW(groups)
     multiplier = lr_multiplier(settings["schedule"], total_steps, settings["warmup"])
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)
-
-
-def _finished(out_dir: Path, cfg: FinetuneConfig) -> dict[str, dict[str, float]] | None:
-    """The saved metrics if `out_dir` holds a finished run of `cfg` (refused if another
-    config made it), else None: nothing there yet, or a run to resume."""
-    config, metrics = out_dir / "config.json", out_dir / "metrics.json"
-    if not (config.is_file() and metrics.is_file()):
-        return None
-    info = json.loads(config.read_text())
-    if "seconds" not in info:  # killed between writing metrics.json and config.json
-        return None
-    _check_same_config(info["finetune"], cfg, config)
-    log.info("%s: already finished (use a new --out to train again)", out_dir)
-    (out_dir / CHECKPOINT).unlink(missing_ok=True)  # killed just before it was dropped
-    return json.loads(metrics.read_text())
-
-
-def _check_same_config(saved: dict, cfg: FinetuneConfig, path: Path) -> None:
-    now = cfg.to_json()
-    diff = sorted(k for k in now if k not in RESUMABLE_CHANGES and saved.get(k) != now[k])
-    if diff:
-        detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now[k]!r}" for k in diff)
-        raise ValueError(
-            f"{path} was written by another config ({detail}); resume with the same settings, "
-            "or use a new --out directory"
-        )

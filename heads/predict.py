@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cache import identity_content, open_reader
+from rundir import CONFIG, HEAD, WEIGHTS
 from tasks import Example, get_task, read_split
 from tasks.predictions import decode, write_predictions
 
@@ -28,7 +29,7 @@ def load_head(run: str | Path):
     from .registry import build_head
 
     run = Path(run)
-    meta_path = run / "head.json"
+    meta_path = run / HEAD
     if not meta_path.is_file():
         raise FileNotFoundError(
             f"{run}: no head.json — not a finished ❄️ run, or one made before heads saved it "
@@ -36,7 +37,7 @@ def load_head(run: str | Path):
         )
     meta = json.loads(meta_path.read_text())
     head = build_head(**meta["head"])
-    head.load_state_dict(load_file(str(run / "weights.safetensors")))
+    head.load_state_dict(load_file(str(run / WEIGHTS)))
     return head.eval(), meta
 
 
@@ -44,7 +45,7 @@ def _examples(run: Path, meta: dict[str, Any], info, reader, data: str | None) -
     """The examples behind a feature set: the task split's own (with gold) when it is one of
     the run's task and its data is found, else the stored words without gold."""
     if info.task == meta["task"] and info.split is not None:
-        data = data or json.loads((run / "config.json").read_text())["train"]["data"]
+        data = data or json.loads((run / CONFIG).read_text())["train"]["data"]
         try:
             examples = read_split(meta["task"], data, info.split)
         except OSError:

@@ -8,7 +8,6 @@ and weights (safetensors). The encoder is never run here.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import time
@@ -17,11 +16,29 @@ from pathlib import Path
 
 import numpy as np
 
-from tasks.predictions import decode, gold_of, write_predictions
+from rundir import (
+    CONFIG,
+    HEAD,
+    LOG,
+    METRICS,
+    PREDICTIONS,
+    SCALAR_MIX,
+    WEIGHTS,
+    atomic_write,
+    finished_or_refuse,
+    hold_run,
+    prediction_file,
+    write_json,
+    write_lines,
+)
+from tasks import decode, gold_of, write_predictions
 
 from .config import TrainConfig
 
 log = logging.getLogger(__name__)
+
+#: What a head run writes in its directory (cleared before a new attempt).
+RUN_FILES = (CONFIG, METRICS, LOG, SCALAR_MIX, HEAD, WEIGHTS, PREDICTIONS)
 
 
 def _targets(spec, examples) -> np.ndarray | list | None:
@@ -102,26 +119,18 @@ def _subset(targets, idx):
     return [targets[i] for i in idx] if isinstance(targets, list) else targets[idx]
 
 
-#: What a head run writes in its directory (cleared before a new attempt).
-RUN_FILES = ("config.json", "metrics.json", "log.jsonl", "scalar_mix.json", "head.json",
-             "weights.safetensors", "predictions")  # fmt: skip
-#: Config fields that may differ when a finished run is asked for again.
-_INCIDENTAL = ("out", "progress", "device", "max_memory_gb")
-
-
 def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
-    """Fit a head; write the run directory; return metrics per split.
+    """Fit a head; write the run directory (rundir/files.py); return metrics per split.
 
-    The run directory is held by this process for the whole run (tasks.runs.hold_run: a retry
-    of the same job while this one lives fails at once). A finished run of the same config
-    there is returned as it is; what a killed attempt left (no metrics.json) is cleared first,
-    so a run never continues on top of half-written files.
+    The run directory is held by this process for the whole run (rundir.hold_run: a retry of the
+    same job while this one lives fails at once). A finished run of the same config there is
+    returned as it is, one of another config refused (rundir.finished_or_refuse); what a killed
+    attempt left (no metrics.json) is cleared first, so a run never continues on top of
+    half-written files.
     """
-    from tasks.runs import hold_run
-
     out = Path(cfg.out)
     with hold_run(out):
-        done = _finished(out, cfg)
+        done = finished_or_refuse(out, cfg, "train")
         if done is not None:
             return done
         for name in RUN_FILES:
@@ -131,21 +140,6 @@ def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
             else:
                 target.unlink(missing_ok=True)
         return _fit(cfg)
-
-
-def _finished(out: Path, cfg: TrainConfig) -> dict[str, dict[str, float]] | None:
-    if not (out / "metrics.json").is_file():
-        return None
-    saved = json.loads((out / "config.json").read_text())["train"]
-    now = asdict(cfg)
-    diff = sorted(k for k in now if k not in _INCIDENTAL and saved.get(k) != now[k])
-    if diff:
-        detail = ", ".join(f"{k}: {saved.get(k)!r} -> {now[k]!r}" for k in diff)
-        raise ValueError(
-            f"{out} holds a finished run of another config ({detail}): use a new --out"
-        )
-    log.info("%s: already finished (use a new --out to train again)", out)
-    return json.loads((out / "metrics.json").read_text())
 
 
 def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
@@ -206,8 +200,8 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
     ).to(device)
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     out_dir = Path(cfg.out)
-    (out_dir / "predictions").mkdir(parents=True, exist_ok=True)
-    log_file = open(out_dir / "log.jsonl", "w")
+    (out_dir / PREDICTIONS).mkdir(parents=True, exist_ok=True)
+    history: list[dict] = []  # RUN/log.jsonl, rewritten whole after every epoch
 
     # -- loop
     best, best_state, bad, started = -float("inf"), None, 0, time.perf_counter()
@@ -241,8 +235,8 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
             "dev": dev,
             "seconds": round(time.perf_counter() - started, 2),
         }
-        log_file.write(json.dumps(record) + "\n")
-        log_file.flush()
+        history.append(record)
+        write_lines(out_dir / LOG, history)
         if cfg.progress:
             print(f"epoch {epoch}: loss {record['train_loss']:.4f} dev {spec.metric} {score:.4f}")
         if score > best:
@@ -252,7 +246,6 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
             bad += 1
             if bad >= cfg.patience:
                 break
-    log_file.close()
     head.load_state_dict(best_state)
 
     # -- evaluate every split, write the run
@@ -269,7 +262,7 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
         gold = gold_of(spec, examples[split])
         if gold is not None:  # a test split without labels gets predictions only
             metrics[split] = evaluate(cfg.task, gold, preds)
-        write_predictions(out_dir / "predictions" / f"{split}.tsv", spec, examples[split], preds)
+        write_predictions(prediction_file(out_dir, split), spec, examples[split], preds)
     _write_run(out_dir, cfg, head, info, metrics, time.perf_counter() - started, layers)
     return metrics
 
@@ -277,22 +270,21 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
 def _write_run(
     out_dir: Path, cfg: TrainConfig, head, info, metrics, seconds: float, layers
 ) -> None:
-    from safetensors.torch import save_file
+    from safetensors.torch import save
 
     from tasks import get_task
-    from tasks.runs import atomic_write_text
 
     from .scalar_mix import ScalarMix
 
     mixes = {
         name: m.weights().tolist() for name, m in head.named_modules() if isinstance(m, ScalarMix)
     }
-    (out_dir / "scalar_mix.json").write_text(json.dumps(mixes, indent=2))
-    save_file(
+    write_json(out_dir / SCALAR_MIX, mixes)
+    weights = save(
         {k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()},
-        str(out_dir / "weights.safetensors"),
         metadata={"head": cfg.head, "task": cfg.task, "featureset": info.id},
     )
+    atomic_write(out_dir / WEIGHTS, weights)
     # what rebuilds the head without the training data: heads/predict.py reads it
     head_json = {
         "head": head.config,  # build_head(**config)
@@ -303,7 +295,7 @@ def _write_run(
         "encoder": info.encoder,
         "dtype": info.dtype,
     }
-    atomic_write_text(out_dir / "head.json", json.dumps(head_json, indent=2, default=str))
+    write_json(out_dir / HEAD, head_json)
     config = {
         "train": asdict(cfg),
         "featureset": info.summary(),
@@ -311,5 +303,5 @@ def _write_run(
         "features_manifest": info.manifest | {"keys": None},
         "seconds": round(seconds, 2),
     }
-    atomic_write_text(out_dir / "config.json", json.dumps(config, indent=2, default=str))
-    atomic_write_text(out_dir / "metrics.json", json.dumps(metrics, indent=2))  # last: done
+    write_json(out_dir / CONFIG, config)
+    write_json(out_dir / METRICS, metrics)  # last: its presence says the run is finished

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .example import Example
 from .metrics import accuracy, binary_f1, matthews_corrcoef, pearson, spearman
+from .predictions import decode, gold_of, read_predictions, write_predictions
 from .readers import available_splits, read_split
 from .registry import SPLITS, TASKS, TaskSpec, evaluate, get_task
 from .spans import span_scores
@@ -28,13 +29,17 @@ __all__ = [
     "accuracy",
     "available_splits",
     "binary_f1",
+    "decode",
     "evaluate",
     "get_task",
+    "gold_of",
     "matthews_corrcoef",
     "pearson",
+    "read_predictions",
     "read_split",
     "read_text_file",
     "span_scores",
     "spearman",
     "train_subset",
+    "write_predictions",
 ]

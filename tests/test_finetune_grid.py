@@ -78,8 +78,15 @@ def test_a_finished_grid_is_returned_and_another_refused(tiny_bert_dir, tmp_path
 
     monkeypatch.setattr("finetune.trainer.train", no_training)
     assert grid.run_grid(cfg) == first
-    with pytest.raises(ValueError, match="holds another grid"):
+    # volatile fields (rundir.finished_or_refuse): where the grid runs and how it reports
+    assert grid.run_grid(replace(cfg, device="cpu", progress=True)) == first
+    with pytest.raises(
+        ValueError,
+        match=r"finished run of another config \(grid_lrs: saved \[0.001\], new \[0.002\]\)",
+    ):
         grid.run_grid(replace(cfg, grid_lrs=[2e-3]))
+    with pytest.raises(ValueError, match=r"another config \(seed: saved 0, new 1\)"):
+        grid.run_grid(replace(cfg, seed=1))
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ uninterrupted run: same metrics, predictions, log, best weights and saved encode
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -97,9 +98,21 @@ def test_resume_with_another_config_is_refused(tiny_bert_dir, tmp_path):
         train(cfg, on_step=_kill_after(1))
     with pytest.raises(Killed):  # no checkpoint yet (every epoch only): starts afresh
         train(cfg, on_step=_kill_after(2))
-    train(cfg)
+    resumable = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1,
+                                checkpoint_every=1)  # fmt: skip
+    with pytest.raises(Killed):  # checkpoint_every is volatile: the same run, checkpointed
+        train(resumable, on_step=_kill_after(1))
     other = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1, lr=0.5)
-    with pytest.raises(ValueError, match=r"was written by another config \(lr: 0.001 -> 0.5\)"):
+    checkpoint = tmp_path / "run" / "checkpoint.pt"
+    with pytest.raises(
+        ValueError,
+        match=re.escape(f"{checkpoint} was written by another config (lr: saved 0.001, new 0.5)"),
+    ):
+        train(other)
+    train(cfg)
+    with pytest.raises(
+        ValueError, match=r"holds a finished run of another config \(lr: saved 0.001, new 0.5\)"
+    ):
         train(other)
 
 
@@ -126,7 +139,7 @@ def test_a_finished_run_is_returned_not_trained_again(tiny_bert_dir, tmp_path):
     assert outputs() == before
 
 
-def test_killed_after_metrics_before_config_finishes_from_the_checkpoint(
+def test_killed_after_the_final_config_before_metrics_finishes_from_the_checkpoint(
     tiny_bert_dir, tmp_path, monkeypatch
 ):
     import importlib
@@ -138,21 +151,22 @@ def test_killed_after_metrics_before_config_finishes_from_the_checkpoint(
         finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "a", epochs=2)
     )
     cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "b", epochs=2)
-    # a kill between writing metrics.json and the final config.json: the config still lacks
-    # "seconds" and the last epoch's checkpoint is still there
+    # a kill between the final config.json (with "seconds") and metrics.json, which is written
+    # last: the run is not finished and the last epoch's checkpoint is still there
     module = importlib.import_module("finetune.trainer")
     real = module.write_json
 
-    def kill_at_final_config(path, obj):
-        if path.name == "config.json" and "seconds" in obj:
-            raise Killed("killed before the final config.json")
+    def kill_at_metrics(path, obj):
+        if path.name == "metrics.json":
+            raise Killed("killed before metrics.json")
         real(path, obj)
 
-    monkeypatch.setattr(module, "write_json", kill_at_final_config)
+    monkeypatch.setattr(module, "write_json", kill_at_metrics)
     with pytest.raises(Killed):
         train(cfg)
     monkeypatch.undo()
-    assert (tmp_path / "b" / "metrics.json").exists()
+    assert "seconds" in json.loads((tmp_path / "b" / "config.json").read_text())
+    assert not (tmp_path / "b" / "metrics.json").exists()
     assert (tmp_path / "b" / "checkpoint.pt").exists()
     assert train(cfg, on_step=_kill_after(1)) == reference  # evaluates again, trains no step
     _same(_outputs(tmp_path / "a"), _outputs(tmp_path / "b"))

@@ -134,8 +134,7 @@ def check_run(run: Path, task: str, data: Path, metrics: dict) -> None:
     """Every output of a run is there and metrics.json == metrics from the prediction files."""
     import torch
 
-    from finetune import read_predictions
-    from tasks import evaluate, get_task, read_split
+    from tasks import evaluate, get_task, read_predictions, read_split
 
     spec = get_task(task)
     for name in ("config.json", "metrics.json", "log.jsonl", "best.pt"):
