@@ -18,6 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from cache import Store
+from rundir import CONFIG, METRICS, SCALAR_MIX, TABLE, TABLE_PLOT
 
 from .job_schemas import JobDetail
 from .security import COOKIE
@@ -162,20 +163,20 @@ def runs_html(runs_dir: Path | None) -> str:
         return '<p class="muted">no runs yet</p>'
     rows, compares = [], []
     for run in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
-        config = _read_json(run / "config.json") or {}
-        if (run / "table.md").is_file():
-            src = f"/ui/runs/{escape(run.name)}/table.png"
+        config = _read_json(run / CONFIG) or {}
+        if (run / TABLE).is_file():
+            src = f"/ui/runs/{escape(run.name)}/{TABLE_PLOT}"
             img = (f'<img alt="{escape(run.name)} table" src="{src}">'
-                   if (run / "table.png").is_file() else "")  # fmt: skip
+                   if (run / TABLE_PLOT).is_file() else "")  # fmt: skip
             compares.append(f"<h3>{escape(run.name)}: ❄️ or 🔥</h3>"
-                            + _markdown_table((run / "table.md").read_text()) + img)  # fmt: skip
+                            + _markdown_table((run / TABLE).read_text()) + img)  # fmt: skip
             continue
-        metrics = _read_json(run / "metrics.json")
+        metrics = _read_json(run / METRICS)
         kind = "🔥 fine-tune" if "finetune" in config else "❄️ head" if "train" in config else "?"
         cfg = config.get("train") or config.get("finetune") or {}
         dev = (metrics or {}).get("dev") or {}
         shown = ", ".join(f"{k} {v:.4f}" for k, v in dev.items() if isinstance(v, (int, float)))
-        mix = (_read_json(run / "scalar_mix.json") or {}).get("mix")
+        mix = (_read_json(run / SCALAR_MIX) or {}).get("mix")
         rows.append([
             f"<code>{escape(run.name)}</code>", kind, escape(str(cfg.get("task", "—"))),
             escape(str(cfg.get("head", "—" if "train" in config else "encoder"))),
@@ -214,10 +215,10 @@ def jobs_fragment(request: Request) -> HTMLResponse:
     return HTMLResponse(jobs_html(request))
 
 
-@router.get("/ui/runs/{run}/table.png")
+@router.get(f"/ui/runs/{{run}}/{TABLE_PLOT}")
 def run_table_png(run: str, request: Request) -> Response:
     runs = _runs_dir(request)
-    path = (runs / run / "table.png") if runs is not None else None
+    path = (runs / run / TABLE_PLOT) if runs is not None else None
     if path is None or "/" in run or run.startswith(".") or not path.is_file():
         return Response(status_code=404)
     return FileResponse(path, media_type="image/png")

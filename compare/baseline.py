@@ -29,8 +29,8 @@ def run_baseline(cfg: CompareConfig, task: str, store: str) -> dict[str, Any] | 
     import time
 
     from cache import versions
+    from rundir import write_json
     from tasks import available_splits, get_task
-    from tasks.runs import atomic_write_text
 
     kind = get_task(task).kind
     if kind not in METHODS:
@@ -49,7 +49,7 @@ def run_baseline(cfg: CompareConfig, task: str, store: str) -> dict[str, Any] | 
               "seconds": round(time.perf_counter() - started, 2),
               "made_by": made_by, "versions": versions()}  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(result, indent=2))
+    write_json(path, result)
     return result
 
 

@@ -8,6 +8,20 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rundir import (
+    CONFIG,
+    GRID,
+    LAYER_PLOT,
+    LOG,
+    RESULTS,
+    SCALAR_MIX,
+    TABLE,
+    TABLE_PLOT,
+    WEIGHTS,
+    atomic_write,
+    write_json,
+)
+
 from .config import BUDGETS, CompareConfig
 from .verdict import PAPER_TABLE2, mean_sd, verdict
 
@@ -15,7 +29,7 @@ from .verdict import PAPER_TABLE2, mean_sd, verdict
 def _params_snow(run: Path) -> int:
     from safetensors import safe_open
 
-    with safe_open(str(run / "weights.safetensors"), "np") as f:
+    with safe_open(str(run / WEIGHTS), "np") as f:
         return int(sum(_numel(f.get_slice(k).get_shape()) for k in f.keys()))
 
 
@@ -29,13 +43,13 @@ def _numel(shape) -> int:
 def _cost(cell: dict[str, Any]) -> dict[str, Any]:
     """Wall time, training examples per second and trainable parameters of a finished run."""
     run = Path(cell["run"])
-    config = json.loads((run / "config.json").read_text())
+    config = json.loads((run / CONFIG).read_text())
     seconds = float(config.get("seconds", 0.0))
     if "grid" in config:  # 🔥 tuned on dev: the chosen run's log, the whole grid's time
-        sub_runs = [json.loads(p.read_text()) for p in run.glob("grid/*/config.json")]
+        sub_runs = [json.loads(p.read_text()) for p in run.glob(f"{GRID}/*/{CONFIG}")]
         seconds = sum(float(c.get("seconds", 0.0)) for c in sub_runs)
         run = Path(config["grid"]["chosen"]["run"])
-    epochs = sum(1 for line in (run / "log.jsonl").read_text().splitlines() if line)
+    epochs = sum(1 for line in (run / LOG).read_text().splitlines() if line)
     if cell["mode"] == "snow":
         n_train = config.get("train_examples", config.get("featureset", {}).get("num_examples", 0))
         params = _params_snow(run)
@@ -182,19 +196,18 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
             f"{_cell(s['fire']['test']) if 'test' in s['fire'] else '–'} | {c['seconds']:.0f} | "
             f"{c['examples_per_s']} | {c['params']:,} | – |"
         )
-    lines += ["", "![❄️ vs 🔥](table.png)", "", "![layer weights](layer_weights.png)", ""]
+    lines += ["", f"![❄️ vs 🔥]({TABLE_PLOT})", "", f"![layer weights]({LAYER_PLOT})", ""]
     return "\n".join(lines)
 
 
 def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[str, Any]:
     from cache import versions
-    from tasks.runs import atomic_write_text
 
     out = Path(cfg.out)
     summary = summarise(cfg, cells, baselines)
     identity = None
-    fire_config = Path(next(c["run"] for c in cells if c["mode"] == "fire")) / "config.json"
-    snow_config = Path(next(c["run"] for c in cells if c["mode"] == "snow")) / "config.json"
+    fire_config = Path(next(c["run"] for c in cells if c["mode"] == "fire")) / CONFIG
+    snow_config = Path(next(c["run"] for c in cells if c["mode"] == "snow")) / CONFIG
     if snow_config.is_file():
         identity = json.loads(snow_config.read_text())["featureset"]["encoder"]
     results = {
@@ -208,11 +221,11 @@ def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[
         "cells": cells,
         "fire_example_config": str(fire_config),
     }
-    atomic_write_text(out / "results.json", json.dumps(results, indent=2, default=str))
-    atomic_write_text(out / "table.md", table(cfg, summary, extraction))
-    _plot_bars(cfg, summary, out / "table.png")
-    _plot_layers(cfg, summary, cells, out / "layer_weights.png")
-    return {"table": str(out / "table.md"), "results": str(out / "results.json"),
+    write_json(out / RESULTS, results)
+    atomic_write(out / TABLE, table(cfg, summary, extraction))
+    _plot_bars(cfg, summary, out / TABLE_PLOT)
+    _plot_layers(cfg, summary, cells, out / LAYER_PLOT)
+    return {"table": str(out / TABLE), "results": str(out / RESULTS),
             "verdicts": {t: s["verdict_dev"]["verdict"] for t, s in summary.items()}}  # fmt: skip
 
 
@@ -240,7 +253,7 @@ def _plot_bars(cfg, summary, path: Path) -> None:
     ax.set_title(f"{cfg.encoder}: features + head vs fine-tuning ({_seeds(cfg, plain=True)})")
     ax.legend(fontsize=8, loc="lower left")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120))
     plt.close(fig)
 
 
@@ -255,7 +268,7 @@ def _plot_layers(cfg, summary, cells, path: Path) -> None:
         best = summary[task]["best_head"]
         run = next(Path(c["run"]) for c in cells if c["task"] == task and c["mode"] == "snow"
                    and c["head"] == best and c["seed"] == 0)  # fmt: skip
-        mixes = json.loads((run / "scalar_mix.json").read_text())
+        mixes = json.loads((run / SCALAR_MIX).read_text())
         if mixes:
             weights = next(iter(mixes.values()))
             ax.plot(range(len(weights)), weights, "o-", label=f"{task} ({best})")
@@ -263,5 +276,5 @@ def _plot_layers(cfg, summary, cells, path: Path) -> None:
     ax.set_ylabel("softmax(w) of the scalar mix")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120))
     plt.close(fig)

@@ -30,8 +30,8 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     """The task's feature sets (every split in the data directory), extracted where missing."""
     from cache import FeatureSetNotFoundError, open_reader
     from extractor import ExtractConfig, run_extract
+    from rundir import write_json
     from tasks import available_splits
-    from tasks.runs import atomic_write_text
 
     record_path = Path(cfg.out) / "extract" / f"{task}.json"
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
@@ -56,7 +56,7 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
             "examples": record.get("examples", 0) + sum(i.num_examples for i in made),
         }
         record_path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(record_path, json.dumps(record, indent=2))
+        write_json(record_path, record)
     return record | {"reused": not missing, "pair_encoding": pair_encoding,
                      "all_splits": splits}  # fmt: skip
 

@@ -4,8 +4,9 @@ worker with `jobs.process.python_command`).
 Its worker starts it with stdout and stderr sent to HOME/jobs/<id>.log, heartbeats the lease
 while it runs and kills its process group to cancel it. The runner is tethered to that worker
 and that lease (tether.py): it dies when the worker dies or the lease is no longer its own. On
-success it writes what the job returned to HOME/jobs/<id>.result.json (atomically) and exits 0;
-the worker makes the completion write. It never writes to the queue.
+success it writes what the job returned to HOME/jobs/<id>.result.json (atomically:
+rundir.write_json) and exits 0; the worker makes the completion write. It never writes to the
+queue.
 
 What each kind runs and returns: jobs/kinds.py.
 """
@@ -14,21 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from pathlib import Path
-from typing import Any
+
+from rundir import write_json
 
 from . import tether
 from .home import Home
 from .kinds import job_kind
 from .queue import JobQueue
-
-
-def write_result(path: Path, result: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(result, indent=2, default=float))
-    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     job = queue.peek(args.job_id)
     print(f"{job.kind} job {job.id}: {json.dumps(job.params)}", flush=True)
     result = job_kind(job.kind).run(dict(job.params))
-    write_result(home.result(job.id), result)
+    write_json(home.result(job.id), result)
     print(f"{job.kind} job {job.id} done", flush=True)
     return 0
 

@@ -3,17 +3,16 @@ markdown table, the plot linked) and OUT/NAME.png (bars or lines, drawn with mat
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 
 def write(out: Path, name: str, result: dict, rows: list[str], caption: str) -> dict:
     """OUT/NAME.json and OUT/NAME.md (the plot OUT/NAME.png is drawn by the analysis)."""
-    from tasks.runs import atomic_write_text
+    from rundir import atomic_write, write_json
 
-    atomic_write_text(out / f"{name}.json", json.dumps(result, indent=2))
-    atomic_write_text(out / f"{name}.md", f"# {name}\n\n{caption}\n\n" + "\n".join(rows)
-                      + f"\n\n![{name}]({name}.png)\n")  # fmt: skip
+    write_json(out / f"{name}.json", result)
+    atomic_write(out / f"{name}.md", f"# {name}\n\n{caption}\n\n" + "\n".join(rows)
+                 + f"\n\n![{name}]({name}.png)\n")  # fmt: skip
     return result
 
 
@@ -51,10 +50,12 @@ def _figure(size):
 def _save(fig, ax, path: Path, legend_size: int = 8) -> None:
     import matplotlib.pyplot as plt
 
+    from rundir import atomic_write
+
     ax.legend(fontsize=legend_size)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120))
     plt.close(fig)
 
 
