@@ -81,11 +81,12 @@ def _train(args: argparse.Namespace) -> int:
 
 def _finetune(args: argparse.Namespace) -> int:
     from finetune import FinetuneConfig, train
+    from rundir import GRID_TABLE
 
     config = config_from_args(FinetuneConfig, args)
     metrics = train(config)
     if config.grid is not None:
-        print((Path(config.out) / "grid.md").read_text())
+        print((Path(config.out) / GRID_TABLE).read_text())
     chosen = " (chosen on dev)" if config.grid is not None else ""
     _print_metrics(f"{config.task} finetune{chosen}", metrics, config.out)
     return 0

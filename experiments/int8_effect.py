@@ -82,6 +82,8 @@ def main() -> int:
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--tasks", default=",".join(CELLS))
     args = p.parse_args()
+    from rundir import METRICS
+
     exe = [sys.executable, "-m", "cli"]
     results = []
     for task in args.tasks.split(","):
@@ -96,11 +98,11 @@ def main() -> int:
                 marker.touch()
             for seed in range(args.seeds):
                 out = args.out / "runs" / f"{task}-{head}-{dtype}-seed{seed}"
-                if not (out / "metrics.json").exists():
+                if not (out / METRICS).exists():
                     run([*exe, "train", "--store", str(store), "--encoder", args.encoder,
                          "--task", task, "--head", head, "--data", str(data), "--out", str(out),
                          "--seed", str(seed), "--quiet", *train_flags])  # fmt: skip
-                metrics = json.loads((out / "metrics.json").read_text())
+                metrics = json.loads((out / METRICS).read_text())
                 results.append({"task": task, "head": head, "dtype": dtype, "seed": seed,
                                 "metric": metric, "dev": _dev(metrics, metric),
                                 "run": str(out)})  # fmt: skip

@@ -30,6 +30,10 @@ def test_public_api_is_the_contract_plus_metrics():
             "matthews_corrcoef",
             "span_scores",
             "train_subset",
+            "decode",
+            "gold_of",
+            "read_predictions",
+            "write_predictions",
         ]
     )
     for name in tasks.__all__:
