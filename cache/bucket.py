@@ -9,7 +9,8 @@ Atomicity without rename (docs/scale.md): a PUT makes a whole object visible or 
     a segment    its files are put first, its checksums.json last: a segment without one is
                  not committed and readers do not list it; a writer killed mid-segment leaves
                  objects no reader looks at, and the re-run puts the same bytes again
-    a feature set  its .keys and .texts.jsonl first, its .json manifest last: a reader sees a
+    a feature set  its .texts.jsonl, .keys and .json.copy first, its .json manifest last
+                 (sidecars.py: it records their checksums and its own): a reader sees a
                  set only when every segment it lists and its manifest exist
 Segments are content-addressed and extraction is deterministic, so two writers of one
 segment put identical bytes: no lock is needed, and none is taken.
@@ -43,8 +44,9 @@ from .errors import (
     StoreUnreachableError,
 )
 from .keys import STORE_FORMAT_VERSION
-from .segment import CHECKSUMS, Segment, mismatch, write_segment
+from .segment import CHECKSUMS, Segment, crc32c, mismatch, write_segment
 from .shards import EMPTY, Layout, _columns, index_size, layout_of, read_index, shard_spans
+from .sidecars import load_manifest
 from .store import Store, _info
 from .types import FeatureSetInfo
 
@@ -128,6 +130,9 @@ class BucketStore(Store):
     def _write_text(self, rel: str, text: str) -> None:
         self._put(rel, text.encode())  # one PUT: the whole object or nothing
 
+    _read_bytes = _get
+    _write_bytes = _put  # one PUT: the whole object or nothing
+
     def _exists(self, rel: str) -> bool:
         import obstore
 
@@ -181,7 +186,7 @@ class BucketStore(Store):
         problems = [
             p for name in sorted(table)
             if (p := mismatch(name, sizes.get(name),
-                              lambda n=name: _crc(self._get(f"{prefix}/{n}")), table[name]))
+                              lambda n=name: crc32c(self._get(f"{prefix}/{n}")), table[name]))
         ]  # fmt: skip
         return problems + [f"{n}: not recorded" for n in sorted(set(sizes) - set(table))
                            if n != CHECKSUMS]  # fmt: skip
@@ -249,10 +254,11 @@ class BucketStore(Store):
         if "/" in fs_id or not fs_id:
             raise FeatureSetNotFoundError(f"no feature set {fs_id!r} in {self.path}")
         try:
-            info = _info(json.loads(self._read_text(f"featuresets/{fs_id}.json")))
+            data = self._get(f"featuresets/{fs_id}.json")
         except FileNotFoundError:
             self._forget(fs_id)
             raise FeatureSetNotFoundError(f"no feature set {fs_id!r} in {self.path}") from None
+        info = _info(load_manifest(self, fs_id, data))  # StoreCorruptError when damaged
         if cached is not None and cached[1].manifest != info.manifest:
             self._forget(fs_id)  # replaced: its keys may be others
         self._info_cache[fs_id] = (time.monotonic(), info)
@@ -290,7 +296,7 @@ class BucketSegment(Segment):
         sizes = {name: None if data is None else len(data) for name, data in blobs.items()}
         problems = [
             p for name, data in blobs.items()
-            if (p := mismatch(name, sizes[name], lambda d=data: _crc(d), table[name]))
+            if (p := mismatch(name, sizes[name], lambda d=data: crc32c(d), table[name]))
         ]  # fmt: skip
         if problems:
             raise StoreCorruptError(f"segment {self.path} is damaged: {'; '.join(problems)}")
@@ -413,12 +419,6 @@ def _get_or_none(store: BucketStore, rel: str) -> bytes | None:
         return store._get(rel)
     except FileNotFoundError:
         return None
-
-
-def _crc(data: bytes) -> str:
-    import google_crc32c
-
-    return f"{google_crc32c.value(data):08x}"  # as segment.file_crc32c writes it
 
 
 def _group_json(attrs: dict[str, Any]) -> str:

@@ -143,6 +143,13 @@ def file_crc32c(path: Path, block: int = 1 << 22) -> str:
     return crc.digest().hex()
 
 
+def crc32c(data: bytes) -> str:
+    """crc32c of bytes in memory, hex (as file_crc32c gives it)."""
+    import google_crc32c
+
+    return f"{google_crc32c.value(data):08x}"
+
+
 def record_checksums(path: Path) -> None:
     """Write CHECKSUMS: {file relative to the segment: [crc32c hex, size]}."""
     files = sorted(p for p in path.rglob("*") if p.is_file() and p.name != CHECKSUMS)

@@ -5,8 +5,10 @@
       pools/<pool_id>/zarr.json          one pool per (encoder identity, dtype); attrs: identity
       pools/<pool_id>/segments/<seg>/    immutable zarr groups of examples (see segment.py)
       pools/<pool_id>/.lock              held by the one writer of the pool
-      featuresets/<id>.json              manifest: what made the set, which pool
+      featuresets/<id>.json              manifest: what made the set, which pool, the
+                                         checksums of its other files and of itself
       featuresets/<id>.keys              the set's example keys, one per line, in order
+      featuresets/<id>.texts.jsonl       their texts; <id>.json.copy: the manifest again
 
 An example's key hashes its pool id and its canonical text, so the same text is stored once
 per pool however many feature sets list it (SICK-E and SICK-R share their pairs). Writes go to
@@ -30,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from . import quant
+from . import quant, sidecars
 from .durable import atomic_write, fsync_dir, fsync_tree
 from .errors import (
     ExampleNotFoundError,
@@ -165,16 +167,13 @@ class Store:
             "num_tokens": num_tokens,
             "keys_sha256": digest(list(keys), 64),
         }
-        if texts is not None:
-            if len(texts) != len(keys):
-                raise ValueError(f"{len(texts)} texts for {len(keys)} keys")
-            lines = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in texts)
-            self._write_text(f"featuresets/{fs_id}.texts.jsonl", lines)
-        self._write_text(f"featuresets/{fs_id}.keys", "".join(k + "\n" for k in keys))
-        # the manifest last: a reader sees the set only once its keys and texts are in place
-        self._write_text(
-            f"featuresets/{fs_id}.json", json.dumps(manifest, indent=2, sort_keys=True)
-        )
+        if texts is not None and len(texts) != len(keys):
+            raise ValueError(f"{len(texts)} texts for {len(keys)} keys")
+        # texts, keys, the manifest's copy, the manifest last: a reader sees the set only once
+        # its files are in place (sidecars.py: the manifest records their checksums)
+        files, manifest = sidecars.featureset_files(manifest, keys, texts)
+        for rel, data in files:
+            self._write_bytes(rel, data)
         self._forget(fs_id)
         return _info(manifest)
 
@@ -187,7 +186,7 @@ class Store:
     def list_featuresets(self) -> list[FeatureSetInfo]:
         self.check_format()
         return [
-            _info(json.loads(self._read_text(f"featuresets/{name}")))
+            _info(sidecars.load_manifest(self, name[:-5], self._read_bytes(f"featuresets/{name}")))
             for name in self._manifest_names()
         ]
 
@@ -212,7 +211,7 @@ class Store:
             self._info_cache[fs_id] = (stamp, now, cached[2])
             return cached[2]
         self._forget(fs_id)  # replaced: its keys may be others
-        info = _info(json.loads(Path(path).read_text()))
+        info = _info(sidecars.load_manifest(self, fs_id, Path(path).read_bytes()))
         self._info_cache[fs_id] = (stamp, now, info)
         return info
 
@@ -248,8 +247,8 @@ class Store:
 
     def featureset_keys(self, fs_id: str) -> list[str]:
         if fs_id not in self._keys_cache:
-            self.get_featureset(fs_id)
-            self._keys_cache[fs_id] = self._read_text(f"featuresets/{fs_id}.keys").split()
+            info = self.get_featureset(fs_id)
+            self._keys_cache[fs_id] = sidecars.load_keys(self, info)  # checked, whole
         return self._keys_cache[fs_id]
 
     def storage_order(self, fs_id: str) -> list[int]:
@@ -261,14 +260,7 @@ class Store:
 
     def featureset_texts(self, fs_id: str) -> list[dict[str, Any]]:
         """The words of each example ({"a": [...], "b": [...] | None}), in order."""
-        self.get_featureset(fs_id)
-        try:
-            text = self._read_text(f"featuresets/{fs_id}.texts.jsonl")
-        except FileNotFoundError:
-            raise ExampleNotFoundError(
-                f"feature set {fs_id!r} was stored without its texts"
-            ) from None
-        return [json.loads(line) for line in text.splitlines()]
+        return sidecars.load_texts(self, self.get_featureset(fs_id))  # checked, whole
 
     # ---------------------------------------------------------------- reading
     def read(
@@ -423,9 +415,12 @@ class Store:
     def _read_text(self, rel: str) -> str:
         return (self.path / rel).read_text()  # FileNotFoundError when absent
 
-    def _write_text(self, rel: str, text: str) -> None:
+    def _read_bytes(self, rel: str) -> bytes:
+        return (self.path / rel).read_bytes()  # FileNotFoundError when absent
+
+    def _write_bytes(self, rel: str, data: bytes) -> None:
         (self.path / rel).parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.path / rel, text)
+        atomic_write(self.path / rel, data)
 
     def _manifest_names(self) -> list[str]:
         fs_dir = self.path / "featuresets"
