@@ -148,24 +148,22 @@ def _export(args: argparse.Namespace) -> int:
 
 def _fsck(args: argparse.Namespace) -> int:
     from cache import open_store
-    from cache.fsck import check_store
+    from cache.fsck import check
 
     store = open_store(args.store)  # a directory, or s3://bucket/prefix (every object fetched)
-    damage = check_store(store, progress=not args.quiet)
-    for d in damage:
-        sets = f" (feature sets: {', '.join(d.featuresets)})" if d.featuresets else ""
-        print(f"DAMAGED {d.where}{sets}: " + "; ".join(d.problems))
-    if damage and args.repair:
+    report = check(store, progress=not args.quiet)
+    for line in report.lines():
+        print(line)
+    if (report.damage or report.uncovered) and args.repair:
         from extractor.repair import repair
 
-        redone = repair(store, [d for d in damage if d.segment is not None], device=args.device)
-        print(f"re-extracted {len(redone)} feature sets: {', '.join(redone) or '-'}")
-        damage = check_store(open_store(args.store))
-        for d in damage:
+        for line in repair(store, report, device=args.device):
+            print(line)
+        report = check(open_store(args.store))
+        for d in report.damage:
             print(f"STILL DAMAGED {d.where}: " + "; ".join(d.problems))
-    n = sum(len(store._committed_segments(pool)) for pool in store._pool_names())
-    print(f"{args.store}: {n} segments checked, " + ("damage found" if damage else "all sound"))
-    return 1 if damage else 0
+    print(f"{args.store}: {report.summary()}")
+    return 1 if report.damage else 0
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -244,14 +242,17 @@ def _add_store_tools(sub) -> None:
     )
     x.set_defaults(func=_export)
 
-    k = sub.add_parser("fsck", help="check every segment against its write-time checksums")
+    k = sub.add_parser(
+        "fsck", help="check every segment and feature-set file against its write-time checksums"
+    )
     k.add_argument(
         "--store", required=True, help="store directory or s3://bucket/prefix (all fetched)"
     )
     k.add_argument(
         "--repair",
         action="store_true",
-        help="set damaged segments aside (STORE/quarantine/) and re-extract them",
+        help="rebuild damaged feature-set files from their other files and source, set "
+        "damaged segments aside (STORE/quarantine/) and re-extract them",
     )
     k.add_argument("--device", default=None, help="where --repair runs the encoder")
     k.add_argument("--quiet", action="store_true", help="no progress bar")
