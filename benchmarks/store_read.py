@@ -10,11 +10,13 @@ written), so this measures per-call overhead and copies, not the disk.
 
     (a) latency of one random example: all layers, and one layer (the last)
     (b) throughput of 256 random examples in one call (Store.read with 256 indices)
+    (c) opening the set in a fresh Store (manifest and keys read, parsed and checked): what
+        the first read of a process pays once, not per read
 
 Printed ratios are store / memmap (1.0 = as fast as the raw bytes).
 
     python benchmarks/store_read.py [--examples 5000] [--singles 300] [--batches 15] [--json]
-        [--order shuffled|fixed]
+        [--order shuffled|fixed] [--opens 50]
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ def main() -> int:
     p.add_argument("--singles", type=int, default=300, help="random examples for latency")
     p.add_argument("--batch", type=int, default=256, help="examples per throughput read")
     p.add_argument("--batches", type=int, default=15, help="throughput repeats")
+    p.add_argument("--opens", type=int, default=50, help="fresh opens of the set, timed")
     p.add_argument("--keep", default=None, help="build the store here and keep it")
     p.add_argument("--order", choices=("shuffled", "fixed"), default="shuffled",
                    help="the cases' order in each round: shuffled (seeded), or fixed "
@@ -176,10 +179,17 @@ def main() -> int:
         np.median([sum(int(offsets[i + 1] - offsets[i]) for i in b) * L * D * 2 for b in batches])
     )
 
-    med = {k: report.median(v) for k, v in {**single, **bulk}.items()}
+    # (c) opening the set: a fresh Store each time
+    open_cases = {
+        "open set (manifest + keys)": lambda r: Store(store.path).featureset_keys(fs_id),
+    }
+    report.interleaved(open_cases, 3)
+    opened = report.interleaved(open_cases, args.opens)
+
+    timed = {**single, **bulk, **opened}
+    med = {k: report.median(v) for k, v in timed.items()}
     rows = [
-        {"case": k, "calls": len(v), "median [IQR]": report.spread(v)}
-        for k, v in {**single, **bulk}.items()
+        {"case": k, "calls": len(v), "median [IQR]": report.spread(v)} for k, v in timed.items()
     ]
     for row in rows:
         if "batch" in row["case"]:
