@@ -130,8 +130,11 @@ class BucketStore(Store):
     def _write_text(self, rel: str, text: str) -> None:
         self._put(rel, text.encode())  # one PUT: the whole object or nothing
 
-    _read_bytes = _get
-    _write_bytes = _put  # one PUT: the whole object or nothing
+    def _read_bytes(self, rel: str) -> bytes:
+        return self._get(rel)
+
+    def _write_bytes(self, rel: str, data: bytes) -> None:
+        self._put(rel, data)  # one PUT: the whole object or nothing
 
     def _exists(self, rel: str) -> bool:
         import obstore
