@@ -14,7 +14,7 @@ from .metrics import accuracy, binary_f1, matthews_corrcoef, pearson, spearman
 from .predictions import decode, gold_of, read_predictions, write_predictions
 from .readers import available_splits, read_split
 from .registry import SPLITS, TASKS, TaskSpec, evaluate, get_task
-from .spans import span_scores
+from .spans import span_scores, tag_spans
 from .subset import train_subset
 from .text_file import read_text_file
 
@@ -40,6 +40,7 @@ __all__ = [
     "read_text_file",
     "span_scores",
     "spearman",
+    "tag_spans",
     "train_subset",
     "write_predictions",
 ]

@@ -29,6 +29,7 @@ def test_public_api_is_the_contract_plus_metrics():
             "spearman",
             "matthews_corrcoef",
             "span_scores",
+            "tag_spans",
             "train_subset",
             "decode",
             "gold_of",
