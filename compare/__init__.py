@@ -4,12 +4,26 @@
     summary = run_compare(cfg)       # OUT/results.json, table.md, table.png, layer_weights.png
 
 config.py (options, budgets, the paper's head per task), run.py (extraction and cells),
-report.py (tables and plots), verdict.py (Δ and the verdict).
+report.py (tables and plots), verdict.py (Δ and the verdict); convergence.py (a cell still
+improving at its cap), restarts.py (the seeds' spread, degenerate restarts), curves.py (a task's
+learning curves as a plot).
+
+    cells = [mark_curve(read_curve(run, "pearson"), cap=epochs) for run in runs]
 """
 
-_WHERE = {"CompareConfig": "config", "run_compare": "run", "verdict": "verdict"}
+_WHERE = {
+    "CompareConfig": "config",
+    "run_compare": "run",
+    "verdict": "verdict",
+    "Convergence": "convergence",
+    "mark_curve": "convergence",
+    "curve_of": "convergence",
+    "read_curve": "convergence",
+    "restart_spread": "restarts",
+    "plot_curves": "curves",
+}
 
-__all__ = ["CompareConfig", "run_compare", "verdict"]
+__all__ = sorted(_WHERE)
 
 
 def __getattr__(name: str):
