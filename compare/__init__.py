@@ -4,17 +4,30 @@
     summary = run_compare(cfg)       # OUT/results.json, table.md, table.png, layer_weights.png
 
 config.py (options, budgets, the paper's head per task), run.py (extraction and cells),
-report.py (tables and plots), verdict.py (Δ and the verdict); convergence.py (a cell still
-improving at its cap), restarts.py (the seeds' spread, degenerate restarts), curves.py (a task's
-learning curves as a plot).
+report.py (tables and plots), verdict.py (Δ and the verdict); the statistics of the verdict:
+interval.py (Δ's paired bootstrap interval over examples and seeds), convergence.py (a cell
+still improving at its cap), restarts.py (the seeds' spread, degenerate restarts), curves.py
+(a task's learning curves as a plot).
 
+    boot = weigh("pearson", gold, snow=[preds_seed0, ...], fire=[...], baseline=cosine_preds)
     cells = [mark_curve(read_curve(run, "pearson"), cap=epochs) for run in runs]
+    task_verdict(boot, snow_cells, fire_cells, baseline=BASELINE_WORDS["regression"])
 """
 
 _WHERE = {
     "CompareConfig": "config",
     "run_compare": "run",
     "verdict": "verdict",
+    "BASELINE_WORDS": "verdict",
+    "BUDGET_LIMITED": "verdict",
+    "call": "verdict",
+    "task_verdict": "verdict",
+    "weigh": "verdict",
+    "zero_training_words": "verdict",
+    "Bootstrap": "interval",
+    "Interval": "interval",
+    "bootstrap": "interval",
+    "delta_interval": "interval",
     "Convergence": "convergence",
     "mark_curve": "convergence",
     "curve_of": "convergence",
