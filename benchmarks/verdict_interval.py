@@ -12,7 +12,7 @@
 τ = 0 (restarts differ only by per-example luck), 0.05 (their spread about a point, as
 ❄️'s seeds in docs/results.md) and 0.15 (restarts dominate). Per cell: how often the 95%
 interval holds the true Δ, for the scheme compare uses ("t": examples resampled, the restarts'
-own variance added with Student's t) and for resampling the seeds with replacement ("resample":
+own variance added with Welch's t) and for resampling the seeds with replacement ("resample":
 the pigeonhole bootstrap), and the basic interval (2Δ − the percentiles) of the first.
 
 (b) Speed: one `bootstrap` of 3 + 3 seeds on 10,000 examples (CoNLL-2003-sized: 3,453

@@ -16,28 +16,34 @@ the seeds happen to give. Replicate r of the bootstrap
   2. scores every seed of every side on that draw, T_s(c_r), and averages each side's seeds:
      m_r = (1/S) Σ_s T_s(c_r), the examples' share of the noise, each seed's own luck on
      particular examples included;
-  3. adds each side's restarts' share, drawn independently per side:
-     m_r + √(σ̂²_B / S) · t_r,  t_r ~ Student's t with S − 1 degrees of freedom, where
+  3. adds the restarts' share of the difference B − A, as Welch's t-interval would:
+     Δ*_r = m_r(B) − m_r(A) + √(v_A + v_B) · t_r,  t_r ~ Student's t with ν degrees of freedom,
 
-        s²    = Σ_s (T_s − T̄)² / (S − 1)                the seeds' spread on the full sample
+        s²    = Σ_s (T_s − T̄)² / (S − 1)                a side's seeds' spread on the full sample
         ê     = S/(S−1) · mean_s Var_r(T_s(c_r) − m_r)   the part of s² the draw of examples
                                                          already carries (per-example luck)
-        σ̂²_B = max(0, s² − ê)                           the restarts' own variance
+        σ̂²_B = max(0, s² − ê)                           the side's restarts' own variance
+        v     = σ̂²_B / S,   ν = (v_A + v_B)² / (v_A²/(S_A − 1) + v_B²/(S_B − 1))  (Welch)
 
-  and takes Δ*_r = side B − side A. The interval is the percentile interval: the (1−level)/2
-  and (1+level)/2 quantiles of Δ*.
+  The interval is the percentile interval: the (1−level)/2 and (1+level)/2 quantiles of Δ*.
 
 Why step 3 is not "resample each side's seeds with replacement" (Owen 2007's pigeonhole
 bootstrap for a crossed design, `scheme="resample"` here): the seeds' spread s² holds each
-seed's per-example luck, which step 1 has counted already, and resampling S seeds shrinks it
-by (S − 1)/S and gives it a normal's light tails, where 2-5 seeds leave 1-4 degrees of freedom.
-On simulated cells with a known Δ (`benchmarks/verdict_interval.py`), seed resampling covered
-the true Δ in 99-100% of draws where restarts add nothing and in 67-89% where they dominate
-(2-3 seeds); the scheme above in 92-99% across the same cells. BCa and the basic interval
-correct a statistic's bias and skew, not a variance counted wrongly: the basic interval covered
-within a point of the percentile one on every cell. A side with one seed adds no restarts'
-share: exact for the zero-training baseline (deterministic), unknowable for a trained side,
-whose interval then holds the examples' noise only (`Interval.seeds` says so).
+seed's per-example luck, which step 1 has counted already, and resampling S seeds shrinks it by
+(S − 1)/S and gives it a normal's light tails, where 2-5 seeds leave 1-4 degrees of freedom a
+side. On simulated cells with a known Δ (`benchmarks/verdict_interval.py`: 2, 3 and 5 seeds a
+side, restarts adding nothing, about a point, or dominating), seed resampling covered the true Δ
+in 67-100% of draws (98-100% where restarts add nothing, 67-91% where they dominate); the scheme
+above in 92-99% wherever each side had 2 or more seeds (81-99% with one 🔥 seed, whose restarts'
+spread no scheme can see). BCa and the basic interval correct a statistic's bias and skew, not a
+variance counted wrongly: the basic interval covered within a point of the percentile one on
+every cell. Drawing each side's restarts with its own t (S − 1 degrees of freedom) covered as
+well but was up to twice as wide with 2 seeds; Welch's ν pools the two sides' degrees of
+freedom. A side with one seed adds no restarts' share: exact for the zero-training baseline
+(deterministic), unknowable for a trained side, whose interval then holds the examples' noise
+only (`Interval.seeds` says so). With 2 seeds a side the restarts' variance rests on one degree
+of freedom each, and the interval is wide whenever the two restarts disagree: that is what two
+restarts can tell.
 
 Sufficient statistics make a replicate cheap: every metric but Spearman is a function of sums
 over examples of per-example statistics F (N, K), so a resampled score is m(c_rᵀ F), one matrix
@@ -99,13 +105,16 @@ class Bootstrap:
 
     point[side]: the mean over the side's seeds of the metric on the full sample (the table's);
     scores[side]: each seed's score on the full sample; restart_sd[side]: σ̂_B, the restarts'
-    own sd (None for one seed); draws[side]: (R,) the replicates of the side's mean score.
+    own sd (None for one seed); draws[side]: (R,) the side's mean score on each draw of examples
+    (scheme "t": m_r, the restarts' share is added per difference; "resample": over drawn seeds).
     """
 
     point: dict[str, float]
     scores: dict[str, list[float]]
     restart_sd: dict[str, float | None]
     draws: dict[str, np.ndarray]
+    scheme: str = "t"
+    seed: int = 0
 
     @property
     def seeds(self) -> dict[str, int]:
@@ -119,10 +128,25 @@ class Bootstrap:
         if not 0.0 < level < 1.0:
             raise ValueError(f"interval: expected a level in (0, 1), got {level}")
         delta = self.draws[plus] - self.draws[minus]  # (R,)
+        if self.scheme == "t":
+            delta = delta + self._restarts(minus, plus, len(delta))
         low, high = np.quantile(delta, [(1 - level) / 2, (1 + level) / 2])
         return Interval(estimate=self.point[plus] - self.point[minus], low=float(low),
                         high=float(high), level=level, replicates=len(delta),
                         seeds=(self.seeds[minus], self.seeds[plus]))  # fmt: skip
+
+    def _restarts(self, minus: str, plus: str, r: int) -> np.ndarray | float:
+        """(R,) √(v_A + v_B) · t_ν, step 3 of the module docstring; its own random stream per
+        pair of sides, so an interval is the same whichever others were asked for first."""
+        parts = [(self.restart_sd[s] ** 2 / self.seeds[s], self.seeds[s] - 1)
+                 for s in (minus, plus) if self.restart_sd[s]]  # fmt: skip
+        total = sum(v for v, _ in parts)
+        if total == 0.0:
+            return 0.0
+        nu = total**2 / sum(v * v / df for v, df in parts)
+        names = list(self.point)
+        rng = np.random.default_rng([self.seed, names.index(minus), names.index(plus)])
+        return math.sqrt(total) * rng.standard_t(nu, size=r)
 
 
 def bootstrap(
@@ -134,8 +158,8 @@ def bootstrap(
     scheme: str = "t",
 ) -> Bootstrap:
     """Replicates of each side's seed-averaged score: examples resampled (one draw for all
-    sides), restarts' share added per side (scheme "t"; "resample": seeds drawn with
-    replacement, the rejected alternative the benchmark compares); see the module docstring.
+    sides); the restarts' share is added per difference (scheme "t"; "resample": seeds drawn
+    with replacement, the rejected alternative the benchmark compares); module docstring.
 
     gold: the evaluation split's answers in `tasks.evaluate`'s form (labels, scores, or one tag
         list per sentence); sides: {name: [predictions of seed 0, of seed 1, ...]}, each like gold.
@@ -171,12 +195,15 @@ def bootstrap(
     point, scores, restart_sd, draws = {}, {}, {}, {}
     for name in names:
         mine = [i for i, o in enumerate(owner) if o == name]
-        point[name] = float(point_all[mine].mean())
-        scores[name] = point_all[mine].tolist()
-        restart_sd[name] = (math.sqrt(restart_variance(per_seed[:, mine], point_all[mine]))
-                            if len(mine) > 1 else None)  # fmt: skip
-        draws[name] = _side_draws(per_seed[:, mine], point_all[mine], rng, scheme)  # (R,)
-    return Bootstrap(point, scores, restart_sd, draws)
+        per, full = per_seed[:, mine], point_all[mine]  # (R, S), (S,)
+        point[name], scores[name] = float(full.mean()), full.tolist()
+        restart_sd[name] = math.sqrt(restart_variance(per, full)) if len(mine) > 1 else None
+        if scheme == "resample" and len(mine) > 1:  # the pigeonhole bootstrap, for comparison
+            pick = rng.integers(0, len(mine), size=per.shape)  # (R, S) seeds drawn
+            draws[name] = np.take_along_axis(per, pick, axis=1).mean(axis=1)
+        else:
+            draws[name] = per.mean(axis=1)  # (R,) m_r
+    return Bootstrap(point, scores, restart_sd, draws, scheme, seed)
 
 
 def delta_interval(metric: str, gold: Sequence, snow: Sequence[Sequence], fire: Sequence[Sequence],
@@ -198,19 +225,6 @@ def resampled_scores(metric: str, gold: Sequence, preds: Sequence[Sequence],
         raise ValueError(f"resampled_scores: expected counts of shape (R, {scorer.n}), "
                          f"got {counts.shape}")  # fmt: skip
     return scorer.scores(counts)
-
-
-def _side_draws(per_seed: np.ndarray, point: np.ndarray, rng, scheme: str) -> np.ndarray:
-    """(R,) one side's replicates from its seeds' scores on each draw (R, S) and on the full
-    sample (S,): step 3 of the module docstring."""
-    r, s = per_seed.shape
-    m = per_seed.mean(axis=1)  # (R,)
-    if s == 1:
-        return m
-    if scheme == "resample":  # the pigeonhole bootstrap, for the benchmark's comparison
-        pick = rng.integers(0, s, size=(r, s))  # (R, S) seeds drawn
-        return np.take_along_axis(per_seed, pick, axis=1).mean(axis=1)
-    return m + np.sqrt(restart_variance(per_seed, point) / s) * rng.standard_t(s - 1, size=r)
 
 
 def restart_variance(per_seed: np.ndarray, point: np.ndarray) -> float:
