@@ -10,12 +10,13 @@ import os
 import signal
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import free_port
+from tests.helpers import free_port, wait_healthy
 from tests.helpers.compose import LOCAL_ENV, SERVICES, command, load_compose, local_command
 
 pytestmark = pytest.mark.subprocess  # starts and kills real processes
@@ -153,6 +154,33 @@ def test_finetune_through_the_api(stack, tiny_bert_dir):
     assert run == stack.home / "runs" / job["id"]
     assert job["metrics"] == json.loads((run / "metrics.json").read_text())
     assert set(job["metrics"]) >= {"train", "dev"}
+
+
+def test_a_key_set_for_compose_guards_job_submission(tmp_path):
+    """SNOWFIRE_API_KEYS in compose's environment reaches the api: no key, no job."""
+    key = "compose-check-key-0123"
+    api = load_compose(env={"SNOWFIRE_API_KEYS": f"{key}:write"})["services"]["api"]
+    env = {k: str(v).replace("/data", str(tmp_path)) for k, v in api["environment"].items()}
+    port = free_port()
+    with open(tmp_path / "api.log", "wb") as log:
+        proc = subprocess.Popen(
+            local_command(command(api), tmp_path, port), env={**os.environ, **env, **LOCAL_ENV},
+            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_healthy(url, proc, tmp_path / "api.log")  # /healthz is open without a key
+        body = json.dumps({"kind": "nope", "params": {}}).encode()
+        for headers, want in (({}, 401), ({"authorization": f"Bearer {key}"}, 422)):
+            req = urllib.request.Request(
+                url + "/v1/jobs", body, {"content-type": "application/json", **headers}
+            )
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(req, timeout=10)
+            assert err.value.code == want  # 422: past the key, the kind is refused
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 def test_everything_stops_cleanly(stack):

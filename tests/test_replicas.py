@@ -1,6 +1,7 @@
 """docker-compose.replicas.yml: valid Compose; N `snowfire serve` replicas, run as local
 processes with the file's command and environment over one S3 store (moto), each answer the
-same features, page and metrics; nginx's upstream names the api service on its port."""
+same features, page and metrics; nginx's upstream (docker/nginx.conf, mounted into the lb)
+names the api service on its port."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.subprocess
 
 @pytest.fixture(scope="module")
 def replicas_file() -> dict:
-    return load_compose("docker-compose.replicas.yml")
+    return load_compose("docker-compose.replicas.yml", {"SNOWFIRE_STORE": "s3://bucket/prefix"})
 
 
 def test_valid_against_the_compose_spec(replicas_file):
@@ -39,7 +40,9 @@ def test_valid_against_the_compose_spec(replicas_file):
 
 
 def test_nginx_balances_over_the_api_service(replicas_file):
-    conf = replicas_file["configs"]["nginx"]["content"]
+    mount = "./docker/nginx.conf:/etc/nginx/conf.d/default.conf:ro"
+    assert mount in replicas_file["services"]["lb"]["volumes"]
+    conf = (REPO / "docker" / "nginx.conf").read_text()
     assert re.search(r"upstream (\w+) \{\s*server api:8000;", conf)
     assert "proxy_pass http://snowfire_api;" in conf
     assert replicas_file["services"]["lb"]["ports"] == ["8000:8000"]

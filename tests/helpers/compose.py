@@ -1,12 +1,14 @@
 """The compose files read as Compose reads them, and their commands run as local processes.
 
-load_yaml, merge, load_compose   a compose file (`!reset` understood), an override merged
+interpolate                      Compose's ${NAME:-default} substitution
+load_yaml, merge, load_compose   a compose file as Compose reads it, an override merged
 command                          a service's command as a list
 local_command, LOCAL_ENV         a container command run from this checkout instead
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -24,35 +26,59 @@ SNOWFIRE = REPO / ".venv" / "bin" / "snowfire"
 #: before a package existed does not map it), and one thread per process on a small machine.
 LOCAL_ENV = {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
 
-_RESET = object()
+_VARIABLE = re.compile(r"\$(?:\$|\{(\w+)(?:(:?[-?])([^}]*))?\})")
 
 
-def load_yaml(text: str):
-    """yaml.safe_load that also reads Compose's `!reset` tag (an override removing a key)."""
+def interpolate(text: str, env: dict[str, str] | None = None) -> str:
+    """Compose's variable substitution: ${NAME}, ${NAME:-default}, ${NAME-default}; $$ is $.
+    ${NAME:?message} with NAME unset or empty is an error, as in Compose."""
+    env = env or {}
+
+    def value(m: re.Match) -> str:
+        name, op, arg = m.groups()
+        if name is None:
+            return "$"
+        got = env.get(name)
+        if op == ":-":
+            return got or arg
+        if op == "-":
+            return arg if got is None else got
+        if op in (":?", "?") and not got:
+            raise ValueError(f"{name} is required: {arg}")
+        return got or ""
+
+    return _VARIABLE.sub(value, text)
+
+
+def load_yaml(text: str, env: dict[str, str] | None = None):
+    """A compose file as Compose reads it: YAML with merge keys (`<<:`) applied, then the
+    variables of `env` (none set by default) substituted in every string value (after parsing,
+    so `${NAME:-}` is an empty string, not null)."""
     import yaml
 
-    class Loader(yaml.SafeLoader):
-        pass
+    def walk(node):
+        if isinstance(node, dict):
+            return {key: walk(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [walk(value) for value in node]
+        return interpolate(node, env) if isinstance(node, str) else node
 
-    Loader.add_constructor("!reset", lambda loader, node: _RESET)
-    return yaml.load(text, Loader=Loader)
+    return walk(yaml.safe_load(text))
 
 
 def merge(base: dict, override: dict) -> dict:
-    """Compose's merge of an override file for mappings (`!reset` removes the key)."""
+    """Compose's merge of an override file, for mappings."""
     out = dict(base)
     for key, value in override.items():
-        if value is _RESET:
-            out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = merge(out[key], value)
         else:
             out[key] = value
     return out
 
 
-def load_compose(name: str = "docker-compose.yml") -> dict:
-    return load_yaml((REPO / name).read_text())
+def load_compose(name: str = "docker-compose.yml", env: dict[str, str] | None = None) -> dict:
+    return load_yaml((REPO / name).read_text(), env)
 
 
 def command(service: dict) -> list[str]:
