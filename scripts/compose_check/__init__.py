@@ -1,0 +1,1 @@
+"""The compose check (`make compose-check`): see check.py."""

@@ -1,0 +1,157 @@
+"""The compose check's own logic, without Docker (`make compose-check` runs it for real): the
+commands outside containers are the jobs' configs, the cut of the demo sample, the broken copy
+of the compose file, how results are compared, how a service that cannot start is named, and
+where the base image's recipe and mirror come from."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from scripts.compose_check.base_image import apt_mirror, recipe_key
+from scripts.compose_check.stack import Stack, break_command
+from scripts.compose_check.steps import StepFailed
+from scripts.compose_check.workload import CUT, JOBS, command, differences, digest, write_cut
+from tasks import DEMO_DATA_DIR
+from tests.test_compose import REPO, _Loader
+from tests.test_compose import command as compose_command
+
+
+@pytest.mark.parametrize("name", sorted(JOBS))
+def test_the_command_outside_is_the_jobs_config(name, tmp_path):
+    """The flags the check runs outside containers build the very config the job runs."""
+    from cli.flags import config_from_args
+    from cli.main import build_parser
+    from jobs import JOB_KINDS, Home, validate_params
+
+    job = JOBS[name]
+    home = Home(tmp_path / "home")
+    write_cut(DEMO_DATA_DIR, home.root / "tasks")
+    resolved = validate_params(job.kind, dict(job.params), home, "j1")
+    argv = command(job, data=home.root / "tasks", store=home.store, out=home.runs / "j1")
+    cls = JOB_KINDS[job.kind].config()
+    outside = config_from_args(cls, build_parser().parse_args(argv))
+    assert dataclasses.asdict(outside) == dataclasses.asdict(cls(**resolved))
+    assert argv[0] == job.kind and ("--store" in argv) == ("store" in resolved)
+
+
+def test_the_cut_is_the_first_lines_of_the_demo_sample(tmp_path):
+    write_cut(DEMO_DATA_DIR, tmp_path)
+    for (task, name), lines in CUT.items():
+        got = (tmp_path / task / name).read_bytes()
+        assert got.count(b"\n") == lines
+        assert (DEMO_DATA_DIR / task / name).read_bytes().startswith(got)
+    with pytest.raises(ValueError, match="expected at least 401 lines"):
+        (tmp_path / "short" / "sst2").mkdir(parents=True)
+        (tmp_path / "short" / "sst2" / "train.tsv").write_text("sentence\tlabel\na\t1\n")
+        write_cut(tmp_path / "short", tmp_path / "out")
+
+
+def test_break_command_breaks_one_service_and_nothing_else():
+    text = (REPO / "docker-compose.yml").read_text()
+    broken = _Loader.load(break_command(text, "trainer"))["services"]
+    services = _Loader.load(text)["services"]
+    assert compose_command(broken["trainer"]) == ["snowfire", "no-such-command"]
+    for name in services:
+        if name != "trainer":
+            assert broken[name] == services[name]
+    with pytest.raises(ValueError, match="no one-line `command:` under service 'nginx'"):
+        break_command(text, "nginx")
+
+
+def test_differences_name_each_difference_and_skip_timings_and_places():
+    got = {"dev": {"accuracy": 0.71}, "seconds": 3.0, "run": "/data/runs/j1/seed0",
+           "rows": [1, 2]}  # fmt: skip
+    want = {"dev": {"accuracy": 0.71}, "seconds": 9.0, "run": "/tmp/ref/runs/x/seed0",
+            "rows": [1, 2]}  # fmt: skip
+    places = {"/data/runs/j1": "/tmp/ref/runs/x"}
+    assert list(differences(got, want, places)) == []
+    want["dev"]["accuracy"] = 0.7100000000000001  # exactly equal or different
+    want["run"] = "/tmp/ref/runs/x/seed1"
+    want["only"] = 1
+    assert list(differences(got, want, places)) == [
+        "/dev/accuracy: container 0.71, outside 0.7100000000000001",
+        "/only: only in outside",
+        "/run: container '/data/runs/j1/seed0', outside '/tmp/ref/runs/x/seed1'",
+    ]
+    # a path that is not the job's compares as written
+    assert list(differences("/data/runs/j2", "/tmp/ref/runs/x", places)) != []
+
+
+def _safetensors(path: Path, metadata: dict, payload: bytes) -> None:
+    header = json.dumps({"__metadata__": metadata, "w": {"dtype": "F32", "shape": [1],
+                         "data_offsets": [0, 4]}}).encode()  # fmt: skip
+    path.write_bytes(struct.pack("<Q", len(header)) + header + payload)
+
+
+def test_digest_reads_safetensors_by_content_not_by_metadata_order(tmp_path):
+    for run, meta in (("a", {"task": "sst2", "head": "linear"}),
+                      ("b", {"head": "linear", "task": "sst2"})):  # fmt: skip
+        (tmp_path / run / "predictions").mkdir(parents=True)
+        _safetensors(tmp_path / run / "weights.safetensors", meta, struct.pack("<f", 1.5))
+        (tmp_path / run / "predictions" / "dev.tsv").write_text("0\n1\n")
+    a, b = digest(tmp_path / "a"), digest(tmp_path / "b")
+    assert a == b and sorted(a) == ["predictions/dev.tsv", "weights.safetensors"]
+    _safetensors(tmp_path / "b" / "weights.safetensors", {}, struct.pack("<f", 2.5))
+    assert digest(tmp_path / "b")["weights.safetensors"] != a["weights.safetensors"]
+
+
+def test_the_mirror_is_apts_and_names_the_base_image(tmp_path):
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\n"
+        "Components: main\n\nTypes: deb\nURIs: http://mirror.example/debian-security\n"
+        "Suites: bookworm-security\nComponents: main\n"
+    )
+    assert apt_mirror(tmp_path) == "http://mirror.example/debian"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "sources.list").write_text(
+        "# x\ndeb [arch=amd64] http://old.example/debian bookworm main\n"
+    )
+    assert apt_mirror(other) == "http://old.example/debian"
+    assert apt_mirror(tmp_path / "none") == "http://deb.debian.org/debian"
+    assert recipe_key("http://a") != recipe_key("http://b")
+    assert recipe_key("http://a") == recipe_key("http://a")
+
+
+class _Stub(Stack):
+    """A Stack whose containers are given, as `docker inspect` shows them."""
+
+    def __init__(self, states: list[dict[str, list[dict]]]) -> None:
+        self.states = states
+
+    def containers(self) -> dict[str, list[dict]]:
+        return self.states.pop(0) if len(self.states) > 1 else self.states[0]
+
+    def _why(self, c: dict) -> str:
+        return f"{c['Name']} is {c['State']['Status']}"
+
+
+def _c(name: str, status: str = "running", health: str = "healthy", restarts: int = 0) -> dict:
+    return {"Name": name, "RestartCount": restarts,
+            "State": {"Status": status, "Health": {"Status": health}}}  # fmt: skip
+
+
+def test_a_service_that_cannot_start_is_named_with_the_step():
+    starting = {"api": [_c("api", health="starting")], "trainer": [_c("t1"), _c("t2")]}
+    ok = {"api": [_c("api")], "trainer": [_c("t1"), _c("t2")]}
+    _Stub([starting, ok]).wait_healthy({"api": 1, "trainer": 2}, "up")  # healthy: returns
+    restarting = {"api": [_c("api")], "trainer": [_c("t1"), _c("t2", "restarting", restarts=1)]}
+    with pytest.raises(StepFailed) as err:
+        _Stub([starting, restarting]).wait_healthy({"api": 1, "trainer": 2}, "up: health")
+    assert (err.value.service, err.value.step) == ("trainer", "up: health")
+    assert (
+        str(err.value)
+        == "compose check failed (service trainer, step: up: health): t2 is restarting"
+    )
+    unhealthy = {"api": [_c("api", health="unhealthy")], "trainer": [_c("t1"), _c("t2")]}
+    with pytest.raises(StepFailed, match=r"service api, step: up"):
+        _Stub([unhealthy]).wait_healthy({"api": 1, "trainer": 2}, "up")
+    with pytest.raises(StepFailed, match=r"not healthy after 0 s: trainer \(1/2 healthy\)"):
+        _Stub([{"api": [_c("api")], "trainer": [_c("t1")]}]).wait_healthy(
+            {"api": 1, "trainer": 2}, "up", timeout=0)  # fmt: skip
