@@ -155,3 +155,27 @@ def test_a_service_that_cannot_start_is_named_with_the_step():
     with pytest.raises(StepFailed, match=r"not healthy after 0 s: trainer \(1/2 healthy\)"):
         _Stub([{"api": [_c("api")], "trainer": [_c("t1")]}]).wait_healthy(
             {"api": 1, "trainer": 2}, "up", timeout=0)  # fmt: skip
+
+
+def test_the_runs_outside_stop_with_the_check(tmp_path):
+    """A check that ends early leaves no command of its own running."""
+    import time
+
+    from scripts.compose_check.workload import Reference
+
+    fake = tmp_path / "snowfire"
+    fake.write_text(
+        f'#!/bin/sh\necho "$1" >> {tmp_path}/ran\necho $$ > {tmp_path}/pid\nexec sleep 60\n'
+    )
+    fake.chmod(0o755)
+    ref = Reference(str(fake), tmp_path / "data", tmp_path / "ref")
+    ref.start()
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "pid").is_file():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    started = time.monotonic()
+    ref.stop()
+    assert time.monotonic() - started < 15 and not ref.thread.is_alive()
+    assert ref.proc.poll() is not None
+    assert (tmp_path / "ran").read_text() == "extract\n"  # the first command only

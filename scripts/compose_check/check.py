@@ -78,6 +78,7 @@ class Check:
         self.args, self.log, self.work, self.engine = args, log, work, engine
         self.stacks: list[Stack] = []
         self.images: list[str] = []
+        self.reference: Reference | None = None
         self.token = secrets.token_hex(4)
         self.image = f"snowfire:check-{self.token}"
         self.key = secrets.token_hex(16)
@@ -91,7 +92,7 @@ class Check:
         self.compose = compose_command()
         self.check_config()
         data = write_cut(REPO / "tasks" / "demo", self.work / "data")
-        reference = Reference(self.args.snowfire, data, self.work / "reference")
+        reference = self.reference = Reference(self.args.snowfire, data, self.work / "reference")
         reference.start()  # outside containers, while the image is made
         self.engine.start()
         self.build()
@@ -348,6 +349,8 @@ class Check:
     def clean_up(self) -> None:
         """Every project down with its volumes; our engine stopped, or our images removed."""
         with self.log.timed("clean up"):
+            if self.reference is not None:
+                self.reference.stop()
             for stack in self.stacks:
                 stack.compose("down", "--volumes", "--remove-orphans", step="clean up",
                               check=False)  # fmt: skip

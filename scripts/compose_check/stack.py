@@ -99,10 +99,13 @@ class Stack:
         health = state.get("Health") or {}
         probes = [p.get("Output", "").strip() for p in health.get("Log", [])[-1:]]
         logs = self.engine.docker("logs", "--tail", "15", c["Id"], step="logs", check=False)
+        status = state["Status"]
+        if status in ("exited", "dead"):
+            status += f" with exit code {state.get('ExitCode')}"
+        probe = f": {probes[0]}" if probes and probes[0] else ""
         return (
-            f"container {c['Name'].lstrip('/')} is {state['Status']} (exit code "
-            f"{state.get('ExitCode')}, restarted {c.get('RestartCount', 0)} times, health "
-            f"{health.get('Status', '-')}{': ' + probes[0] if probes and probes[0] else ''}); "
+            f"container {c['Name'].lstrip('/')} is {status}, restarted "
+            f"{c.get('RestartCount', 0)} times, health {health.get('Status', '-')}{probe}; "
             f"its last log lines:\n{tail(logs.stdout + logs.stderr, 15)}"
         )
 

@@ -107,6 +107,9 @@ class Reference:
         self.store = root / "store"
         self.error: StepFailed | None = None
         self.thread = threading.Thread(target=self._run_all, daemon=True)
+        self.proc: subprocess.Popen | None = None
+        self.stopped = threading.Event()
+        self.lock = threading.Lock()  # a command is started, or the stop seen, not both
 
     def out(self, name: str) -> Path:
         return self.root / "runs" / name
@@ -122,8 +125,13 @@ class Reference:
             args = command(job, data=self.data, store=self.store, out=self.out(job.name))
             cmd = ["nice", "-n", "10", self.snowfire, *args]
             log = self.root / f"{job.name}.log"
-            with open(log, "wb") as f:
-                code = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env).returncode
+            with open(log, "wb") as f, self.lock:
+                if self.stopped.is_set():
+                    return
+                self.proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
+            code = self.proc.wait()
+            if self.stopped.is_set():
+                return
             if code != 0:
                 text = tail(log.read_text(errors="replace"))
                 self.error = StepFailed(
@@ -136,6 +144,21 @@ class Reference:
         self.thread.join()
         if self.error is not None:
             raise self.error
+
+    def stop(self) -> None:
+        """End the command running now, if any, and run no more (the check is over)."""
+        with self.lock:
+            self.stopped.set()
+            proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self.thread.is_alive():
+            self.thread.join(timeout=30)
 
 
 #: Run by `python - ROOT` in a container, and here by `digest`: {relative path: sha256} of the
