@@ -17,8 +17,9 @@ from scripts.compose_check.stack import Stack, break_command
 from scripts.compose_check.steps import StepFailed
 from scripts.compose_check.workload import CUT, JOBS, command, differences, digest, write_cut
 from tasks import DEMO_DATA_DIR
-from tests.test_compose import REPO, _Loader
-from tests.test_compose import command as compose_command
+from tests.helpers import REPO
+from tests.helpers.compose import command as compose_command
+from tests.helpers.compose import load_yaml
 
 
 @pytest.mark.parametrize("name", sorted(JOBS))
@@ -53,8 +54,8 @@ def test_the_cut_is_the_first_lines_of_the_demo_sample(tmp_path):
 
 def test_break_command_breaks_one_service_and_nothing_else():
     text = (REPO / "docker-compose.yml").read_text()
-    broken = _Loader.load(break_command(text, "trainer"))["services"]
-    services = _Loader.load(text)["services"]
+    broken = load_yaml(break_command(text, "trainer"))["services"]
+    services = load_yaml(text)["services"]
     assert compose_command(broken["trainer"]) == ["snowfire", "no-such-command"]
     for name in services:
         if name != "trainer":
