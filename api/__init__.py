@@ -15,7 +15,15 @@ POST /v1/jobs/{id}/cancel
 run by `snowfire worker --kind K --home DIR` from the SQLite queue (the `jobs` package).
 """
 
-from .app import create_app, serve
-from .settings import Settings
+_WHERE = {"ENV_ONLY": "settings", "Settings": "settings", "create_app": "app", "serve": "app"}
 
-__all__ = ["Settings", "create_app", "serve"]
+__all__ = ["ENV_ONLY", "Settings", "create_app", "serve"]
+
+
+def __getattr__(name: str):
+    # names load on first use: the CLI reads the settings' fields without loading fastapi
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

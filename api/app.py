@@ -11,8 +11,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 
-from cache import open_store
-from cache.bucket import is_bucket
+from cache import is_bucket, open_store
 from jobs import Home, JobQueue
 
 from .embed_routes import router as embed_router
@@ -45,7 +44,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     if settings.ray:
         if app.state.home is None:
             raise ValueError("--ray runs the jobs of a data directory: give --home too")
-        from jobs.ray_jobs import RayDispatch
+        from jobs import RayDispatch
 
         log.info("jobs of %s run on Ray (%s)", app.state.home.root, settings.ray)
         app.state.ray = RayDispatch(app.state.home, settings.ray, slots=settings.ray_slots)

@@ -6,8 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import Depends, Header, HTTPException, Request
 
-from cache import Store
-from cache.wire import JSON, SAFETENSORS
+from cache import JSON, SAFETENSORS, Store
 
 from .settings import Settings
 

@@ -7,9 +7,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from cache import ExampleBatch, RequestTooLargeError, wire
-from cache.reduce import reduce_batch
-from cache.wire import JSON, SAFETENSORS
+from cache import (
+    JSON,
+    SAFETENSORS,
+    ExampleBatch,
+    RequestTooLargeError,
+    body_bytes,
+    reduce_batch,
+)
 from extractor import EmbedWorker, TextInput
 
 from .deps import FormatDep, SettingsDep, StoreDep
@@ -130,10 +135,10 @@ def embed(
                 f"pooling, fewer texts or layers, or Accept: {SAFETENSORS}"
             )
         return Response(_json(batch, pool_id, hits, body.pool), media_type=JSON)
-    if wire.body_bytes(batch) > settings.max_body_bytes:
+    if body_bytes(batch) > settings.max_body_bytes:
         raise RequestTooLargeError(
             f"a safetensors response holds at most {settings.max_body_bytes:,} bytes "
-            f"(SNOWFIRE_MAX_BODY_BYTES), this one {wire.body_bytes(batch):,}: split the request"
+            f"(SNOWFIRE_MAX_BODY_BYTES), this one {body_bytes(batch):,}: split the request"
         )
     extra = {"cached": _dumps(hits), "pool": body.pool, "encoder_id": pool_id}
     return safetensors_response(batch, f"embed:{pool_id}", extra)

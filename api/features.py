@@ -16,9 +16,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cache import ExampleBatch, RequestTooLargeError, Store, wire
-from cache.reduce import reduce_batch
-from cache.wire import SAFETENSORS, body_bytes
+from cache import (
+    SAFETENSORS,
+    ExampleBatch,
+    RequestTooLargeError,
+    Store,
+    array_bytes,
+    body_bytes,
+    body_layout,
+    encode_parts,
+    reduce_batch,
+)
 
 from .schemas import FeaturesJSON, FeaturesRequest
 from .settings import Settings
@@ -151,7 +159,7 @@ def stream_features(store: Store, fs_id: str, request: FeaturesRequest, settings
     small = plan.small()
     layers = plan.layers if plan.layers is not None else list(range(plan.num_layers))
     shape = (plan.num_tokens, plan.num_layers, plan.dim)
-    head, rest, length = wire.layout((shape, plan.dtype), small, layers, plan.keys, fs_id)
+    head, rest, length = body_layout((shape, plan.dtype), small, layers, plan.keys, fs_id)
     _refuse_over_cap(plan, small, body_cap(settings))
     views = plan.views()
     if views is not None:
@@ -176,7 +184,7 @@ def stream_features(store: Store, fs_id: str, request: FeaturesRequest, settings
             ahead = None
             if k + 1 < len(pieces):
                 ahead = loop.run_in_executor(None, plan.features, *pieces[k + 1])
-            yield wire.as_bytes(current)
+            yield array_bytes(current)
             if ahead is not None:
                 current = await ahead
         for part in rest:
@@ -201,7 +209,7 @@ def direct_pieces(views: list[np.ndarray]):
     small: list[memoryview] = []
     size = 0
     for view in views:
-        data = wire.as_bytes(view)
+        data = array_bytes(view)
         if data.nbytes >= DIRECT_BYTES:
             if small:
                 yield b"".join(small)
@@ -238,7 +246,7 @@ def safetensors_response(batch: ExampleBatch, fs_id: str, extra: dict[str, str] 
     header, then each tensor): no copy of the features into one body."""
     from fastapi.responses import StreamingResponse
 
-    parts, length = wire.encode_parts(batch, fs_id, extra)
+    parts, length = encode_parts(batch, fs_id, extra)
     return StreamingResponse(
         _chain(parts), media_type=SAFETENSORS, headers={"Content-Length": str(length)}
     )

@@ -25,8 +25,7 @@ def _error(description: str) -> dict[str, Any]:
 
 def _job_request(schemas: dict[str, Any]) -> None:
     """JobRequest as one branch per kind: {"kind": K, "params": <K's params model>}."""
-    from jobs import JOB_KINDS
-    from jobs.params import params_model
+    from jobs import JOB_KINDS, params_model
 
     branches = []
     for kind in JOB_KINDS:

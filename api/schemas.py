@@ -14,7 +14,7 @@ from pydantic import (
     model_validator,
 )
 
-from cache.wire import WIRE_FORMAT
+from cache import WIRE_FORMAT
 from extractor import PAIR_ENCODINGS
 
 #: Layer indices to read (default all): at least one, none negative.

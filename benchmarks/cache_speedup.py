@@ -68,8 +68,7 @@ def model_dir(shape: str, root: Path) -> str:
 
 def measure(shape: str, root: Path, sentences: int, repeats: int) -> dict:
     from cache import RemoteStore, Store
-    from extractor import ExtractConfig, TextInput, extract, load_encoder
-    from extractor.run import _plan
+    from extractor import ExtractConfig, TextInput, extract, load_encoder, plan_segments
     from tasks import DEMO_DATA_DIR, read_split
 
     encoder = load_encoder(f"hf:{model_dir(shape, root)}")
@@ -81,7 +80,7 @@ def measure(shape: str, root: Path, sentences: int, repeats: int) -> dict:
     info = extract(encoder, texts, store, task=None, split=None, config=config)
     tokens = int(info.manifest["num_tokens"])
     items = [(str(i), encoder.prepare(i, t)) for i, t in enumerate(texts)]
-    batches = [[p for _, p in b] for seg in _plan(encoder, items, config, 1 << 30)
+    batches = [[p for _, p in b] for seg in plan_segments(encoder, items, config, 1 << 30)
                for b in seg]  # fmt: skip
     indices = list(range(len(texts)))
     port = free_port()

@@ -30,9 +30,7 @@ from rest_vs_inprocess import free_port, start_server
 from store_read import L, build
 
 from cache import RemoteStore
-from heads.batch import collate
-from heads.data import FeatureSource
-from heads.registry import build_head
+from heads import FeatureSource, build_head, collate
 
 
 def epoch(source: FeatureSource, head, optim, labels: np.ndarray, seed: int) -> int:

@@ -21,6 +21,7 @@ remainder (keys, plan, look-ups).
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import tempfile
 import time
@@ -31,10 +32,8 @@ from contextlib import contextmanager
 import numpy as np
 import report
 
-import cache.store as store_module
 from cache import Store
-from extractor import ExtractConfig, TextInput, extract, load_encoder
-from extractor.run import _plan  # the exact batching extract uses
+from extractor import ExtractConfig, TextInput, extract, load_encoder, plan_segments
 from tasks import DEMO_DATA_DIR, read_split
 
 
@@ -46,7 +45,7 @@ def bare_batches(encoder, texts: list[TextInput], config: ExtractConfig):
     seg_tokens = config.segment_tokens or max(256, (64 << 20) // bytes_per_token)
     items = [(str(i), encoder.prepare(i, t)) for i, t in enumerate(texts)]
     out = []
-    for seg in _plan(encoder, items, config, seg_tokens):
+    for seg in plan_segments(encoder, items, config, seg_tokens):  # extract's own batches
         for batch in seg:
             rows = []
             for _, p in batch:
@@ -62,7 +61,7 @@ def bare_batches(encoder, texts: list[TextInput], config: ExtractConfig):
                 input_ids[r, : len(ids)] = torch.from_numpy(ids)
                 mask[r, : len(ids)] = 1
             inputs = {"input_ids": input_ids, "attention_mask": mask}
-            if encoder._uses_types:
+            if encoder.uses_types:
                 inputs["token_type_ids"] = torch.zeros_like(input_ids)  # single sentences
             out.append((inputs, sum(p.length for _, p in batch)))
     return out
@@ -98,24 +97,45 @@ def timers(encoder):
 
         return wrapper
 
-    saved_module = {n: getattr(store_module, n) for n in ("write_segment", "fsync_tree")}
-    saved_store = {n: getattr(Store, n) for n in ("write_featureset",)}
+    running: list[str] = []  # the store method running now, whose fsyncs are counted apart
+
+    def store_stage(name: str, fn: Callable) -> Callable:
+        def wrapper(*a, **kw):
+            running.append(name)
+            try:
+                return timed(name, fn)(*a, **kw)
+            finally:
+                running.pop()
+
+        return wrapper
+
+    def fsync(fd) -> None:
+        t0 = time.perf_counter()
+        try:
+            real_fsync(fd)
+        finally:
+            dt = time.perf_counter() - t0
+            spent["fsync"] += dt
+            if running:
+                spent[running[-1]] -= dt
+
+    saved_store = {n: getattr(Store, n) for n in ("write_segment", "write_featureset")}
+    real_fsync = os.fsync
     encoder.prepare = timed("tokenise (prepare)", encoder.prepare)
     encoder.encode = timed("encode total", encoder.encode)
     encoder.model.forward = timed("forward", encoder.model.forward)
-    store_module.write_segment = timed("segment write", saved_module["write_segment"])
-    store_module.fsync_tree = timed("fsync", saved_module["fsync_tree"])
-    Store.write_featureset = timed("write_featureset", saved_store["write_featureset"])
+    Store.write_segment = store_stage("segment write", saved_store["write_segment"])
+    Store.write_featureset = store_stage("write_featureset", saved_store["write_featureset"])
+    os.fsync = fsync  # every fsync of the store's writes (cache/durable.py), wherever made
     try:
         yield spent
     finally:
         for name in ("prepare", "encode"):
             del encoder.__dict__[name]
         del encoder.model.__dict__["forward"]
-        for n, f in saved_module.items():
-            setattr(store_module, n, f)
         for n, f in saved_store.items():
             setattr(Store, n, f)
+        os.fsync = real_fsync
 
 
 def main() -> int:
@@ -172,7 +192,7 @@ def main() -> int:
         "tokenise (prepare)": spent["tokenise (prepare)"],
         "forward": spent["forward"],
         "encode other (pad, stack, to numpy, stitch)": spent["encode total"] - spent["forward"],
-        "segment write (concat, f16 check, zarr)": spent["segment write"],
+        "segment write (concat, f16 check, zarr)": spent["segment write"],  # fsync apart
         "fsync": spent["fsync"],
         "write_featureset": spent["write_featureset"],
     }

@@ -30,7 +30,7 @@ import time
 import numpy as np
 import report
 
-from compare.interval import bootstrap
+from compare import bootstrap
 from tasks import evaluate
 
 SIDES = ("snow", "fire")

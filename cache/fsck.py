@@ -74,8 +74,7 @@ def check(store: Store, progress: bool = False) -> Report:
     from tqdm import tqdm
 
     store.check_format()
-    segments = [(pool, seg) for pool in store._pool_names()
-                for seg in store._committed_segments(pool)]  # fmt: skip
+    segments = store.segments()
     damage: dict[tuple[str, str], Damage] = {}
     for pool, seg in tqdm(segments, desc="segments", unit="seg", disable=not progress):
         try:

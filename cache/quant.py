@@ -20,7 +20,7 @@ import numpy as np
 
 LEVELS = 127
 #: What the manifest and the pool record about the scheme.
-SCHEME = {
+QUANTIZATION = {
     "name": "symmetric-absmax-int8",
     "scale": "one per token and layer: max|x| / 127",
     "scale_dtype": "float32",

@@ -112,7 +112,7 @@ class Store:
         pool_id = encoder_id(identity, dtype)
         attrs = {"identity": identity, "dtype": dtype, "num_layers": num_layers, "dim": dim}
         if dtype == "int8":
-            attrs["quantization"] = quant.SCHEME
+            attrs["quantization"] = quant.QUANTIZATION
         self._create_pool(pool_id, attrs)
         return pool_id
 
@@ -436,6 +436,11 @@ class Store:
         if not pools.is_dir():
             return []
         return sorted(p.name for p in pools.iterdir() if p.is_dir() and p.name[0] != ".")
+
+    def segments(self) -> list[tuple[str, str]]:
+        """(pool id, segment id) of every segment written whole, pool by pool (what fsck
+        checks; a writer's unfinished one is not listed)."""
+        return [(p, s) for p in self._pool_names() for s in self._committed_segments(p)]
 
     def _committed_segments(self, pool_id: str) -> list[str]:
         return self._segment_names(pool_id)  # a local segment appears whole (a rename)

@@ -11,7 +11,7 @@ Safetensors body (`application/x-safetensors`), n examples, N tokens:
     metadata     format, featureset, dtype, layers (JSON list), keys (JSON list)
 
 `encode(batch, fs_id)` -> bytes, `encode_parts` -> the same as pieces to stream without a copy,
-`layout(...)` -> the header and index tensors of a body whose features are sent as they are
+`body_layout(...)` -> the header and index tensors of a body whose features are sent as they are
 read (the features come first, so the header only needs their shape),
 `decode(bytes)` -> ExampleBatch (refusing another format),
 `body_bytes(batch)`: the body's size without its few-hundred-byte header (the service's cap
@@ -86,7 +86,7 @@ def index_tensors(small: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
-def layout(
+def body_layout(
     features: tuple[tuple[int, ...], str],
     small: dict[str, np.ndarray],
     layers: list[int],
@@ -103,10 +103,10 @@ def layout(
         [("features", dtype, shape)] + [(n, a.dtype.name, a.shape) for n, a in tensors.items()],
         _metadata(dtype, layers, keys, fs_id, extra),
     )
-    return head, [as_bytes(a) for a in tensors.values()], length
+    return head, [array_bytes(a) for a in tensors.values()], length
 
 
-def as_bytes(array: np.ndarray) -> memoryview:
+def array_bytes(array: np.ndarray) -> memoryview:
     """A C-contiguous array's own buffer as bytes (no copy)."""
     return memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B")
 
@@ -123,10 +123,10 @@ def encode_parts(
     """
     features = np.ascontiguousarray(batch.features)
     small = {name: getattr(batch, name) for name in _INDEX_DTYPES} | {"scales": batch.scales}
-    head, rest, length = layout(
+    head, rest, length = body_layout(
         (features.shape, features.dtype.name), small, batch.layers, batch.keys, fs_id, extra
     )
-    return [head, as_bytes(features), *rest], length
+    return [head, array_bytes(features), *rest], length
 
 
 def encode(batch: ExampleBatch, fs_id: str, extra: dict[str, str] | None = None) -> bytes:

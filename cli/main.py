@@ -34,7 +34,7 @@ def _settings(args: argparse.Namespace):
     defaults (api/settings.py)."""
     from pydantic import ValidationError
 
-    from api.settings import Settings
+    from api import Settings
     from jobs import describe_validation
 
     given = {k: v for k, v in vars(args).items() if k in Settings.model_fields}
@@ -52,14 +52,14 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from jobs.launcher import run_up
+    from jobs import run_up
 
     settings = _settings(args)
     return run_up(settings.home, host=settings.host, port=settings.port)
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from jobs.worker import WorkerConfig, check_worker, run_worker
+    from jobs import WorkerConfig, check_worker, run_worker
 
     config = config_from_args(WorkerConfig, args)
     return check_worker(config) if args.check else run_worker(config)
@@ -94,7 +94,7 @@ def _finetune(args: argparse.Namespace) -> int:
 
 def _baseline(args: argparse.Namespace) -> int:
     from cache import open_reader
-    from heads.baseline import cosine_scores
+    from heads import cosine_scores
     from tasks import evaluate, read_split
 
     reader = open_reader(args.store)
@@ -119,7 +119,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from compare.analyses import run_analysis
+    from compare import run_analysis
 
     config = config_from_args(args.analysis, args)
     run_analysis(config)
@@ -147,19 +147,18 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _fsck(args: argparse.Namespace) -> int:
-    from cache import open_store
-    from cache.fsck import check
+    from cache import check_store, open_store
 
     store = open_store(args.store)  # a directory, or s3://bucket/prefix (every object fetched)
-    report = check(store, progress=not args.quiet)
+    report = check_store(store, progress=not args.quiet)
     for line in report.lines():
         print(line)
     if (report.damage or report.uncovered) and args.repair:
-        from extractor.repair import repair
+        from extractor import repair
 
         for line in repair(store, report, device=args.device):
             print(line)
-        report = check(open_store(args.store))
+        report = check_store(open_store(args.store))
         for d in report.damage:
             print(f"STILL DAMAGED {d.where}: " + "; ".join(d.problems))
     print(f"{args.store}: {report.summary()}")
@@ -190,7 +189,7 @@ def _service_flags(only: tuple[str, ...] | None = None):
     """Adds the flags of the service's settings (all, or `only` these) to a parser."""
 
     def add(parser: argparse.ArgumentParser) -> None:
-        from api.settings import ENV_ONLY, Settings
+        from api import ENV_ONLY, Settings
 
         skip = tuple(n for n in Settings.model_fields if n in ENV_ONLY or (only and n not in only))
         add_settings_arguments(parser, Settings, skip=skip)
@@ -204,7 +203,7 @@ def _add_service(sub) -> None:
 
     w = _add_config_command(
         sub, "worker", "run queued jobs of one kind (data directory: --home)",
-        "jobs.worker:WorkerConfig", _worker,
+        "jobs:WorkerConfig", _worker,
     )  # fmt: skip
     w.add_argument("--check", action="store_true", help="healthcheck: exit 0 if one is alive")
 
@@ -260,13 +259,13 @@ def _add_store_tools(sub) -> None:
 
 
 def _add_analyze(sub) -> None:
-    from compare.analyses import ANALYSES, config_class
+    from compare import ANALYSES, analysis_config
 
     a = sub.add_parser("analyze", help="the paper's analyses: pairs (Table 4), probes (Fig. 1), "
                        "mi (Fig. 2), ner-params (Table 5), elmo-biattention (Table 3)")  # fmt: skip
     names = a.add_subparsers(dest="name", required=True, metavar="NAME")
     for name in ANALYSES:
-        config = config_class(name)
+        config = analysis_config(name)
         n = names.add_parser(name, help=config.__doc__.splitlines()[0])
         add_config_arguments(n, config)
         n.set_defaults(func=_analyze, analysis=config)
@@ -287,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=DeferredParser)
     _add_config_command(
         sub, "compare", "❄️ or 🔥? heads and fine-tuning of one encoder on tasks, one table",
-        "compare.config:CompareConfig", _compare,
+        "compare:CompareConfig", _compare,
     )  # fmt: skip
     _add_config_command(
         sub, "extract", "run an encoder once, store all layers", "extractor:ExtractConfig",
@@ -296,12 +295,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_service(sub)
     _add_config_command(
         sub, "train", "train a head on cached features (never runs the encoder)",
-        "heads.config:TrainConfig", _train,
+        "heads:TrainConfig", _train,
     )  # fmt: skip
     _add_config_command(
         sub, "finetune",
         "🔥 fine-tune the whole encoder (the baseline); re-run the same command to resume",
-        "finetune.config:FinetuneConfig", _finetune,
+        "finetune:FinetuneConfig", _finetune,
     )  # fmt: skip
     _add_store_tools(sub)
     add_predict_parser(sub)

@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from heads.predict import predict_featureset, predict_texts
+    from heads import predict_featureset, predict_texts
 
     if args.featureset is not None:
         if not args.store:

@@ -7,7 +7,8 @@ config.py (options, budgets, the paper's head per task), run.py (extraction and 
 report.py (tables and plots), verdict.py (Δ and the verdict); the statistics of the verdict:
 interval.py (Δ's paired bootstrap interval over examples and seeds), convergence.py (a cell
 still improving at its cap), restarts.py (the seeds' spread, degenerate restarts), curves.py
-(a task's learning curves as a plot).
+(a task's learning curves as a plot); analyses/ the paper's analyses
+(`snowfire analyze NAME`: `run_analysis(analysis_config(NAME)(...))`).
 
     boot = weigh("pearson", gold, snow=[preds_seed0, ...], fire=[...], baseline=cosine_preds)
     cells = [mark_curve(read_curve(run, "pearson"), cap=epochs) for run in runs]
@@ -15,6 +16,9 @@ still improving at its cap), restarts.py (the seeds' spread, degenerate restarts
 """
 
 _WHERE = {
+    "ANALYSES": "analyses",
+    "analysis_config": "analyses",
+    "run_analysis": "analyses",
     "CompareConfig": "config",
     "run_compare": "run",
     "verdict": "verdict",

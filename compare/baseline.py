@@ -77,7 +77,7 @@ def _majority(task: str, data: str, splits: list[str]) -> dict[str, Any]:
 
 def _cosine(cfg: CompareConfig, task: str, store: str, splits: list[str]) -> dict[str, Any]:
     from cache import open_reader
-    from heads.baseline import cosine_scores
+    from heads import cosine_scores
     from tasks import evaluate
 
     from .run import find_or_extract

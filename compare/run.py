@@ -168,9 +168,9 @@ def _on_ray(cfg: CompareConfig, cells: list[dict], extraction: dict):
     it finishes. A cell's seed is in its config, so its result is the sequential one."""
     import ray
 
-    from extractor.ray_run import cluster_gpus, connect
+    from extractor import cluster_gpus, connect_ray
 
-    connect(cfg.ray)
+    connect_ray(cfg.ray)
     gpu = cluster_gpus() > 0
     task = ray.remote(_timed)
     refs = {

@@ -37,7 +37,7 @@ DTYPES = ("float16", "int8")
 
 def subset(data: Path, out: Path, task: str, n: int) -> Path:
     """A data folder with the task's dev split and the first `n` training examples."""
-    from tasks.registry import get_task
+    from tasks import get_task
 
     spec = get_task(task)
     src, dst = data / spec.folder, out / "data" / spec.folder

@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.analyses) - set(ANALYSES))
     if unknown:
         p.error(f"--analyses: unknown {unknown}; choose from {', '.join(ANALYSES)}")
-    from cli.main import main as snowfire
+    from cli import main as snowfire
 
     if not args.compose_only:
         for cmd in commands(args)[:1]:  # compare first: probes reads its 🔥 runs

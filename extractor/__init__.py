@@ -13,8 +13,15 @@ from .config import (
 )
 from .embed import EmbedWorker
 from .encoders import MINILM_NAME, encoder_name, load_encoder, minilm_dir
+from .hf import hf_identity, resolve_model_dir
 from .inputs import InputSet, gather_inputs, run_extract
-from .run import encode_segment, extract
+from .ray_run import cluster_gpus, connect_ray
+from .repair import repair
+from .run import encode_segment, extract, plan_segments
+
+#: ELMo's parts the 🔥 ELMo model reuses; they load torch, so on first use only (PEP 562).
+_ELMO = ("ElmoBiLM", "LstmState", "batch_to_ids", "expected_shapes", "resolve_elmo_spec",
+         "warmup_state")  # fmt: skip
 
 __all__ = [
     "BATCH_SIZE",
@@ -25,19 +32,39 @@ __all__ = [
     "PAIR_ENCODINGS",
     "STATE_POLICIES",
     "TOKEN_BUDGET",
+    "ElmoBiLM",
     "EmbedWorker",
     "Encoded",
     "Encoder",
     "ExtractConfig",
     "InputSet",
+    "LstmState",
     "Prepared",
     "TextInput",
+    "batch_to_ids",
+    "cluster_gpus",
+    "connect_ray",
     "encode_segment",
     "encoder_family",
     "encoder_name",
+    "expected_shapes",
     "extract",
     "gather_inputs",
+    "hf_identity",
     "load_encoder",
     "minilm_dir",
+    "plan_segments",
+    "repair",
+    "resolve_elmo_spec",
+    "resolve_model_dir",
     "run_extract",
+    "warmup_state",
 ]
+
+
+def __getattr__(name: str):
+    if name in _ELMO:
+        from . import elmo
+
+        return getattr(elmo, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,11 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cache import STORED_DTYPES
-from cache.segment import DEFAULT_TILES, TILES
+from cache import DEFAULT_TILES, STORED_DTYPES, TILES
 from options import check, option
-from tasks import SPLITS
-from tasks.registry import TASK_NAMES
+from tasks import SPLITS, TASK_NAMES
 
 ENCODER_FORMS = "'minilm', 'hf:NAME_OR_DIR', 'elmo:OPTIONS.json,WEIGHTS.hdf5' or 'elmo:DIR'"
 #: How the two texts of a pair are encoded: one joint input, or each text alone.

@@ -145,7 +145,7 @@ class HFEncoder:
         self.pair_encoding = pair_encoding
         self.num_layers = config.num_hidden_layers + 1
         self.dim = config.hidden_size
-        self._uses_types = getattr(config, "type_vocab_size", 0) > 1
+        self.uses_types = getattr(config, "type_vocab_size", 0) > 1
         self.identity = hf_identity(
             model_dir, config, name=name, spec=spec, revision=revision,
             pair_encoding=pair_encoding, max_length=self.max_length,
@@ -217,7 +217,7 @@ class HFEncoder:
             type_ids[r, : len(ids)] = torch.from_numpy(types.astype(np.int64))
             mask[r, : len(ids)] = 1
         inputs = {"input_ids": input_ids, "attention_mask": mask}
-        if self._uses_types:
+        if self.uses_types:
             inputs["token_type_ids"] = type_ids
         inputs = {k: v.to(self.device) for k, v in inputs.items()}
         with (

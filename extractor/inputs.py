@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cache import FeatureSetInfo, file_sha256, open_store
-from cache.bucket import is_bucket
+from cache import FeatureSetInfo, file_sha256, is_bucket, open_store
 
 from .base import TextInput
 from .config import ExtractConfig

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cache.bucket import is_bucket
+from cache import is_bucket
 
 
 def cluster_gpus() -> float:
@@ -28,7 +28,7 @@ def cluster_gpus() -> float:
     return ray.cluster_resources().get("GPU", 0)
 
 
-def connect(address: str) -> None:
+def connect_ray(address: str) -> None:
     """Join the Ray cluster at `address` ('local': start one in this process) once."""
     try:
         import ray
@@ -88,7 +88,7 @@ class RayRunner:
         """Start the actors (once; `extract` calls this through __call__)."""
         import ray
 
-        connect(self.address)
+        connect_ray(self.address)
         if self.pool:
             return self.pool
         gpus = self.gpus

@@ -16,8 +16,15 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from cache import FeatureSetInfo, Store, digest, example_key, quant, versions
-from cache.types import token_bytes
+from cache import (
+    QUANTIZATION,
+    FeatureSetInfo,
+    Store,
+    digest,
+    example_key,
+    token_bytes,
+    versions,
+)
 
 from .base import EXTRACTOR_VERSION, Encoder, Prepared, TextInput
 from .batching import bucket_batches, ordered_batches
@@ -38,8 +45,11 @@ def bucketed(items: list[tuple[str, Prepared]], token_budget: int):
             for b in bucket_batches([p for _, p in items], token_budget)]  # fmt: skip
 
 
-def _plan(encoder: Encoder, items: list[tuple[str, Prepared]], cfg: ExtractConfig, seg_tokens):
-    """[(segment keys, [batch of (key, Prepared)])] in a fixed order."""
+def plan_segments(
+    encoder: Encoder, items: list[tuple[str, Prepared]], cfg: ExtractConfig, seg_tokens: int
+):
+    """[segment: [batch: [(key, Prepared)]]] in a fixed order: the segments `extract` writes
+    and the batches it encodes each in (the extraction benchmarks replay them)."""
     segments, current, size = [], [], 0
     if encoder.ordered:
         batches = ordered_batches([p for _, p in items], cfg.batch_size)
@@ -160,7 +170,7 @@ def extract(
                 (k, encoder.prepare(i, texts[i]))
                 for k, i in sorted(first.items(), key=lambda x: x[1])
             ]
-        segments = _plan(encoder, items, config, seg_tokens)
+        segments = plan_segments(encoder, items, config, seg_tokens)
         work = []  # (segment id, committed?, batches to encode)
         for seg in segments:
             seg_id = digest([k for batch in seg for k, _ in batch], 24)
@@ -198,7 +208,7 @@ def extract(
             "encoder": encoder.identity,
             "encoder_id": pool,
             "dtype": config.dtype,
-            **({"quantization": quant.SCHEME} if config.dtype == "int8" else {}),
+            **({"quantization": QUANTIZATION} if config.dtype == "int8" else {}),
             "num_layers": encoder.num_layers,
             "dim": encoder.dim,
             "source": source or {},

@@ -27,7 +27,7 @@ def _np(t) -> np.ndarray:
 
 def tf_arrays(bilm: nn.Module) -> dict[str, np.ndarray]:
     """Every weight of the biLM as the HDF5 file stores it, keyed like the file."""
-    from extractor.elmo import expected_shapes
+    from extractor import expected_shapes
 
     cnn = bilm.token_embedder
     out = {"char_embed": _np(cnn.char_embedding.weight[1:])}  # (n_characters - 1, E)

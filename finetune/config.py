@@ -13,7 +13,7 @@ from typing import Any
 
 from extractor import ENCODER_FORMS, encoder_family
 from options import check, option
-from tasks.registry import TASK_NAMES
+from tasks import TASK_NAMES
 
 from .recipe import (
     FAMILY_RECIPE,

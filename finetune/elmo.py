@@ -29,8 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from heads.esim import enhance, pool_pair
-from heads.sequence import masked_max
+from heads import enhance, masked_max, pool_pair
 
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
@@ -78,8 +77,8 @@ class ElmoFinetuner(nn.Module):
 
     @torch.no_grad()
     def refresh_state(self) -> None:
-        """The warm-up state of the current weights (`extractor.elmo.state.warmup_state`)."""
-        from extractor.elmo.state import warmup_state
+        """The warm-up state of the current weights (`extractor.warmup_state`)."""
+        from extractor import warmup_state
 
         state = warmup_state(self.bilm, self.warm_h.device)  # h (2, n, 1, P), c (2, n, 1, C)
         self.warm_h.copy_(state.h)
@@ -88,7 +87,7 @@ class ElmoFinetuner(nn.Module):
     # ------------------------------------------------------------------ data
     def collate(self, examples: Sequence[Any]) -> dict[str, torch.Tensor]:
         """Char ids of every sentence: (B, T+2, C), pairs (2B, T+2, C) as [a_1..a_B, b_1..b_B]."""
-        from extractor.elmo import batch_to_ids
+        from extractor import batch_to_ids
 
         sentences = [list(e.words_a) for e in examples]
         if self.pair:
@@ -111,7 +110,7 @@ class ElmoFinetuner(nn.Module):
     # ------------------------------------------------------------------ model
     def layers(self, chars: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """biLM layers of every word from the fixed state: (L, B, T, D) and mask (B, T)."""
-        from extractor.elmo import LstmState
+        from extractor import LstmState
 
         n = chars.shape[0]
         state = LstmState(

@@ -15,8 +15,7 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
     """The model for `cfg.encoder` and the task, and the identity of the starting encoder."""
     num_labels = 1 if spec.kind == "regression" else len(spec.labels)
     if cfg.family == "hf":
-        from extractor import MINILM_NAME, minilm_dir
-        from extractor.hf import hf_identity, resolve_model_dir
+        from extractor import MINILM_NAME, hf_identity, minilm_dir, resolve_model_dir
 
         from .bert import BertFinetuner
 
@@ -36,11 +35,11 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
         config = model.encoder.config
         return model, hf_identity(Path(model_dir), config, name=name, spec=cfg.encoder)
     from cache import file_sha256
-    from extractor.elmo import ElmoBiLM, resolve_spec
+    from extractor import ElmoBiLM, resolve_elmo_spec
 
     from .elmo import ElmoFinetuner
 
-    options, weights = resolve_spec(cfg.encoder.split(":", 1)[1])
+    options, weights = resolve_elmo_spec(cfg.encoder.split(":", 1)[1])
     model = ElmoFinetuner(
         ElmoBiLM.from_files(options, weights),
         kind=spec.kind,

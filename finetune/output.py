@@ -17,9 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from heads.batch import IGNORE_INDEX
-from heads.tagger import TagScores, decode_tags, tag_loss
-from tasks.registry import KINDS
+from heads import IGNORE_INDEX, TagScores, decode_tags, tag_loss
+from tasks import KINDS
 
 __all__ = ["IGNORE_INDEX", "KINDS", "OutputLayer", "TagScores"]
 
@@ -57,7 +56,7 @@ class OutputLayer(nn.Module):
         self.kind, self.pad_tag = kind, pad_tag
         self.dropout = nn.Dropout(dropout)
         if lstm:
-            from heads.sequence import BiLSTM
+            from heads import BiLSTM
 
             self.lstm = BiLSTM(in_dim, lstm)
             in_dim = self.lstm.output_dim  # 2 * lstm

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from cache import ExampleBatch
-from tasks.registry import KINDS
+from tasks import KINDS
 
 IGNORE_INDEX = -100  # padded tag positions (what nn.CrossEntropyLoss ignores)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from extractor import PAIR_ENCODINGS
 from options import check, option
-from tasks.registry import TASK_NAMES
+from tasks import TASK_NAMES
 
 
 @dataclass(frozen=True)

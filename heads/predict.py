@@ -18,8 +18,7 @@ from typing import Any
 
 from cache import identity_content, open_reader
 from rundir import CONFIG, HEAD, WEIGHTS
-from tasks import Example, get_task, read_split
-from tasks.predictions import decode, write_predictions
+from tasks import Example, decode, get_task, read_split, write_predictions
 
 
 def load_head(run: str | Path):

@@ -21,8 +21,11 @@ from .errors import (
 from .home import HOME_ENV, Home
 from .joblog import progress_of, read_tail, tail_lines
 from .kinds import JOB_KINDS, JobKind, job_kind
+from .launcher import run_up
 from .process import python_command
 from .queue import FINAL, STATUSES, Job, JobQueue, new_job_id
+from .ray_jobs import RayDispatch
+from .worker import WorkerConfig, check_worker, run_worker
 
 __all__ = [
     "FINAL",
@@ -38,19 +41,25 @@ __all__ = [
     "JobQueue",
     "JobStateError",
     "JobsDisabledError",
+    "RayDispatch",
+    "WorkerConfig",
+    "check_worker",
     "describe_validation",
     "job_kind",
     "new_job_id",
+    "params_model",
     "progress_of",
     "python_command",
     "read_tail",
+    "run_up",
+    "run_worker",
     "tail_lines",
     "validate_params",
 ]
 
 
 def __getattr__(name: str):
-    if name in ("describe_validation", "validate_params"):
+    if name in ("describe_validation", "params_model", "validate_params"):  # pydantic
         from . import params
 
         return getattr(params, name)

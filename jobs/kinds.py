@@ -43,7 +43,7 @@ def _run_compare(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compare_config() -> type:
-    from compare.config import CompareConfig
+    from compare import CompareConfig
 
     return CompareConfig
 
@@ -55,13 +55,13 @@ def _extract_config() -> type:
 
 
 def _train_config() -> type:
-    from heads.config import TrainConfig
+    from heads import TrainConfig
 
     return TrainConfig
 
 
 def _finetune_config() -> type:
-    from finetune.config import FinetuneConfig
+    from finetune import FinetuneConfig
 
     return FinetuneConfig
 

@@ -144,7 +144,7 @@ def _train_files(p: dict[str, Any]) -> None:
 
 
 def _compare_files(p: dict[str, Any]) -> None:
-    from compare.config import CompareConfig
+    from compare import CompareConfig
 
     for task in CompareConfig(**p).tasks:
         _splits(task, p["data"], ["train", "dev"])

@@ -22,6 +22,8 @@ import types
 import typing
 from typing import Any
 
+__all__ = ["check", "option", "volatile_fields"]
+
 _BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
 
 

@@ -13,7 +13,7 @@ from .example import Example
 from .metrics import accuracy, binary_f1, matthews_corrcoef, pearson, spearman
 from .predictions import decode, gold_of, read_predictions, write_predictions
 from .readers import available_splits, read_split
-from .registry import SPLITS, TASKS, TaskSpec, evaluate, get_task
+from .registry import KINDS, SPLITS, TASK_NAMES, TASKS, TaskSpec, evaluate, get_task
 from .spans import span_scores, tag_spans
 from .subset import train_subset
 from .text_file import read_text_file
@@ -22,7 +22,9 @@ DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo"
 
 __all__ = [
     "DEMO_DATA_DIR",
+    "KINDS",
     "SPLITS",
+    "TASK_NAMES",
     "TASKS",
     "Example",
     "TaskSpec",

@@ -10,7 +10,7 @@ import pytest
 
 import compare.analyses
 from cli.main import build_parser, main
-from compare.analyses import ANALYSES, config_class
+from compare.analyses import ANALYSES, analysis_config
 from compare.analyses.elmo_biattention import ElmoBiattentionConfig
 from compare.analyses.ner_params import NerParamsConfig
 from compare.analyses.pairs import PAPER_PAIRS, PairsConfig
@@ -27,11 +27,11 @@ def _flags(name: str) -> set[str]:
 
 @pytest.mark.parametrize("name", ANALYSES)
 def test_each_analysis_flags_are_its_config_fields(name):
-    config = config_class(name)
+    config = analysis_config(name)
     assert config.name == name and dataclasses.is_dataclass(config)
     assert _flags(name) == {f.name for f in dataclasses.fields(config)}
     with pytest.raises(dataclasses.FrozenInstanceError):
-        config_class("mi")(**WHERE).dims = 3
+        analysis_config("mi")(**WHERE).dims = 3
 
 
 def test_the_command_builds_the_config_and_runs_it(monkeypatch, tmp_path, capsys):
@@ -58,7 +58,7 @@ def test_the_command_builds_the_config_and_runs_it(monkeypatch, tmp_path, capsys
 
 def test_defaults_are_the_papers():
     assert PairsConfig(**WHERE).tasks == list(PAPER_PAIRS) == ["sick-e", "sick-r", "stsb", "mrpc"]
-    assert config_class("mi")(**WHERE).tasks == ["cola", "sst2", "mrpc", "stsb"]
+    assert analysis_config("mi")(**WHERE).tasks == ["cola", "sst2", "mrpc", "stsb"]
     assert NerParamsConfig(**WHERE).tasks == ["conll2003"] and NerParamsConfig(**WHERE).lstm == 200
     assert PairsConfig(**WHERE).store_dir == "o/store"
     assert PairsConfig(**WHERE, store="s").store_dir == "s"
@@ -92,4 +92,4 @@ def test_flags_an_analysis_does_not_have_are_refused(capsys):
         main(["analyze", "mi", "--encoder", "minilm", "--data", "d", "--out", "o", "--seeds", "2"])
     assert "unrecognized arguments: --seeds 2" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown analysis 'nope': expected one of pairs, probes"):
-        config_class("nope")
+        analysis_config("nope")

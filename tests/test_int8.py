@@ -118,7 +118,7 @@ def test_dtype_requests_are_checked(store):
         store.read("fs8", indices=[0], dtype="bfloat16")
     assert store.get_featureset("fs8").dtype == "int8"
     pool = store.get_featureset("fs8").encoder_id
-    assert store._pool_meta(pool)["quantization"] == quant.SCHEME
+    assert store._pool_meta(pool)["quantization"] == quant.QUANTIZATION
 
 
 def test_wire_round_trip_keeps_int8_and_scales(store):
@@ -178,7 +178,7 @@ def test_extract_int8_matches_the_float32_extraction(tiny_bert_dir, tmp_path):
     f32 = extract(enc, texts, store, task=None, split=None, config=replace(cfg, dtype="float32"))
     i8 = extract(enc, texts, store, task=None, split=None, config=replace(cfg, dtype="int8"))
     assert f32.encoder_id != i8.encoder_id  # one pool per dtype
-    assert i8.manifest["dtype"] == "int8" and i8.manifest["quantization"] == quant.SCHEME
+    assert i8.manifest["dtype"] == "int8" and i8.manifest["quantization"] == quant.QUANTIZATION
     want = store.read(f32.id, indices=[0, 1]).features
     q, scale = quant.quantize(want)
     np.testing.assert_array_equal(store.read(i8.id, indices=[0, 1], dtype="int8").features, q)

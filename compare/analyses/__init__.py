@@ -36,7 +36,7 @@ _ANALYSES = {
 #: The names of the analyses.
 ANALYSES = tuple(_ANALYSES)
 
-__all__ = ["ANALYSES", "config_class", "run_analysis"]
+__all__ = ["ANALYSES", "analysis_config", "run_analysis"]
 
 
 def _module(name: str):
@@ -45,7 +45,7 @@ def _module(name: str):
     return importlib.import_module(f".{_ANALYSES[name][0]}", __name__)
 
 
-def config_class(name: str) -> type:
+def analysis_config(name: str) -> type:
     """The config dataclass of analysis `name` (importing it loads nothing heavy)."""
     return getattr(_module(name), _ANALYSES[name][1])
 

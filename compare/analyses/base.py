@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from extractor import ENCODER_FORMS
 from options import check, option
-from tasks.registry import TASK_NAMES
+from tasks import TASK_NAMES
 
 
 def tasks_option(default: tuple[str, ...], why: str = "the paper's") -> Any:

@@ -6,10 +6,10 @@ Data flow: words -> `batch_to_ids` (char ids) -> `ElmoBiLM` (char CNN, biLSTM) -
 
 from .bilm import ElmoBiLM
 from .chars import batch_to_ids, sentence_to_ids, word_to_ids
-from .encoder import ElmoEncoder, resolve_spec
+from .encoder import ElmoEncoder, resolve_elmo_spec
 from .lstm import LstmState
 from .options import ElmoFileError, ElmoOptions, parse_options, read_options
-from .state import WARMUP_SENTENCES
+from .state import WARMUP_SENTENCES, warmup_state
 from .weights import expected_shapes, read_weights
 
 __all__ = [
@@ -24,7 +24,8 @@ __all__ = [
     "parse_options",
     "read_options",
     "read_weights",
-    "resolve_spec",
+    "resolve_elmo_spec",
     "sentence_to_ids",
+    "warmup_state",
     "word_to_ids",
 ]

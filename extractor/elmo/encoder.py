@@ -35,7 +35,7 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def resolve_spec(spec: str) -> tuple[Path, Path]:
+def resolve_elmo_spec(spec: str) -> tuple[Path, Path]:
     """`OPTIONS.json,WEIGHTS.hdf5` or a directory -> (options file, weight file).
 
     A directory must hold exactly one `.json` whose name contains `options` and one `.hdf5`
@@ -124,7 +124,7 @@ class ElmoEncoder:
         device: str | None = None,
     ) -> ElmoEncoder:
         """Load from `OPTIONS.json,WEIGHTS.hdf5` or a directory holding both."""
-        options_file, weight_file = resolve_spec(spec)
+        options_file, weight_file = resolve_elmo_spec(spec)
         bilm = ElmoBiLM.from_files(options_file, weight_file)
         return cls(
             bilm,

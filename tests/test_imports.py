@@ -1,0 +1,308 @@
+"""Public APIs that hold: every project file outside tests/ reaches another package only through
+the names its `__init__.__all__` exports, uses no private (`_name`) object of another package,
+and imports only along the data flow (docs/CONTRACTS.md). Read with `ast`; nothing is imported.
+
+    tasks/ → extractor/ → cache/ → api/ and heads/;  finetune/ reads tasks/;
+    cache/ imports nothing from the others;  jobs/ imports no web framework
+
+A failure names file:line and the name. There is no allow-list: a name another package needs
+is exported by it (a small, deliberate `__all__`); a private method called from another
+package gets a public one. Unit tests (tests/) may test internals and are not read.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("options", "tasks", "extractor", "cache", "heads", "api", "jobs", "finetune",
+            "compare", "cli", "rundir")  # fmt: skip
+SCRIPTS = ("benchmarks", "experiments")  # may import any package, through its API
+# The packages each package may import: the data flow. Nothing imports cli/.
+FLOW = {
+    "options": set(),
+    "cache": set(),
+    "rundir": {"options", "cache"},
+    "tasks": {"options"},
+    "extractor": {"options", "tasks", "cache"},
+    "heads": {"options", "tasks", "cache", "rundir", "extractor"},
+    "finetune": {"options", "tasks", "cache", "rundir", "extractor", "heads"},
+    "compare": {"options", "tasks", "cache", "rundir", "extractor", "heads", "finetune"},
+    "jobs": {"options", "tasks", "cache", "rundir", "extractor", "heads", "finetune", "compare"},
+    "api": {"options", "tasks", "cache", "rundir", "extractor", "heads", "jobs"},
+    "cli": set(PACKAGES) - {"cli"},
+}
+WEB = ("fastapi", "starlette", "uvicorn")  # jobs/ imports none: a worker starts light
+ENTRY = re.compile(r"(?P<module>[A-Za-z_][\w.]*):(?P<name>[A-Za-z_]\w*)")  # "pkg.mod:Name"
+
+
+@dataclass(frozen=True)
+class Violation:
+    file: str
+    line: int
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.what}"
+
+
+@dataclass
+class Rules:
+    """Each package's `__all__` and the private names it defines."""
+
+    exports: dict[str, set[str]] = field(default_factory=dict)
+    privates: dict[str, set[str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, root: Path) -> Rules:
+        rules = cls()
+        for pkg in PACKAGES + SCRIPTS:
+            if (root / pkg).is_dir():
+                rules.exports[pkg] = _all(root / pkg / "__init__.py")
+                rules.privates[pkg] = set().union(
+                    *(_defined(p.read_text()) for p in (root / pkg).rglob("*.py"))
+                )
+        return rules
+
+
+def _all(init: Path) -> set[str]:
+    """The names of `__all__` in `init` (none when it has none): a literal, or `sorted(NAME)` /
+    `list(NAME)` of a literal (e.g. a lazy package's name -> module table) bound before it."""
+    if not init.is_file():
+        return set()
+    literals: dict[str, ast.expr] = {}
+    for node in ast.parse(init.read_text()).body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if "__all__" not in names:
+            literals.update(dict.fromkeys(names, node.value) if names else {})
+            continue
+        value = node.value
+        if (
+            isinstance(value, ast.Call)
+            and getattr(value.func, "id", None) in ("sorted", "list", "set", "tuple")
+            and len(value.args) == 1
+            and isinstance(value.args[0], ast.Name)
+        ):
+            value = literals[value.args[0].id]
+        return set(ast.literal_eval(value))
+    return set()
+
+
+def _defined(source: str) -> set[str]:
+    """Private names a module defines: functions, classes, methods, variables, attributes."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return {n for n in names if _private(n)}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.endswith("__")
+
+
+def check(rel: str, source: str, rules: Rules) -> list[Violation]:
+    """What in one file (`rel`: its path in the repository) breaks a rule."""
+    me = Path(rel).parts[0]
+    tree = ast.parse(source, filename=rel)
+    found: list[Violation] = []
+    bound: dict[str, str] = {}  # a name `import pkg [as name]` bound -> pkg
+
+    def flag(node: ast.AST, what: str) -> None:
+        found.append(Violation(rel, node.lineno, what))
+
+    def other(module: str, node: ast.AST) -> str | None:
+        """The other project package `module` belongs to (None: ours or not the project's);
+        flags an import against the data flow."""
+        top = module.split(".")[0]
+        if me == "jobs" and top in WEB:
+            flag(node, f"jobs imports the web framework {top}")
+        if top not in PACKAGES or top == me:
+            return None
+        if me in FLOW and top not in FLOW[me]:
+            flag(node, f"{me} imports {top}: against the data flow (docs/CONTRACTS.md)")
+        return top
+
+    def use(node: ast.AST, pkg: str, name: str, how: str) -> None:
+        if _private(name):
+            flag(node, f"{how}: {name} is private to {pkg}")
+        elif name not in rules.exports.get(pkg, ()):
+            flag(node, f"{how}: {pkg}.__all__ does not export {name}")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            pkg = other(node.module, node)
+            for alias in node.names if pkg else ():
+                how = f"from {node.module} import {alias.name}"
+                if node.module != pkg:
+                    flag(node, f"{how}: reaches past {pkg}'s API (import it from {pkg})")
+                else:
+                    use(node, pkg, alias.name, how)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                pkg = other(alias.name, node)
+                if pkg and alias.name != pkg:
+                    flag(node, f"import {alias.name}: reaches past {pkg}'s API")
+                elif pkg:
+                    bound[alias.asname or pkg] = pkg
+        elif isinstance(node, ast.Call) and (module := _imported_by_name(node)):
+            pkg = other(module, node)
+            if pkg and module != pkg:
+                flag(node, f"import_module({module!r}): reaches past {pkg}'s API")
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and (entry := ENTRY.fullmatch(node.value))
+        ):  # "package.module:Name", imported by whoever reads it
+            module, name = entry["module"], entry["name"]
+            pkg = other(module, node)
+            if pkg and module != pkg:
+                flag(node, f"{node.value!r}: reaches past {pkg}'s API (name {pkg}:{name})")
+            elif pkg:
+                use(node, pkg, name, repr(node.value))
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in bound
+        ):
+            pkg = bound[node.value.id]
+            use(node, pkg, node.attr, f"{node.value.id}.{node.attr}")
+        elif (name := _private_use(node)) and name not in rules.privates.get(me, ()):
+            owners = sorted(p for p in PACKAGES if p != me and name in rules.privates.get(p, ()))
+            if owners:
+                flag(node, f"{name}: private to {' and '.join(owners)}, used from {me}")
+    return found
+
+
+def _imported_by_name(node: ast.Call) -> str | None:
+    """The literal module of `importlib.import_module("pkg.mod")` / `__import__("pkg.mod")`."""
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if name not in ("import_module", "__import__") or not node.args:
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value[:1] != ".":
+        return arg.value
+    return None
+
+
+def _private_use(node: ast.AST) -> str | None:
+    """`x._name`, or `getattr(x, "_name")`, on anything but self or cls."""
+    if isinstance(node, ast.Attribute) and _private(node.attr):
+        mine = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+        return None if mine else node.attr
+    if (
+        isinstance(node, ast.Call)
+        and getattr(node.func, "id", None) in ("getattr", "setattr", "hasattr", "delattr")
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+        and _private(node.args[1].value)
+    ):
+        return node.args[1].value
+    return None
+
+
+def project_files() -> list[Path]:
+    roots = [REPO / p for p in PACKAGES + SCRIPTS if (REPO / p).is_dir()]
+    return sorted(f for root in roots for f in root.rglob("*.py"))
+
+
+# ---------------------------------------------------------------- the project
+def test_every_import_holds_to_the_public_apis_and_the_data_flow():
+    rules = Rules.of(REPO)
+    files = project_files()
+    assert len(files) > 100 and {Path(f).relative_to(REPO).parts[0] for f in files} >= set(FLOW)
+    problems = [v for f in files for v in check(str(f.relative_to(REPO)), f.read_text(), rules)]
+    assert not problems, f"{len(problems)} imports past a package's API:\n" + "\n".join(
+        map(str, problems)
+    )
+
+
+def test_every_package_exports_what_it_lists():
+    """Each name of an `__all__` is defined or imported by its `__init__` (or loaded on first
+    use by its `__getattr__`), so exporting it is not a promise the package cannot keep."""
+    import importlib
+
+    for pkg in PACKAGES:
+        if not (REPO / pkg / "__init__.py").is_file():
+            continue
+        module = importlib.import_module(pkg)
+        missing = [n for n in getattr(module, "__all__", ()) if not hasattr(module, n)]
+        assert not missing, f"{pkg}/__init__.py: __all__ lists {missing}, which it lacks"
+
+
+# ---------------------------------------------------------------- the checker itself
+RULES = Rules(
+    exports={"cache": {"Store", "open_reader"}, "heads": {"train"}, "extractor": {"extract"}},
+    privates={"cache": {"_committed_segments", "_info"}, "extractor": {"_plan"}, "cli": set()},
+)
+
+
+@pytest.mark.parametrize(
+    "rel, source, expected",
+    [
+        ("heads/x.py", "from cache.bucket import is_bucket",
+         "heads/x.py:1: from cache.bucket import is_bucket: reaches past cache's API"),
+        ("heads/x.py", "from cache import is_bucket",
+         "heads/x.py:1: from cache import is_bucket: cache.__all__ does not export is_bucket"),
+        ("heads/x.py", "import cache.wire\ncache.wire.decode(b'')",
+         "heads/x.py:1: import cache.wire: reaches past cache's API"),
+        ("heads/x.py", "import cache\n\ncache.wire.decode(b'')",
+         "heads/x.py:3: cache.wire: cache.__all__ does not export wire"),
+        ("heads/x.py", "import cache as c\nc._info({})",
+         "heads/x.py:2: c._info: _info is private to cache"),
+        ("cli/main.py", "def f(store):\n    return store._committed_segments('p')",
+         "cli/main.py:2: _committed_segments: private to cache, used from cli"),
+        ("cli/main.py", "getattr(store, '_committed_segments')",
+         "cli/main.py:1: _committed_segments: private to cache, used from cli"),
+        ("benchmarks/b.py", "from extractor.run import _plan",
+         "benchmarks/b.py:1: from extractor.run import _plan: reaches past extractor's API"),
+        ("benchmarks/b.py", "from extractor import _plan",
+         "benchmarks/b.py:1: from extractor import _plan: _plan is private to extractor"),
+        ("cache/x.py", "def f():\n    from heads import train",
+         "cache/x.py:2: cache imports heads: against the data flow"),
+        ("extractor/x.py", "import importlib\nimportlib.import_module('heads.trainer')",
+         "extractor/x.py:2: extractor imports heads: against the data flow"),
+        ("jobs/x.py", "import importlib\nimportlib.import_module('heads.trainer')",
+         "jobs/x.py:2: import_module('heads.trainer'): reaches past heads's API"),
+        ("jobs/x.py", "from fastapi import FastAPI",
+         "jobs/x.py:1: jobs imports the web framework fastapi"),
+        ("cli/main.py", "command('train', 'heads.config:TrainConfig')",
+         "cli/main.py:1: 'heads.config:TrainConfig': reaches past heads's API"),
+        ("cli/main.py", "command('train', 'heads:Trainer')",
+         "cli/main.py:1: 'heads:Trainer': heads.__all__ does not export Trainer"),
+    ],
+)  # fmt: skip
+def test_the_checker_finds(rel, source, expected):
+    assert any(str(v).startswith(expected) for v in check(rel, source, RULES)), check(
+        rel, source, RULES
+    )
+
+
+@pytest.mark.parametrize(
+    "rel, source",
+    [
+        ("heads/x.py", "from cache import Store, open_reader\nimport cache\ncache.Store"),
+        ("cache/x.py", "from .store import _info\nfrom . import wire\nx._info"),
+        ("cli/main.py", "class A:\n    def f(self):\n        return self._committed_segments"),
+        ("extractor/x.py", "import numpy as np\nnp._NoValue\nimport torch.nn"),
+        ("api/x.py", "from fastapi import FastAPI"),
+        ("cli/main.py", "command('train', 'heads:train')\nurl = 'localhost:8000'"),
+    ],
+)
+def test_the_checker_lets_through(rel, source):
+    assert check(rel, source, RULES) == []
