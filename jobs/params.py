@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from .errors import InvalidJobError
 from .home import Home
-from .kinds import JOB_KINDS
+from .kinds import JOB_KINDS, LIMIT_PARAMS, JobLimits, split_limits
 
 #: Params a job may leave out, filled from the data directory (HOME/store, HOME/tasks,
 #: HOME/runs/<job id>).
@@ -54,11 +54,21 @@ def _field_type(hint: Any, choices: tuple | None, bounds: dict[str, float]) -> A
 @cache
 def params_model(kind: str) -> type[BaseModel]:
     """The strict pydantic model of a `kind` job's params, derived from the fields of its
-    config dataclass (type, choices, bounds, default); store/data/out may be left out."""
+    config dataclass (type, choices, bounds, default) and of `JobLimits`, which every kind
+    takes; store/data/out may be left out."""
     cls = JOB_KINDS[kind].config()
+    spec: dict[str, Any] = {}
+    for source in (cls, JobLimits):
+        spec.update(_fields(source))
+    return create_model(f"{cls.__name__}Params", __base__=_Params, **spec)
+
+
+def _fields(cls: type) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     spec: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
+        if cls is not JobLimits and f.name in LIMIT_PARAMS:
+            raise TypeError(f"{cls.__name__}.{f.name}: a job limit's name (jobs.JobLimits)")
         if f.name in _FROM_HOME:
             spec[f.name] = (str | None, None)
             continue
@@ -69,8 +79,11 @@ def params_model(kind: str) -> type[BaseModel]:
         else:
             default = ...
         bounds = f.metadata.get("bounds") or {}
-        spec[f.name] = (_field_type(hints[f.name], f.metadata.get("choices"), bounds), default)
-    return create_model(f"{cls.__name__}Params", __base__=_Params, **spec)
+        field_type = _field_type(hints[f.name], f.metadata.get("choices"), bounds)
+        if cls is JobLimits:  # documented in the schema: the only params no command has
+            default = Field(default, description=f.metadata["help"])
+        spec[f.name] = (field_type, default)
+    return spec
 
 
 def validate_params(kind: str, params: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
@@ -85,11 +98,13 @@ def validate_params(kind: str, params: dict[str, Any], home: Home, job_id: str) 
         errors = [{**e, "loc": ("params", *e["loc"])} for e in err.errors()]
         raise InvalidJobError(describe_validation(errors)) from err
     config = JOB_KINDS[kind].config()
+    limits, checked = split_limits(checked)
     try:
         resolved = _RESOLVE[kind](checked, home, job_id)
         config(**resolved)  # the config's own checks, the command's too
         _RESOLVE_AFTER[kind](resolved)
-        return resolved
+        given = dataclasses.asdict(limits)
+        return {**resolved, **{k: v for k, v in given.items() if v is not None}}
     except (ValueError, TypeError, OSError) as err:  # OSError: missing task data
         # "TrainConfig.head: ..." -> "params.head: ...", as pydantic names a field
         text = re.sub(rf"^{config.__name__}(\.|: )", lambda m: "params" + m.group(1), str(err))

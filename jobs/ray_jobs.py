@@ -9,7 +9,8 @@ compare when the cluster has GPUs, else a CPU), on whichever node has them:
     claim -> Ray task (a fresh worker process: max_calls=1) writes HOME/jobs/<id>.log and
     returns the result -> heartbeat while it runs: "cancel" = ray.cancel(force=True), the job
     cancelled; the task's process killed (lost node, OOM) = queued again, as a SIGKILLed
-    runner is; an exception = failed with its message.
+    runner is; an exception = failed with its message; past the job's deadline (as a
+    worker's: Worker.deadline_of) = ray.cancel(force=True), the job failed, its run marked.
 
 HOME must be a directory every node mounts (the job log and the runs live there); the store
 may be s3://. The task watches its lease as a runner does (tether.py), and Ray kills a
@@ -25,12 +26,13 @@ import logging
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from .home import Home
 from .joblog import read_tail, tail_lines
-from .kinds import JOB_KINDS, job_kind
+from .kinds import JOB_KINDS, job_kind, split_limits
 from .queue import Job
 from .worker import Worker
 
@@ -54,7 +56,8 @@ def run_task(home_root: str, job_id: str, lease: str, every: float) -> dict[str,
     print(
         f"{job.kind} job {job.id} on Ray node {os.uname().nodename}, pid {os.getpid()}", flush=True
     )
-    result = job_kind(job.kind).run(dict(job.params))
+    _, params = split_limits(dict(job.params))  # the dispatcher enforces the limits
+    result = job_kind(job.kind).run(params)
     print(f"{job.kind} job {job.id} done", flush=True)
     return result
 
@@ -85,11 +88,16 @@ class RayWorker(Worker):
             log.exception("ray worker %s: job %s could not be submitted", self.id, job.id)
             self.queue.finish(job.id, job.lease, "failed", error=f"Ray refused the task: {err}")
             return "failed"
+        started, limit = time.monotonic(), self.deadline_of(job)
         try:
             while True:
-                ready, _ = ray.wait([ref], timeout=self.beat)
+                left = limit - (time.monotonic() - started)
+                ready, _ = ray.wait([ref], timeout=max(0.0, min(self.beat, left)))
                 if ready:
                     break
+                if time.monotonic() - started >= limit:
+                    ray.cancel(ref, force=True)
+                    return self.expire(job, limit, time.monotonic() - started)
                 self.queue.beat_worker(self.id, self.kind)
                 beat = self.queue.heartbeat(job.id, job.lease, self.lease)
                 if beat in ("cancel", "lost"):

@@ -21,7 +21,7 @@ from rundir import write_json
 
 from . import tether
 from .home import Home
-from .kinds import job_kind
+from .kinds import job_kind, split_limits
 from .queue import JobQueue
 
 
@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         tether.watch(queue, args.job_id, args.lease, args.parent, args.watch)
     job = queue.peek(args.job_id)
     print(f"{job.kind} job {job.id}: {json.dumps(job.params)}", flush=True)
-    result = job_kind(job.kind).run(dict(job.params))
+    _, params = split_limits(dict(job.params))  # the worker enforces the limits
+    result = job_kind(job.kind).run(params)
     write_json(home.result(job.id), result)
     print(f"{job.kind} job {job.id} done", flush=True)
     return 0

@@ -3,7 +3,9 @@
     loop: claim the oldest queued job (or sleep `poll` seconds) -> start the child
     (`jobs.runner`, its own process group, output to HOME/jobs/<id>.log) -> heartbeat
     the lease: "cancel" kills the child and marks the job cancelled,
-    "lost" (the lease expired and the job went back to the queue) kills it and writes nothing
+    "lost" (the lease expired and the job went back to the queue) kills it and writes nothing;
+    past the job's deadline the child is killed and the job failed ("deadline exceeded after
+    N s"), its run directory kept as it is and marked (rundir.DEADLINE)
     -> child exits: done with its result, or failed with its exit code and last log line.
     Heartbeats come every min(poll, lease/3) seconds, so a cancel takes effect within that.
 
@@ -21,6 +23,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +32,7 @@ from options import check, option
 
 from .home import HOME_ENV, Home
 from .joblog import read_tail, tail_lines
-from .kinds import JOB_KINDS
+from .kinds import JOB_KINDS, split_limits
 from .process import python_command
 from .queue import Job, JobQueue
 
@@ -51,6 +54,11 @@ class WorkerConfig:
     grace: float = option(
         10.0, "seconds a stopped job's process gets between SIGTERM and SIGKILL", ge=0
     )
+    deadline: float | None = option(
+        None, "wall-clock seconds an attempt of a job may run when the job sets no `deadline` "
+        "param (none: the kind's default, jobs/kinds.py: extract 24 h, train 12 h, finetune "
+        "72 h, compare 7 days)", gt=0,
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         check(self)
@@ -67,11 +75,13 @@ class Worker:
         lease: float = WorkerConfig.lease,
         poll: float = WorkerConfig.poll,
         grace: float = WorkerConfig.grace,
+        deadline: float | None = WorkerConfig.deadline,
         worker_id: str | None = None,
     ) -> None:
-        WorkerConfig(kind=kind, lease=lease, poll=poll, grace=grace)  # refuses a bad value
+        WorkerConfig(kind=kind, lease=lease, poll=poll, grace=grace, deadline=deadline)
         self.home, self.kind = home, kind
         self.lease, self.poll, self.grace = lease, poll, grace
+        self.deadline = deadline or JOB_KINDS[kind].deadline
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.queue = JobQueue(home.queue)
         home.jobs.mkdir(parents=True, exist_ok=True)
@@ -80,6 +90,12 @@ class Worker:
     def beat(self) -> float:
         """Seconds between heartbeats (and between the runner's own lease checks)."""
         return min(self.poll, self.lease / 3)
+
+    def deadline_of(self, job: Job) -> float:
+        """Wall-clock seconds an attempt of `job` may run: its `deadline` param, else this
+        worker's default for its kind."""
+        limits, _ = split_limits(dict(job.params))
+        return limits.deadline or self.deadline
 
     def command(self, job: Job) -> list[str]:
         """The child process that runs `job`."""
@@ -132,13 +148,19 @@ class Worker:
         return self._complete(job, child.returncode, result)
 
     def _watch(self, job: Job, child: subprocess.Popen) -> str | None:
-        """Heartbeat until the child exits (None) or must be stopped ("cancelled", "lost")."""
+        """Heartbeat until the child exits (None) or must be stopped ("cancelled", "lost",
+        or "failed" at the job's deadline)."""
+        started, limit = time.monotonic(), self.deadline_of(job)
         while True:
+            left = limit - (time.monotonic() - started)
             try:
-                child.wait(timeout=self.beat)
+                child.wait(timeout=max(0.0, min(self.beat, left)))
                 return None
             except subprocess.TimeoutExpired:
                 pass
+            if time.monotonic() - started >= limit:
+                self._stop(child)
+                return self.expire(job, limit, time.monotonic() - started)
             self.queue.beat_worker(self.id, self.kind)
             beat = self.queue.heartbeat(job.id, job.lease, self.lease)
             if beat == "cancel":
@@ -150,6 +172,22 @@ class Worker:
                 self._stop(child)
                 log.warning("worker %s: lost the lease of job %s; stopped it", self.id, job.id)
                 return "lost"
+
+    def expire(self, job: Job, limit: float, elapsed: float) -> str:
+        """Fail `job`, whose runner was killed at its deadline; its run directory (params
+        `out`, where the kind has one) is left as the kill left it, marked rundir.DEADLINE."""
+        from rundir import DEADLINE, write_json
+
+        error = f"deadline exceeded after {limit:g} s"
+        out = job.params.get("out")
+        if out and Path(out).is_dir():
+            mark = {"job": job.id, "kind": job.kind, "attempt": job.attempts, "deadline_s": limit,
+                    "elapsed_s": round(elapsed, 3), "at": time.time()}  # fmt: skip
+            write_json(Path(out) / DEADLINE, mark)
+            error += f"; the partial run {out} is kept, marked by {DEADLINE}"
+        ok = self.queue.finish(job.id, job.lease, "failed", error=error)
+        log.warning("worker %s: job %s %s", self.id, job.id, error)
+        return "failed" if ok else "lost"
 
     def _complete(self, job: Job, code: int, result: Path) -> str:
         if code == -signal.SIGKILL:  # killed from outside (OOM killer, kill -9): run it again
@@ -197,7 +235,7 @@ def run_worker(config: WorkerConfig) -> int:
     `home` None reads SNOWFIRE_HOME."""
     kind = config.kind
     worker = Worker(Home.resolve(config.home), kind, lease=config.lease, poll=config.poll,
-                    grace=config.grace)  # fmt: skip
+                    grace=config.grace, deadline=config.deadline)  # fmt: skip
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
     print(f"snowfire worker {worker.id}: {kind} jobs from {worker.queue.path}", file=sys.stderr)

@@ -32,6 +32,10 @@ A comparison (`snowfire compare`, compare/report.py): OUT/results.json, table.md
 layer_weights.png beside its runs.
 
 Every run directory holds RUN/.lock (rundir/lock.py) while a process works in it.
+
+A run of a job killed at its deadline (jobs/worker.py) is kept as the kill left it, with
+RUN/deadline_exceeded.json {"job", "kind", "attempt", "deadline_s", "elapsed_s", "at"}
+beside it: the run is partial, and why (its metrics.json, written last, is absent).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ TABLE = "table.md"
 TABLE_PLOT = "table.png"
 LAYER_PLOT = "layer_weights.png"
 LOCK = ".lock"
+DEADLINE = "deadline_exceeded.json"
 
 
 def prediction_file(run: str | Path, split: str) -> Path:

@@ -41,6 +41,24 @@ def test_submit_answers_202_with_resolved_params(client, home):
     assert client.get(f"/v1/jobs/{job['id']}").json()["params"] == params
 
 
+def test_a_deadline_param_is_kept_with_the_job_and_not_given_to_its_command(client, home):
+    from jobs.kinds import split_limits
+
+    r = client.post("/v1/jobs", json={"kind": "train", "params": {
+        "encoder": "minilm", "task": "stsb", "head": "esim", "deadline": 90}})  # fmt: skip
+    assert r.status_code == 202, r.text
+    params = r.json()["params"]
+    assert params["deadline"] == 90
+    limits, command = split_limits(params)
+    assert limits.deadline == 90 and "deadline" not in command
+    from heads import TrainConfig
+
+    TrainConfig(**command)  # what the runner builds: the command's own fields only
+    without = client.post("/v1/jobs", json={"kind": "train", "params": {
+        "encoder": "minilm", "task": "stsb", "head": "esim"}}).json()["params"]  # fmt: skip
+    assert "deadline" not in without  # unset: the worker's default, decided when it runs
+
+
 def test_status_shows_log_tail_progress_and_metrics(client, home):
     job_id = client.post("/v1/jobs", json={"kind": "extract", "params": {
         "encoder": "hf:/models/x", "task": "sst2", "split": ["dev"]}}).json()["id"]  # fmt: skip
@@ -131,6 +149,10 @@ TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
          "params: input: no file HOME/missing.txt"),
         ({"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "dtype": "bfloat16"}},
          "params.dtype: Input should be 'float16', 'float32' or 'int8' (got 'bfloat16')"),
+        ({"kind": "train", "params": {**TRAIN, "deadline": 0}},
+         "params.deadline: Input should be greater than 0 (got 0)"),
+        ({"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "deadline": "1h"}},
+         "params.deadline: Input should be a valid number (got '1h')"),
     ],
 )  # fmt: skip
 def test_submission_errors_are_422_with_the_reason(client, home, body, detail):

@@ -308,3 +308,70 @@ def test_a_killed_run_is_queued_again_until_max_attempts(home):
     assert second.attempts == 2
     assert queue.retry(job.id, second.lease, "its runner was killed (SIGKILL) 2 times") == "failed"
     assert queue.get(job.id).error == "its runner was killed (SIGKILL) 2 times"
+
+
+#: A runner that writes part of its run, starts a grandchild, then hangs.
+HANGS = """
+import os, pathlib, subprocess, sys, time
+out = pathlib.Path(sys.argv[2]); out.mkdir(parents=True, exist_ok=True)
+(out / "log.jsonl").write_text('{"epoch": 1}\\n')
+grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+print("child", os.getpid(), grandchild.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def _dead(pid: int) -> bool:
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
+
+
+class Hangs(StandIn):
+    def command(self, job):
+        return [*super().command(job), job.params["out"]]
+
+
+@pytest.mark.parametrize("where", ["param", "worker"])
+def test_a_job_past_its_deadline_is_killed_failed_and_its_partial_run_kept_and_marked(
+    home, queue, where
+):
+    from rundir import DEADLINE
+
+    out = home.root / "runs" / "hung"
+    params = {"out": str(out), "deadline": 1.5} if where == "param" else {"out": str(out)}
+    job = queue.submit("train", params)
+    worker = Hangs(home, HANGS, lease=30.0, poll=0.1, grace=5.0,
+                   deadline=None if where == "param" else 1.5)  # fmt: skip
+    assert worker.run(once=True) == 1
+    failed = queue.get(job.id)
+    assert failed.status == "failed" and failed.metrics is None
+    assert failed.error == (
+        f"deadline exceeded after 1.5 s; the partial run {out} is kept, marked by {DEADLINE}"
+    )
+    assert failed.attempts == 1  # not run again: a deadline is not a crash
+    assert queue.claim("train", "next", 30.0) is None
+    pids = [int(p) for p in home.log(job.id).read_text().split("child")[1].split()[:2]]
+    for pid in pids:  # the runner and what it started are gone (or dead, awaiting init's reap)
+        _wait(lambda pid=pid: _dead(pid), timeout=5.0, what=f"process {pid} to die")
+    assert (out / "log.jsonl").read_text() == '{"epoch": 1}\n'  # kept as the kill left it
+    mark = json.loads((out / DEADLINE).read_text())
+    assert (mark["job"], mark["kind"], mark["attempt"], mark["deadline_s"]) == (
+        job.id, "train", 1, 1.5)  # fmt: skip
+    assert mark["elapsed_s"] >= 1.5
+    assert not home.result(job.id).exists()
+
+
+def test_each_kind_has_a_default_deadline_a_worker_and_a_job_may_override(home, queue):
+    from jobs import JOB_KINDS
+
+    job = queue.submit("finetune", {})
+    assert Worker(home, "finetune").deadline_of(job) == JOB_KINDS["finetune"].deadline
+    assert Worker(home, "finetune", deadline=60).deadline_of(job) == 60
+    given = queue.submit("finetune", {"deadline": 5})
+    assert Worker(home, "finetune", deadline=60).deadline_of(given) == 5
+    assert all(kind.deadline > 0 for kind in JOB_KINDS.values())
+    with pytest.raises(ValueError, match="WorkerConfig.deadline: expected > 0, got 0"):
+        Worker(home, "train", deadline=0)

@@ -135,11 +135,13 @@ def test_one_default_for_each_option_everywhere():
     assert params_model("extract").model_fields["token_budget"].default == budget
     assert f"(default: {budget})" in _cli_default("extract", "token_budget").help
     assert params_model("train").model_fields["epochs"].default == TrainConfig(**TRAIN).epochs
+    from jobs.kinds import LIMIT_PARAMS
+
     fields = {f.name for f in dataclasses.fields(FinetuneConfig)}
-    assert set(params_model("finetune").model_fields) == fields
+    assert set(params_model("finetune").model_fields) == fields | set(LIMIT_PARAMS)
     assert set(params_model("train").model_fields) == {
         f.name for f in dataclasses.fields(TrainConfig)
-    }
+    } | set(LIMIT_PARAMS)  # every kind's job params: its command's fields and the job's limits
 
 
 def test_the_cli_refuses_a_bad_value_with_the_field_not_a_traceback(capsys):
