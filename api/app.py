@@ -17,6 +17,7 @@ from jobs import Home, JobQueue
 from .embed_routes import router as embed_router
 from .errors import install_error_handlers
 from .job_routes import router as job_router
+from .limits import InFlightLimit
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import Metrics, MetricsMiddleware
 from .openapi import install as install_openapi
@@ -64,6 +65,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             app.state.store,
             config,
             max_wait_ms=settings.embed_max_wait_ms,
+            max_queue=settings.embed_max_queue,
             on_batch=app.state.metrics.embed_batch.observe,
         )
     yield
@@ -114,7 +116,9 @@ def create_app(
                            allow_headers=headers)  # fmt: skip
     ring = app.state.api_keys = KeyRing(load_keys(settings.api_keys, settings.api_keys_file))
     app.add_middleware(APIKeys, ring=ring)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)  # outermost: counts 401s too
+    app.add_middleware(InFlightLimit, limit=settings.max_in_flight,
+                       retry_after=settings.retry_after, on_refused=metrics.refuse)  # fmt: skip
+    app.add_middleware(MetricsMiddleware, metrics=metrics)  # outermost: counts 401s, 429s too
     return app
 
 

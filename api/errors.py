@@ -11,7 +11,7 @@ import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -23,6 +23,7 @@ from cache import (
     StoreError,
     StoreUnreachableError,
 )
+from extractor import EmbedBusyError
 from jobs import (
     InvalidJobError,
     JobError,
@@ -33,6 +34,7 @@ from jobs import (
 )
 
 from .embed_routes import EmbedUnavailableError, EmbedValueError
+from .limits import EMBED_QUEUE, too_many
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,18 @@ async def error_handler(request: Request, exc: Exception) -> JSONResponse:
     if status == 500:
         log.error("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
     return JSONResponse({"detail": str(exc), "error": type(exc).__name__}, status_code=status)
+
+
+async def embed_busy(request: Request, exc: Exception) -> Response:
+    """429 with Retry-After: the embed queue is at its bound (api/limits.py)."""
+    settings = request.app.state.settings
+    request.app.state.metrics.refuse(EMBED_QUEUE)
+    status, headers, body = too_many(
+        f"{exc} (SNOWFIRE_EMBED_MAX_QUEUE={settings.embed_max_queue}): retry after "
+        f"{settings.retry_after} s",
+        settings.retry_after,
+    )
+    return Response(body, status_code=status, headers={k.decode(): v.decode() for k, v in headers})
 
 
 async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
@@ -91,4 +105,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(JobError, error_handler)
     app.add_exception_handler(EmbedUnavailableError, error_handler)
     app.add_exception_handler(EmbedValueError, error_handler)
+    app.add_exception_handler(EmbedBusyError, embed_busy)
     app.add_exception_handler(RequestValidationError, validation_error_handler)

@@ -1,5 +1,6 @@
 """`GET /metrics` in the Prometheus text format (prometheus-client): requests by route and
-status, latency, bytes sent, and jobs by kind and state (read from the queue when scraped).
+status, latency, bytes sent, requests refused by each bound (api/limits.py), and jobs by kind
+and state (read from the queue when scraped).
 Each app has its own registry, so several apps in one process (tests) do not collide."""
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import time
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .limits import EMBED_QUEUE, IN_FLIGHT
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -28,7 +31,14 @@ class Metrics:
                                      "examples the encoder computed per micro-batch",
                                      buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
                                      registry=self.registry)  # fmt: skip
+        self.refused = Counter("snowfire_refused", "requests refused at a bound (429)",
+                               ["limit"], registry=self.registry)  # fmt: skip
+        for limit in (IN_FLIGHT, EMBED_QUEUE):
+            self.refused.labels(limit)  # shown at 0 before the first refusal
         self.registry.register(_JobStates(app_state))
+
+    def refuse(self, limit: str) -> None:
+        self.refused.labels(limit).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

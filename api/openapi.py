@@ -2,7 +2,8 @@
 
 FastAPI documents 422 as its own `HTTPValidationError` (a list of errors) while this service
 answers `{"detail": "<one sentence>"}` (errors.py), knows nothing of the keys middleware (401,
-403) or of bodies it cannot parse (400), and shows job params as any object. Here, after
+403), of the bounds (429 with Retry-After, limits.py) or of bodies it cannot parse (400), and
+shows job params as any object. Here, after
 FastAPI has built the document: every error status a route can return points at `ErrorBody`;
 job params are the per-kind models jobs/params.py derives from the configs; links say where
 ids come from (a feature set listed, a job queued).
@@ -15,12 +16,24 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from .limits import UNBOUNDED
+
 ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
 _OPEN = {"/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
 
 
 def _error(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": ERROR_REF}}}
+
+
+def _too_many(path: str) -> dict[str, Any]:
+    """429: a bound of api/limits.py reached; Retry-After says when to come back."""
+    why = "the service handles its limit of requests at once (SNOWFIRE_MAX_IN_FLIGHT)"
+    if path == "/v1/embed":
+        why += ", or its limit of embed requests wait for the encoder (SNOWFIRE_EMBED_MAX_QUEUE)"
+    retry = {"description": "seconds to wait before retrying (SNOWFIRE_RETRY_AFTER)",
+             "schema": {"type": "integer", "minimum": 1}}  # fmt: skip
+    return {**_error(f"refused at once: {why}"), "headers": {"Retry-After": retry}}
 
 
 def _job_request(schemas: dict[str, Any]) -> None:
@@ -111,6 +124,8 @@ def truthful_openapi(app: FastAPI) -> dict[str, Any]:
                 responses.setdefault("403", _error("this API key may read, not submit or cancel"))
             if path.startswith("/v1/jobs"):
                 responses.setdefault("503", _error("the service has no data directory (--home)"))
+            if path not in UNBOUNDED:
+                responses.setdefault("429", _too_many(path))
     _job_request(schemas)
     _links(doc["paths"])
     embedder = getattr(app.state, "embedder", None)

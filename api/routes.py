@@ -64,7 +64,10 @@ def healthz(store: StoreDep, settings: SettingsDep) -> Health:
         version=snowfire_version(),
         store_format=STORE_FORMAT_VERSION,
         limits=Limits(
-            max_json_values=settings.max_json_values, max_body_bytes=settings.max_body_bytes
+            max_json_values=settings.max_json_values,
+            max_body_bytes=settings.max_body_bytes,
+            max_in_flight=settings.max_in_flight,
+            embed_max_queue=settings.embed_max_queue,
         ),
     )
 

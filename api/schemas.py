@@ -58,6 +58,8 @@ def _not_null(value: Any) -> Any:
 class Limits(BaseModel):
     max_json_values: int = Field(description="feature values one JSON response may hold")
     max_body_bytes: int = Field(description="bytes one safetensors response may hold")
+    max_in_flight: int = Field(description="requests handled at once (429 beyond)")
+    embed_max_queue: int = Field(description="embed requests waiting for the encoder (429 beyond)")
 
 
 class Health(BaseModel):

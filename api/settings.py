@@ -14,6 +14,10 @@ from extractor import TOKEN_BUDGET
 MAX_JSON_VALUES = 100_000
 #: Default cap on the bytes of one safetensors response body.
 MAX_BODY_BYTES = 256 * 2**20
+#: Default bound on the requests handled at once, and on the embed requests waiting for the
+#: encoder (api/limits.py).
+MAX_IN_FLIGHT = 32
+EMBED_MAX_QUEUE = 16
 #: Settings read from the environment only, never a flag: a flag's value shows in `ps`.
 ENV_ONLY = ("api_keys",)
 
@@ -76,6 +80,22 @@ class Settings(BaseSettings):
     )
     embed_max_wait_ms: float = Field(
         5.0, ge=0, description="how long the encoder waits for more requests to batch together"
+    )
+    max_in_flight: int = Field(
+        MAX_IN_FLIGHT,
+        gt=0,
+        description="requests handled at once (all but /healthz and /metrics); one more is "
+        "answered 429 with Retry-After at once (api/limits.py); about the cores' number keeps "
+        "the accepted requests' latency near the unloaded one",
+    )
+    embed_max_queue: int = Field(
+        EMBED_MAX_QUEUE,
+        gt=0,
+        description="POST /v1/embed requests waiting for the encoder at once (cache hits do not "
+        "wait); one more is answered 429 with Retry-After",
+    )
+    retry_after: int = Field(
+        1, ge=1, description="seconds a refused request is told to wait (Retry-After, on a 429)"
     )
 
     ray: str | None = Field(

@@ -15,6 +15,13 @@ for it to finish. Printed per request kind: count, p50 and p99 latency, MB/s of 
 the load (1.0: the load costs nothing).
 
     python benchmarks/load.py [--clients 8] [--seconds 20] [--examples 2000] [--json]
+
+`--overload N` runs the back-pressure case instead (api/limits.py): the service started with
+`--max-in-flight N`, one client alone, then 4N clients that wait Retry-After when refused;
+printed: accepted p99 / unloaded p99 per request kind, the refusals' latency, and the errors
+other than 429/503 (must be 0).
+
+    python benchmarks/load.py --overload 2 [--seconds 20] [--json]
 """
 
 from __future__ import annotations
@@ -74,6 +81,13 @@ class Client(threading.Thread):
         self.errors: list[str] = []
 
     def request(self, http, kind: str) -> tuple[float, int]:
+        took, r = self.send(http, kind)
+        if r.status_code != 200:
+            raise RuntimeError(f"{kind}: {r.status_code} {r.text[:200]}")
+        return took, len(r.content)
+
+    def send(self, http, kind: str):
+        """(seconds, response) of one request of `kind`."""
         if kind == "features":
             path = f"/v1/featuresets/{self.fs_id}/features"
             body = {"indices": self.rng.sample(range(self.n), 32)}
@@ -83,10 +97,7 @@ class Client(threading.Thread):
             path, body = "/v1/embed", {"texts": _sentences(8, self.rng)}
         start = time.perf_counter()
         r = http.post(self.url + path, json=body)
-        took = time.perf_counter() - start
-        if r.status_code != 200:
-            raise RuntimeError(f"{kind}: {r.status_code} {r.text[:200]}")
-        return took, len(r.content)
+        return time.perf_counter() - start, r
 
     def run(self) -> None:
         import httpx
@@ -103,6 +114,106 @@ class Client(threading.Thread):
 
 
 KINDS = ("features", "embed-hit", "embed-new")
+
+
+class Bounded(Client):
+    """A client of a bounded service: a 429/503 is a refusal, timed, and the client waits its
+    Retry-After (x U(0.5, 1.5): refused clients do not come back in step); anything else but a
+    200 is an error."""
+
+    def run(self) -> None:
+        import httpx
+
+        self.refused: list[float] = []
+        with httpx.Client(timeout=120) as http:
+            i = 0
+            while not self.stop.is_set():
+                kind = KINDS[i % len(KINDS)]
+                i += 1
+                try:
+                    took, r = self.send(http, kind)
+                except Exception as err:  # noqa: BLE001 - counted and reported
+                    self.errors.append(f"{kind}: {err}")
+                    continue
+                if r.status_code == 200:
+                    self.samples[kind].append((took, len(r.content)))
+                elif r.status_code in (429, 503) and r.headers.get("Retry-After"):
+                    self.refused.append(took)
+                    self.stop.wait(float(r.headers["Retry-After"]) * self.rng.uniform(0.5, 1.5))
+                else:
+                    self.errors.append(f"{kind}: {r.status_code} {r.text[:200]}")
+
+
+def _phase(url, fs_id, args, cached, clients: int, seconds: float) -> list[Bounded]:
+    stop = threading.Event()
+    running = [Bounded(url, fs_id, args.examples, cached, args.seed + i, stop)
+               for i in range(clients)]  # fmt: skip
+    for c in running:
+        c.start()
+    time.sleep(seconds)
+    stop.set()
+    for c in running:
+        c.join()
+    return running
+
+
+def _p(xs: list[float], q: float) -> float:
+    return float(np.percentile(np.array(xs), q)) if xs else float("nan")
+
+
+def overload(args) -> int:
+    """--overload N: the service bounded to N requests in flight (--max-in-flight N); one client
+    alone (the unloaded latencies), then 4N clients. Printed per request kind: the accepted
+    p99 over the unloaded p99, the refused answers' p99 over the unloaded p50, and the errors
+    other than 429/503 with Retry-After (must be 0)."""
+    import httpx
+
+    n, rng = args.overload, random.Random(args.seed)
+    with tempfile.TemporaryDirectory(prefix="snowfire-overload-") as tmp:
+        home = Path(tmp)
+        print(f"building {args.examples} synthetic examples in {home}/store ...")
+        _, fs_id, *_ = build(home, args.examples, args.seed)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        serve = _start(["serve", "--home", str(home), "--port", str(port), "--encoder", "minilm",
+                        "--max-in-flight", str(n)], home / "serve.log")  # fmt: skip
+        try:
+            _wait(url, serve, home / "serve.log")
+            cached = _sentences(args.cached, rng)
+            for i in range(0, len(cached), 64):  # warm-up: the cached pool
+                httpx.post(f"{url}/v1/embed", json={"texts": cached[i : i + 64]}, timeout=300)
+            alone = _phase(url, fs_id, args, cached, 1, args.seconds / 2)
+            loaded = _phase(url, fs_id, args, cached, 4 * n, args.seconds)
+            metrics = httpx.get(f"{url}/metrics", timeout=30).text
+        finally:
+            serve.terminate()
+            serve.wait(timeout=15)
+    counted = [ln for ln in metrics.splitlines() if ln.startswith("snowfire_refused_total")]
+    refused = [t for c in loaded for t in c.refused]
+    errors = [e for c in alone + loaded for e in c.errors]
+    base = {k: [t for c in alone for t, _ in c.samples[k]] for k in KINDS}
+    rows, record = [], {"bound": n, "clients": 4 * n, "kinds": {}}
+    for kind in KINDS:
+        got = [t for c in loaded for t, _ in c.samples[kind]]
+        r = {"alone p99": _p(base[kind], 99), "accepted": len(got), "accepted p99": _p(got, 99)}
+        r["p99 ratio"] = r["accepted p99"] / r["alone p99"]
+        record["kinds"][kind] = r
+        rows.append({"request": kind, "alone p99 ms": f"{r['alone p99'] * 1e3:.0f}",
+                     "accepted": len(got), "accepted p99 ms": f"{r['accepted p99'] * 1e3:.0f}",
+                     "accepted p99 / alone p99": f"{r['p99 ratio']:.2f}"})  # fmt: skip
+    fastest = min(_p(base[k], 50) for k in KINDS)
+    print(f"\nbound {n} in flight, {4 * n} clients x {args.seconds:.0f} s (one alone before)")
+    print(report.table(rows, list(rows[0])))
+    print(f"refused: {len(refused)} (429/503 with Retry-After), p50 {_p(refused, 50) * 1e3:.1f} ms"
+          f", p99 {_p(refused, 99) * 1e3:.1f} ms = {_p(refused, 99) / fastest:.2f} x the fastest "
+          f"request's unloaded p50; /metrics: {'; '.join(counted)}")  # fmt: skip
+    print(f"errors other than 429/503: {len(errors)}")
+    for e in errors[:5]:
+        print("error:", e)
+    record.update({"refused": len(refused), "refused_p50": _p(refused, 50),
+                   "refused_p99": _p(refused, 99), "errors": len(errors)})  # fmt: skip
+    report.save("load_overload", args, record)
+    return 0 if not errors else 1
 
 
 def _job(url: str, home: Path, lines: int, rng: random.Random) -> dict:
@@ -122,7 +233,11 @@ def main() -> int:
     p.add_argument("--examples", type=int, default=2000, help="synthetic examples for /features")
     p.add_argument("--cached", type=int, default=400, help="sentences embedded before the load")
     p.add_argument("--job-lines", type=int, default=200)
+    p.add_argument("--overload", type=int, metavar="N",
+                   help="instead: a service bounded to N in flight, 4N clients")  # fmt: skip
     args = p.parse_args()
+    if args.overload:
+        return overload(args)
     import httpx
 
     rng = random.Random(args.seed)

@@ -11,7 +11,7 @@ from .config import (
     ExtractConfig,
     encoder_family,
 )
-from .embed import EmbedWorker
+from .embed import EmbedBusyError, EmbedWorker
 from .encoders import MINILM_NAME, encoder_name, load_encoder, minilm_dir
 from .hf import hf_identity, resolve_model_dir
 from .inputs import InputSet, gather_inputs, run_extract
@@ -33,6 +33,7 @@ __all__ = [
     "STATE_POLICIES",
     "TOKEN_BUDGET",
     "ElmoBiLM",
+    "EmbedBusyError",
     "EmbedWorker",
     "Encoded",
     "Encoder",

@@ -8,7 +8,8 @@ encoder thread, which takes every request waiting (up to the token budget, waiti
 path (`bucketed` batches under the same token budget, `encode_segment`), commits them as one
 segment under the pool's write lock and wakes the requests, which then read everything from
 the store. So a text gives the same bytes whichever way it entered the store, and is encoded
-once however many requests ask for it at the same time.
+once however many requests ask for it at the same time. At most `max_queue` requests wait for
+the encoder at once; one more is refused at once (EmbedBusyError), before it waits.
 """
 
 from __future__ import annotations
@@ -28,6 +29,17 @@ from .encoders import load_encoder
 from .run import bucketed, encode_segment
 
 log = logging.getLogger(__name__)
+
+
+class EmbedBusyError(RuntimeError):
+    """`max_queue` requests are already waiting for the encoder: this one is refused (the
+    service answers 429 with Retry-After)."""
+
+    def __init__(self, waiting: int) -> None:
+        super().__init__(
+            f"{waiting} requests are already waiting for the encoder, its queue's limit"
+        )
+        self.waiting = waiting
 
 
 @dataclass
@@ -52,10 +64,16 @@ class EmbedWorker:
         config: ExtractConfig,
         *,
         max_wait_ms: float = 5.0,
+        max_queue: int | None = None,
         on_batch=None,
     ):
+        if max_queue is not None and max_queue < 1:
+            raise ValueError(f"max_queue: expected >= 1 or None, got {max_queue}")
         self.store, self.config = store, config
         self.max_wait = max_wait_ms / 1000.0
+        self.max_queue = max_queue  # requests waiting for the encoder at once; None: no bound
+        self._waiting = 0
+        self._waiting_lock = threading.Lock()
         self._encoders: dict[str, Encoder] = {}
         self._pools: dict[str, str] = {}
         self._load_lock = threading.Lock()
@@ -103,8 +121,16 @@ class EmbedWorker:
                     first.setdefault(key, text)
             tokens = sum(len(t.words_a) + len(t.words_b or ()) for t in first.values())
             job = _Job(pool, pair_encoding, list(first.items()), tokens)
-            self._queue.put(job)
-            job.done.result(timeout=timeout)  # re-raises the encoder thread's error
+            with self._waiting_lock:
+                if self.max_queue is not None and self._waiting >= self.max_queue:
+                    raise EmbedBusyError(self._waiting)
+                self._waiting += 1
+            try:
+                self._queue.put(job)
+                job.done.result(timeout=timeout)  # re-raises the encoder thread's error
+            finally:
+                with self._waiting_lock:
+                    self._waiting -= 1
         return hits
 
     def close(self) -> None:

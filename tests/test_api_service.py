@@ -63,7 +63,8 @@ def test_healthz(client, store_dir):
     assert body["store"] == str(store_dir)
     assert body["featuresets"] == 2
     assert body["version"]
-    assert body["limits"] == {"max_json_values": 100_000, "max_body_bytes": 256 * 2**20}
+    assert body["limits"] == {"max_json_values": 100_000, "max_body_bytes": 256 * 2**20,
+                              "max_in_flight": 32, "embed_max_queue": 16}  # fmt: skip
 
 
 def test_list_and_get_featureset(client, store_dir):
