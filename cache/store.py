@@ -81,6 +81,14 @@ class Store:
             return  # nothing written yet: reads find no feature set
         if attrs.get("format") != "snowfire-store":
             raise IncompatibleStoreError(f"{self.path} is a zarr store but not a snowfire store")
+        if attrs.get("version") == STORE_FORMAT_VERSION - 1:
+            raise IncompatibleStoreError(
+                f"{self.path}: written as snowfire store format {attrs.get('version')}, this "
+                f"snowfire reads and writes format {STORE_FORMAT_VERSION} only (its content keys "
+                f"differ). Run `snowfire migrate --store {self.path}`: it keeps the stored "
+                "features wherever they are still right, and says which feature sets to "
+                "extract again; this store is left as it is until then."
+            )
         if attrs.get("version") != STORE_FORMAT_VERSION:
             raise IncompatibleStoreError(
                 f"{self.path}: written as snowfire store format {attrs.get('version')}, this "

@@ -165,6 +165,18 @@ def _fsck(args: argparse.Namespace) -> int:
     return 1 if report.damage else 0
 
 
+def _migrate(args: argparse.Namespace) -> int:
+    from extractor.migrate import MigrateConfig, migrate
+
+    outcome = migrate(config_from_args(MigrateConfig, args))
+    for line in outcome.lines():
+        print(line)
+    if not outcome.already:
+        print(f"{args.store}: format 2; format 1's pools and manifests kept in "
+              f"{args.store}/format-1/ (MIGRATION.json says what was done)")  # fmt: skip
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -303,6 +315,10 @@ def build_parser() -> argparse.ArgumentParser:
         "finetune:FinetuneConfig", _finetune,
     )  # fmt: skip
     _add_store_tools(sub)
+    _add_config_command(
+        sub, "migrate", "move a store of the previous format to this one, keeping its features "
+        "wherever they are still right", "extractor.migrate:MigrateConfig", _migrate,
+    )  # fmt: skip
     add_predict_parser(sub)
     _add_analyze(sub)
     _add_demo(sub)

@@ -141,6 +141,10 @@ def test_a_store_of_the_older_format_is_refused_on_read_and_on_write(tiny_bert_d
     message = r"written as snowfire store format 1, this snowfire reads and writes format 2"
     with pytest.raises(IncompatibleStoreError, match=message):
         Store(store.path).list_featuresets()
-    with pytest.raises(IncompatibleStoreError, match="Extract again into a new store"):
+    with pytest.raises(IncompatibleStoreError, match="Run `snowfire migrate --store "):
         extract(enc, TEXTS, Store(store.path), task=None, split=None, config=cfg, name="more")
     assert {p: p.read_bytes() for p in store.path.rglob("*") if p.is_file()} == before
+    meta["attributes"]["version"] = 0  # a format no migration starts from
+    root.write_text(json.dumps(meta))
+    with pytest.raises(IncompatibleStoreError, match="Extract again into a new store"):
+        Store(store.path).list_featuresets()
