@@ -112,21 +112,13 @@ def migrate(config: MigrateConfig) -> Outcome:
     rekeys: dict[str, dict[str, str]] = {pool: {} for pool in pools}
     plans = []
     for s in sets:
-        pool, why = s.manifest["encoder_id"], None
-        identity = found.get(pool, (None, f"its pool {pool} is not in the store"))[0]
-        if identity is None:
-            why = found.get(pool, (None, f"its pool {pool} is not in the store"))[1]
-        elif s.texts is None:
-            why = "it stored no texts to recompute its keys from"
-        else:
-            new_pool = encoder_id(identity, pools[pool]["dtype"])
-            wrong = [i for i, (k, t) in enumerate(zip(s.keys, s.texts, strict=True))
-                     if example_key(pool, t) != k]  # fmt: skip
-            if wrong:
-                why = f"its texts do not give its keys (example {wrong[0]} first)"
-        if why is not None:
+        pool = s.manifest["encoder_id"]
+        identity, why = found.get(pool, (None, f"its pool {pool} is not in the store"))
+        why = why if identity is None else _unkeyable(s)
+        if why:
             out.reextract[s.manifest["id"]] = {"why": why, "command": _command(s.manifest, root)}
             continue
+        new_pool = encoder_id(identity, pools[pool]["dtype"])
         new_keys = [example_key(new_pool, t) for t in s.texts]
         rekeys[pool].update(zip(s.keys, new_keys, strict=True))
         plans.append((s, identity, new_pool, new_keys))
@@ -155,6 +147,19 @@ def migrate(config: MigrateConfig) -> Outcome:
                         "unmapped_examples": out.unmapped,
                         "precision_assumed": config.precision})  # fmt: skip
     return out
+
+
+def _unkeyable(s: files.OldSet) -> str:
+    """Why the set's keys cannot be recomputed from its texts ("" when they can): each old key
+    must be its text's under the old pool."""
+    if s.texts is None:
+        return "it stored no texts to recompute its keys from"
+    if len(s.texts) != len(s.keys):
+        return f"it stored {len(s.texts)} texts for {len(s.keys)} keys"
+    pool = s.manifest["encoder_id"]
+    pairs = enumerate(zip(s.keys, s.texts, strict=True))
+    wrong = [i for i, (k, t) in pairs if example_key(pool, t) != k]
+    return f"its texts do not give its keys (example {wrong[0]} first)" if wrong else ""
 
 
 def _find_encoder(attrs: dict[str, Any], config: MigrateConfig) -> tuple[dict | None, str]:

@@ -160,3 +160,14 @@ def test_a_migration_killed_at_any_step_is_refused_and_the_rerun_finishes_it(
     assert _tree(work / "store") == expected
     record = json.loads((work / "store" / "format-1" / files.REPORT).read_text())
     assert list(record["migrated"]) == [KEPT] and list(record["reextract"]) == [GONE]
+
+
+def test_a_set_whose_texts_do_not_give_its_keys_is_named_not_migrated(work):
+    texts = work / "store" / "featuresets" / f"{KEPT}.texts.jsonl"
+    lines = texts.read_text().splitlines()
+    lines[1] = lines[1].replace("cat", "dog")  # the key was made from another text
+    texts.write_text("\n".join(lines) + "\n")
+    outcome = migrate(MigrateConfig(store="store"))
+    assert outcome.migrated == {}
+    assert outcome.reextract[KEPT]["why"] == "its texts do not give its keys (example 1 first)"
+    assert Store(work / "store").list_featuresets() == []  # format 2, nothing served wrongly
