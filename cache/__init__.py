@@ -1,5 +1,6 @@
 """The chunked feature store (zarr v3). Imports nothing from the other snowfire packages."""
 
+from . import migrate as migration  # `snowfire migrate`'s file side (extractor/migrate.py)
 from .bucket import BucketStore, is_bucket
 from .durable import atomic_write
 from .errors import (
@@ -80,4 +81,5 @@ __all__ = [
     "reduce_batch",
     "token_bytes",
     "versions",
+    "migration",
 ]

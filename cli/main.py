@@ -166,9 +166,9 @@ def _fsck(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from extractor.migrate import MigrateConfig, migrate
+    from extractor import MigrateConfig, migrate_store
 
-    outcome = migrate(config_from_args(MigrateConfig, args))
+    outcome = migrate_store(config_from_args(MigrateConfig, args))
     for line in outcome.lines():
         print(line)
     if not outcome.already:
@@ -317,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store_tools(sub)
     _add_config_command(
         sub, "migrate", "move a store of the previous format to this one, keeping its features "
-        "wherever they are still right", "extractor.migrate:MigrateConfig", _migrate,
+        "wherever they are still right", "extractor:MigrateConfig", _migrate,
     )  # fmt: skip
     add_predict_parser(sub)
     _add_analyze(sub)

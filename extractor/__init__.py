@@ -15,6 +15,7 @@ from .embed import EmbedBusyError, EmbedWorker
 from .encoders import MINILM_NAME, encoder_name, load_encoder, minilm_dir
 from .hf import hf_identity, resolve_model_dir
 from .inputs import InputSet, gather_inputs, run_extract
+from .migrate import MigrateConfig, migrate_store
 from .ray_run import cluster_gpus, connect_ray
 from .repair import repair
 from .run import encode_segment, extract, plan_segments
@@ -39,6 +40,7 @@ __all__ = [
     "Encoder",
     "ExtractConfig",
     "InputSet",
+    "MigrateConfig",
     "LstmState",
     "Prepared",
     "TextInput",
@@ -53,6 +55,7 @@ __all__ = [
     "gather_inputs",
     "hf_identity",
     "load_encoder",
+    "migrate_store",
     "minilm_dir",
     "plan_segments",
     "repair",

@@ -19,9 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cache import IncompatibleStoreError, digest, encoder_id, example_key
-from cache import migrate as files
-from cache.keys import STORE_FORMAT_VERSION, identity_content
+from cache import (
+    STORE_FORMAT_VERSION,
+    IncompatibleStoreError,
+    digest,
+    encoder_id,
+    example_key,
+    identity_content,
+)
+from cache import migration as files
 from options import check, option
 
 from .config import ExtractConfig
@@ -90,7 +96,7 @@ def differences(old: dict[str, Any], found: dict[str, Any]) -> list[str]:
     ]
 
 
-def migrate(config: MigrateConfig) -> Outcome:
+def migrate_store(config: MigrateConfig) -> Outcome:
     """Move `config.store` from format 1 to this format (see the module's docstring); a
     rerun after a crash finishes it. IncompatibleStoreError for any other format."""
     root = Path(config.store)

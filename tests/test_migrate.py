@@ -15,10 +15,9 @@ import numpy as np
 import pytest
 
 from cache import IncompatibleStoreError, Store
-from cache import migrate as files
-from cache.fsck import check
-from extractor import ExtractConfig, run_extract
-from extractor.migrate import MigrateConfig, migrate
+from cache import check_store as check
+from cache import migration as files
+from extractor import ExtractConfig, MigrateConfig, migrate_store, run_extract
 from tests.helpers.tiny_bert import build_tiny_bert
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "store-format1"
@@ -112,7 +111,7 @@ def test_migrate_keeps_the_stored_bytes_and_equals_a_fresh_extraction(work, caps
     record = json.loads((work / "store" / "format-1" / "MIGRATION.json").read_text())
     assert record["migrated"] == {KEPT: info.id} and list(record["reextract"]) == [GONE]
     assert (work / "store" / "format-1" / "featuresets" / f"{GONE}.json").exists()  # kept
-    assert migrate(MigrateConfig(store="store")).already  # a rerun finds nothing to do
+    assert migrate_store(MigrateConfig(store="store")).already  # a rerun finds nothing to do
 
 
 def test_the_fixture_is_what_the_old_snowfire_wrote():
@@ -131,7 +130,7 @@ def test_a_migration_killed_at_any_step_is_refused_and_the_rerun_finishes_it(
 ):
     clean = tmp_path_factory.mktemp("clean")
     shutil.copytree(FIXTURE, clean / "store")
-    migrate(MigrateConfig(store=str(clean / "store")))
+    migrate_store(MigrateConfig(store=str(clean / "store")))
     expected = _tree(clean / "store")
 
     real = getattr(files, step if step != "segment" else "record_checksums")
@@ -150,12 +149,12 @@ def test_a_migration_killed_at_any_step_is_refused_and_the_rerun_finishes_it(
 
     monkeypatch.setattr(files, step if step != "segment" else "record_checksums", dies)
     with pytest.raises(Killed):
-        migrate(MigrateConfig(store="store"))
+        migrate_store(MigrateConfig(store="store"))
     monkeypatch.undo()
     monkeypatch.chdir(work)
     with pytest.raises(IncompatibleStoreError, match="snowfire migrate --store"):
         Store(work / "store").list_featuresets()  # refused, as format 1, until finished
-    outcome = migrate(MigrateConfig(store="store"))
+    outcome = migrate_store(MigrateConfig(store="store"))
     assert list(outcome.migrated) == [KEPT]
     assert _tree(work / "store") == expected
     record = json.loads((work / "store" / "format-1" / files.REPORT).read_text())
@@ -167,7 +166,7 @@ def test_a_set_whose_texts_do_not_give_its_keys_is_named_not_migrated(work):
     lines = texts.read_text().splitlines()
     lines[1] = lines[1].replace("cat", "dog")  # the key was made from another text
     texts.write_text("\n".join(lines) + "\n")
-    outcome = migrate(MigrateConfig(store="store"))
+    outcome = migrate_store(MigrateConfig(store="store"))
     assert outcome.migrated == {}
     assert outcome.reextract[KEPT]["why"] == "its texts do not give its keys (example 1 first)"
     assert Store(work / "store").list_featuresets() == []  # format 2, nothing served wrongly
