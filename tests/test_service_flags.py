@@ -51,7 +51,7 @@ def test_a_flag_wins_over_the_environment_which_wins_over_the_default(monkeypatc
 
 def test_up_runs_the_service_where_its_settings_say(monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr(jobs.launcher, "run_up", lambda home, **kw: calls.append((home, kw)) or 0)
+    monkeypatch.setattr(jobs, "run_up", lambda home, **kw: calls.append((home, kw)) or 0)
     monkeypatch.setenv("SNOWFIRE_PORT", "9003")
     assert main(["up", "--home", str(tmp_path)]) == 0
     assert main(["up", "--home", str(tmp_path), "--host", "0.0.0.0", "--port", "0"]) == 0
@@ -79,8 +79,8 @@ def test_bad_service_and_worker_values_are_refused_with_the_field(capsys):
 
 def test_the_worker_runs_with_its_config(monkeypatch, tmp_path):
     runs = []
-    monkeypatch.setattr(jobs.worker, "run_worker", lambda c: runs.append(("run", c)) or 0)
-    monkeypatch.setattr(jobs.worker, "check_worker", lambda c: runs.append(("check", c)) or 0)
+    monkeypatch.setattr(jobs, "run_worker", lambda c: runs.append(("run", c)) or 0)
+    monkeypatch.setattr(jobs, "check_worker", lambda c: runs.append(("check", c)) or 0)
     assert main(["worker", "--kind", "extract", "--home", str(tmp_path), "--once"]) == 0
     assert main(["worker", "--kind", "train", "--poll", "0.5", "--check"]) == 0
     defaults = {f.name: f.default for f in dataclasses.fields(WorkerConfig)}
