@@ -1,4 +1,5 @@
-"""Service settings, read from the environment (prefix SNOWFIRE_) and nowhere else."""
+"""Service settings: a `snowfire serve` or `up` flag, else the environment (prefix SNOWFIRE_),
+else the default."""
 
 from __future__ import annotations
 

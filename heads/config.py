@@ -39,7 +39,7 @@ class TrainConfig:
         choices=PAIR_ENCODINGS,
     )
     featureset: str | None = option(None, "feature-set id prefix, when several match")
-    layer: int | None = option(None, "the layer a probe reads (default: a scalar mix)", ge=0)
+    layer: int | None = option(None, "the layer a probe reads (default: the top one)", ge=0)
     hparams: dict[str, Any] = option(
         help='head options as JSON, e.g. {"hidden": 300}', factory=dict
     )
