@@ -7,7 +7,7 @@ into two stores), then the same `snowfire train` command runs on each. Writes OU
 (every run's dev metric, config and store bytes) and OUT/int8.md (the table docs/int8.md
 quotes). Resumable: a finished extraction or run is not repeated.
 
-    python experiments/int8_effect.py --data ../shared/data --out /tmp/int8 [--seeds 1]
+    python experiments/int8_effect.py --data ../shared/data --out DIR [--seeds 1]
 
 The three cells of issue #11: SST-2 with the linear head, STS-B with ESIM (pooled, pairs
 encoded separately: the project's strongest ❄️ set-up), CoNLL-2003 with the BiLSTM-CRF.

@@ -64,14 +64,15 @@ def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
     import torch
 
     work, docs = Path(args.work), Path(args.docs)
+    places = {str(work): "WORK", str(args.data): "DATA"}  # the page names no machine's paths
     parts = [
         f"# Results: ❄️ and 🔥 with {args.encoder}",
         "",
-        f"Made by `python experiments/results.py --data {args.data} --work WORK --seeds "
+        f"Made by `python experiments/results.py --data DATA --work WORK --seeds "
         f"{args.seeds} --fire-seeds {args.fire_seeds} --analysis-seeds {args.analysis_seeds} "
         f"--budget {args.budget} --analyses {','.join(args.analyses)}`, which ran:",
         "",
-        *[f"    snowfire {shlex.join(c)}" for c in cmds],
+        *[f"    snowfire {shlex.join(_placeholder(a, places) for a in c)}" for c in cmds],
         "",
         f"on {platform.machine()}, {_cpus()} CPU cores, Python {platform.python_version()}, "
         f"torch {torch.__version__}, numpy {numpy.__version__}. Every run's config, seed and "
@@ -93,6 +94,15 @@ def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
         )
         parts += [text.rstrip(), ""]
     return "\n".join(parts)
+
+
+def _placeholder(arg: str, places: dict[str, str]) -> str:
+    """`arg` with a path under one of `places` (also after `TASK=`) shown under its name."""
+    head, sep, value = arg.rpartition("=")
+    for path, name in sorted(places.items(), key=lambda p: -len(p[0])):
+        if value == path or value.startswith(path.rstrip("/") + "/"):
+            return head + sep + name + value[len(path.rstrip("/")) :]
+    return arg
 
 
 def _copy(folder: Path, png: str, docs: Path) -> str:
