@@ -9,7 +9,7 @@ DEV_STAMP := $(VENV)/.snowfire-dev-installed
 
 .PHONY: setup setup-dev browser demo test test-fast lint bench clean wheelhouse compose-check
 
-# setup: what `snowfire` needs (the demo); setup-dev adds the test, S3 and Ray extras
+# setup: what `snowfire` needs (the demo); setup-dev adds the test, S3, Ray and datasets extras
 setup: $(STAMP)
 setup-dev: $(DEV_STAMP)
 
@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 $(DEV_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[dev,s3,ray]'
+	$(BIN)/pip install --quiet -e '.[dev,s3,ray,tasks]'
 	touch $(DEV_STAMP)
 
 demo: setup

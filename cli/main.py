@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .flags import DeferredParser, add_config_arguments, add_settings_arguments, config_from_args
 from .predict import add_parser as add_predict_parser
+from .task import add_parser as add_task_parser
 
 
 def _extract(args: argparse.Namespace) -> int:
@@ -320,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
         "wherever they are still right", "extractor:MigrateConfig", _migrate,
     )  # fmt: skip
     add_predict_parser(sub)
+    add_task_parser(sub)
     _add_analyze(sub)
     _add_demo(sub)
     return p

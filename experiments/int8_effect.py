@@ -45,9 +45,9 @@ def subset(data: Path, out: Path, task: str, n: int) -> Path:
         return out / "data"
     dst.mkdir(parents=True)
     for name in src.iterdir():
-        if name.name == spec.files["train"]:
+        if name.name == spec.splits["train"].path:
             dst.joinpath(name.name).write_text(_head(name, task, n))
-        elif name.name == spec.files["dev"]:
+        elif name.name == spec.splits["dev"].path:
             shutil.copy(name, dst / name.name)
     return out / "data"
 

@@ -43,7 +43,7 @@ def gather_inputs(
     name: str | None = None,
 ) -> list[InputSet]:
     """A task's splits (every split present by default) or one raw text file."""
-    from tasks import available_splits, get_task, read_split, read_text_file
+    from tasks import available_splits, read_split, read_text_file, split_path
 
     if (input is None) == (task is None):
         raise ValueError("give either a task (with its data directory) or an input file")
@@ -53,11 +53,10 @@ def gather_inputs(
         return [InputSet(None, None, _texts(read_text_file(path)), source, name or path.stem)]
     if data is None:
         raise ValueError(f"task {task!r} needs its data directory (--data DIR)")
-    spec = get_task(task)
     present = available_splits(task, data)
     out = []
     for split in splits or present:
-        path = Path(data) / spec.folder / spec.files.get(split, "?")
+        path = split_path(task, data, split)
         if split not in present:
             raise ValueError(f"no {split} split for {task}: expected {path}")
         source = {

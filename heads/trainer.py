@@ -57,10 +57,9 @@ def _same_text(reader, cfg: TrainConfig, split: str):
     """Feature sets of another task read from the very same file (SICK-E and SICK-R share
     `sick/SICK_train.txt`): the same texts in the same order, so the same features."""
     from cache import file_sha256
-    from tasks import get_task
+    from tasks import split_path
 
-    spec = get_task(cfg.task)
-    sha = file_sha256(Path(cfg.data) / spec.folder / spec.files[split])
+    sha = file_sha256(split_path(cfg.task, cfg.data, split))
     return [
         fs
         for fs in reader.list_featuresets()

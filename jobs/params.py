@@ -112,13 +112,12 @@ def validate_params(kind: str, params: dict[str, Any], home: Home, job_id: str) 
 
 
 def _splits(task: str, data: str, needed: list[str]) -> None:
-    from tasks import available_splits, get_task
+    from tasks import available_splits, split_path
 
     present = available_splits(task, data)
     missing = [s for s in needed if s not in present]
     if missing:
-        spec = get_task(task)
-        where = ", ".join(str(Path(data) / spec.folder / spec.files.get(s, "?")) for s in missing)
+        where = ", ".join(str(split_path(task, data, s)) for s in missing)
         raise ValueError(f"no {'/'.join(missing)} split of {task} in {data} (expected {where})")
 
 

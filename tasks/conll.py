@@ -1,56 +1,68 @@
-"""Reader for the CoNLL-2003 column format (`token POS chunk NER`, one token per line).
+"""Reader for CoNLL-style column files (CoNLL-2003: `token POS chunk NER`, one token per line).
 
-A blank line ends a sentence; a `-DOCSTART- -X- O O` line separates documents and is not a
-sentence. Tags are kept as written (IOB1 in the English release); `tasks.spans` reads both
-IOB1 and IOB2.
+Fields are whitespace-separated; the token and the tag are read from their 0-based field
+indices (CoNLL-2003: 0 and 3). A blank line ends a sentence; a `-DOCSTART-` line separates
+documents and is not a sentence. Every token line has the same number of fields (`fields`,
+or the first token line's). Tags are kept as written (IOB1 in the English release);
+`tasks.spans` reads both IOB1 and IOB2.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from .answers import Answers
 from .example import Example
 from .lines import malformed, numbered_lines
-from .registry import TaskSpec
 
-COLUMNS = 4  # token, part of speech, syntactic chunk, named-entity tag
 DOCSTART = "-DOCSTART-"
 
 
-def read_conll(spec: TaskSpec, path: Path | str) -> list[Example]:
-    """One Example per sentence: words_a = the token column, tags = the last (NER) column."""
+def read_conll(
+    answers: Answers, path: Path | str, *, tokens: int = 0, tags: int = -1, fields: int = 0
+) -> list[Example]:
+    """One Example per sentence: words_a = the `tokens` field, tags = the `tags` field.
+
+    fields: the number of fields every token line has (0: as many as the first token line);
+    a tag field of -1 is the last one. An unlabelled file is not a CoNLL file (tags needed).
+    """
     path = Path(path)
-    allowed = set(spec.labels or ())
     examples: list[Example] = []
-    tokens: list[str] = []
-    tags: list[str] = []
+    words: list[str] = []
+    labels: list[str] = []
+    first = [0]  # the line of the sentence's first token
+    like = ""  # where the number of fields comes from, when the file sets it
 
     def flush() -> None:
-        if tokens:
-            examples.append(Example(index=len(examples), words_a=tuple(tokens), tags=tuple(tags)))
-            tokens.clear()
-            tags.clear()
+        if words:
+            examples.append(Example(len(examples), tuple(words), tags=tuple(labels), line=first[0]))
+            words.clear()
+            labels.clear()
 
     for number, text in numbered_lines(path):
-        fields = text.split()
-        if not fields:
+        parts = text.split()
+        if not parts:
             flush()
             continue
-        if fields[0] == DOCSTART:
+        if parts[0] == DOCSTART:
             flush()  # a document boundary is also a sentence boundary
             continue
-        if len(fields) != COLUMNS:
+        if not fields:
+            fields, like = len(parts), f" (as line {number}, the first token line)"
+            if fields <= max(tokens, tags):
+                raise malformed(
+                    path, number, f"expected at least {max(tokens, tags) + 1} whitespace-"
+                    f"separated fields (token in field {tokens}, tag in field {tags}), got "
+                    f"{fields}",
+                )  # fmt: skip
+        if len(parts) != fields:
             raise malformed(
-                path,
-                number,
-                f"expected {COLUMNS} space-separated columns "
-                f"(token POS chunk NER), got {len(fields)}",
-            )
-        if fields[-1] not in allowed:
-            raise malformed(
-                path, number, f"expected an NER tag in {sorted(allowed)}, got {fields[-1]!r}"
-            )
-        tokens.append(fields[0])
-        tags.append(fields[-1])
+                path, number, f"expected {fields} whitespace-separated fields{like}, got "
+                f"{len(parts)}",
+            )  # fmt: skip
+        if not words:
+            first[0] = number
+        words.append(parts[tokens])
+        labels.extend(answers.tags(path, number, [parts[tags]], column=tags % fields))
     flush()
     return examples

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -15,6 +15,10 @@ class Example:
     label:   class name (str) for classification, score (float) for regression, None for
              tagging tasks and for unlabelled files (e.g. a test split without gold labels)
     tags:    one tag per word of `words_a` for tagging tasks, else None
+    line:    where it was read: the 1-based line of a text file (a sentence's first line in a
+             CoNLL file), "row N" of a Parquet file or a dataset; None when not from a file.
+             Not part of the example's equality (the same example read from two formats is
+             equal)
     """
 
     index: int
@@ -22,3 +26,4 @@ class Example:
     words_b: tuple[str, ...] | None = None
     label: str | float | None = None
     tags: tuple[str, ...] | None = None
+    line: int | str | None = field(default=None, compare=False)

@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
-def malformed(path: Path | str, line: int, message: str) -> ValueError:
-    """The error for a bad line: file, 1-based line number, then what was expected vs found."""
-    return ValueError(f"{path} line {line}: {message}")
+def malformed(path: Path | str, line: int | str, message: str) -> ValueError:
+    """The error for a bad line: file, 1-based line number (or another place, e.g. "row 3"
+    of a Parquet file), then what was expected vs found."""
+    where = f"line {line}" if isinstance(line, int) else line
+    return ValueError(f"{path} {where}: {message}")
 
 
 def numbered_lines(path: Path | str) -> Iterator[tuple[int, str]]:

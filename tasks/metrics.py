@@ -69,6 +69,23 @@ def binary_f1(
     return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
 
 
+def macro_f1(gold: Sequence[Hashable], pred: Sequence[Hashable]) -> float:
+    """Unweighted mean of the per-class F1 over every class in gold or pred:
+
+        macro-F1 = (1/K) sum_k 2 TP_k / (2 TP_k + FP_k + FN_k)
+
+    (scikit-learn's `f1_score(average="macro")` with its default label set). A class never
+    predicted and never gold does not count; a class with TP_k = 0 scores 0.0.
+    """
+    _check_pair(gold, pred, "macro_f1")
+    g, p, k = _codes(gold, pred)
+    tp = np.bincount(g[g == p], minlength=k).astype(np.float64)  # (K,)
+    gold_n = np.bincount(g, minlength=k)  # (K,) = TP + FN
+    pred_n = np.bincount(p, minlength=k)  # (K,) = TP + FP
+    # 2 TP / (2 TP + FP + FN) = 2 TP / (gold_n + pred_n); every class here has one of them > 0
+    return float(np.mean(2 * tp / (gold_n + pred_n)))
+
+
 def pearson(gold: Sequence[float], pred: Sequence[float]) -> float:
     """Pearson's linear correlation.
 

@@ -1,59 +1,30 @@
-"""The tasks: where each split lives, what kind of answer it has, and how it is scored."""
+"""The eight registered tasks: where each split lives, what kind of answer it has, how it is
+scored. They are `TaskSpec`s like a user's own task (tasks/spec.py), with paths relative to
+`<data>/<folder>` and the formats of their releases (GLUE-style TSV layouts, CoNLL columns)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from types import MappingProxyType
 
-from .metrics import accuracy, binary_f1, matthews_corrcoef, pearson, spearman
-from .spans import span_scores
-
-#: The split names, in the order they are listed and extracted.
-SPLITS = ("train", "dev", "test")
-KINDS = ("classification", "regression", "tagging")
+from .spec import SPLITS, Source, TaskSpec
 
 
-@dataclass(frozen=True)
-class TaskSpec:
-    """One task.
-
-    name:   registry key, e.g. "sick-e"
-    folder: sub-folder of the data directory holding its files (sick-e and sick-r share "sick")
-    files:  file name of each split present in the release (of SPLITS)
-    kind:   "classification" (label is a class name), "regression" (label is a float score) or
-            "tagging" (one tag per word)
-    pair:   whether an example holds two texts (words_a, words_b)
-    labels: class names, or the tag set of a tagging task (sorted, "O" included); None for
-            regression
-    metric: name of the primary metric, a key of `evaluate(...)`'s result
-    score_range: (low, high) bounds of a regression score, inclusive; None otherwise
-    """
-
-    name: str
-    folder: str
-    files: dict[str, str]
-    kind: str
-    pair: bool
-    labels: list[str] | None
-    metric: str
-    score_range: tuple[float, float] | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"TaskSpec {self.name}: expected kind in {KINDS}, got {self.kind!r}")
-        if set(self.files) - set(SPLITS):
-            raise ValueError(
-                f"TaskSpec {self.name}: expected splits among {SPLITS}, got {sorted(self.files)}"
-            )
-        if (self.kind == "regression") != (self.labels is None):
-            raise ValueError(f"TaskSpec {self.name}: labels must be None exactly for regression")
-        if (self.kind == "regression") != (self.score_range is not None):
-            raise ValueError(f"TaskSpec {self.name}: score_range is for regression tasks only")
+def _glue(layout: str, train: str, dev: str, test: str) -> dict[str, Source]:
+    files = (train, dev, test)
+    return {
+        s: Source(f, "glue-tsv", options={"layout": layout})
+        for s, f in zip(SPLITS, files, strict=True)
+    }
 
 
-def _files(train: str, dev: str, test: str) -> dict[str, str]:
-    return dict(zip(SPLITS, (train, dev, test), strict=True))
+def _conll(train: str, dev: str, test: str) -> dict[str, Source]:
+    # token, part of speech, syntactic chunk, named-entity tag: every line has all four
+    columns = {"tokens": 0, "tags": 3}
+    files = (train, dev, test)
+    return {
+        s: Source(f, "conll", columns, {"fields": 4}) for s, f in zip(SPLITS, files, strict=True)
+    }
 
 
 _CONLL_TAGS = sorted(["O"] + [f"{p}-{t}" for p in "BI" for t in ("PER", "LOC", "ORG", "MISC")])
@@ -61,7 +32,7 @@ _SPECS = [
     TaskSpec(
         name="conll2003",
         folder="conll2003",
-        files=_files("eng.train", "eng.testa", "eng.testb"),
+        splits=_conll("eng.train", "eng.testa", "eng.testb"),
         kind="tagging",
         pair=False,
         labels=_CONLL_TAGS,
@@ -70,7 +41,7 @@ _SPECS = [
     TaskSpec(
         name="sst2",
         folder="sst2",
-        files=_files("train.tsv", "dev.tsv", "test.tsv"),
+        splits=_glue("sst2", "train.tsv", "dev.tsv", "test.tsv"),
         kind="classification",
         pair=False,
         labels=["0", "1"],
@@ -79,7 +50,7 @@ _SPECS = [
     TaskSpec(
         name="mnli",
         folder="mnli",
-        files=_files("train.tsv", "dev_matched.tsv", "test_matched.tsv"),
+        splits=_glue("mnli", "train.tsv", "dev_matched.tsv", "test_matched.tsv"),
         kind="classification",
         pair=True,
         labels=["entailment", "neutral", "contradiction"],
@@ -88,16 +59,17 @@ _SPECS = [
     TaskSpec(
         name="mrpc",
         folder="mrpc",
-        files=_files("train.tsv", "dev.tsv", "msr_paraphrase_test.txt"),
+        splits=_glue("mrpc", "train.tsv", "dev.tsv", "msr_paraphrase_test.txt"),
         kind="classification",
         pair=True,
         labels=["0", "1"],
         metric="accuracy",
+        extra_metrics=("f1",),
     ),
     TaskSpec(
         name="stsb",
         folder="stsb",
-        files=_files("sts-train.csv", "sts-dev.csv", "sts-test.csv"),
+        splits=_glue("stsb", "sts-train.csv", "sts-dev.csv", "sts-test.csv"),
         kind="regression",
         pair=True,
         labels=None,
@@ -107,7 +79,7 @@ _SPECS = [
     TaskSpec(
         name="sick-e",
         folder="sick",
-        files=_files("SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt"),
+        splits=_glue("sick-e", "SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt"),
         kind="classification",
         pair=True,
         labels=["ENTAILMENT", "NEUTRAL", "CONTRADICTION"],
@@ -116,7 +88,7 @@ _SPECS = [
     TaskSpec(
         name="sick-r",
         folder="sick",
-        files=_files("SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt"),
+        splits=_glue("sick-r", "SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt"),
         kind="regression",
         pair=True,
         labels=None,
@@ -126,7 +98,7 @@ _SPECS = [
     TaskSpec(
         name="cola",
         folder="cola",
-        files=_files("in_domain_train.tsv", "in_domain_dev.tsv", "out_of_domain_dev.tsv"),
+        splits=_glue("cola", "in_domain_train.tsv", "in_domain_dev.tsv", "out_of_domain_dev.tsv"),
         kind="classification",
         pair=False,
         labels=["0", "1"],
@@ -138,49 +110,12 @@ TASK_NAMES = tuple(TASKS)
 
 
 def get_task(name: str) -> TaskSpec:
-    """The spec of task `name`; ValueError naming the known tasks otherwise."""
+    """The spec of registered task `name`; ValueError naming the known tasks otherwise."""
     if not isinstance(name, str):
         raise TypeError(f"task name: expected str, got {type(name).__name__}")
     if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}: expected one of {', '.join(TASKS)}")
-    return TASKS[name]
-
-
-def _check_labels(spec: TaskSpec, values: Sequence, which: str) -> None:
-    allowed = set(spec.labels or ())
-    for i, value in enumerate(values):
-        if not isinstance(value, str) or value not in allowed:
-            raise ValueError(
-                f"evaluate({spec.name!r}): {which}[{i}] = {value!r} is not a label "
-                f"of the task (expected one of {', '.join(map(repr, spec.labels))})"
-            )
-
-
-def evaluate(task: str, gold: list, pred: list) -> dict[str, float]:
-    """Every usual metric of `task`, as fractions (correlations in [-1, 1]).
-
-    classification: gold/pred are label strings of the task -> accuracy, plus
-        f1 (positive "1") for mrpc and matthews for cola
-    regression: gold/pred are scores -> pearson, spearman
-    tagging: gold/pred are lists of tag sequences, one per sentence -> span_f1, precision,
-        recall (conlleval chunks; see `tasks.spans`)
-    The result always holds the task's primary metric `get_task(task).metric`.
-    """
-    spec = get_task(task)
-    if len(gold) != len(pred):
         raise ValueError(
-            f"evaluate({task!r}): expected gold and pred of the same length, "
-            f"got {len(gold)} and {len(pred)}"
+            f"unknown task {name!r}: expected one of {', '.join(TASKS)} (or a spec file: "
+            "--task-spec FILE)"
         )
-    if spec.kind == "tagging":
-        return span_scores(gold, pred)
-    if spec.kind == "regression":
-        return {"pearson": pearson(gold, pred), "spearman": spearman(gold, pred)}
-    _check_labels(spec, gold, "gold")
-    _check_labels(spec, pred, "pred")
-    result = {"accuracy": accuracy(gold, pred)}
-    if task == "mrpc":
-        result["f1"] = binary_f1(gold, pred, positive="1")
-    if task == "cola":
-        result["matthews"] = matthews_corrcoef(gold, pred)
-    return result
+    return TASKS[name]

@@ -13,9 +13,9 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from .answers import Answers
 from .example import Example
 from .lines import malformed, numbered_lines, words
-from .registry import TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -75,22 +75,7 @@ def _header_index(
     return None
 
 
-def _parse_label(spec: TaskSpec, path: Path, line: int, text: str) -> str | float:
-    if spec.kind == "regression":
-        low, high = spec.score_range
-        try:
-            score = float(text)
-        except ValueError:
-            score = float("nan")
-        if not low <= score <= high:  # also rejects NaN
-            raise malformed(path, line, f"expected a score in [{low:g}, {high:g}], got {text!r}")
-        return score
-    if text not in spec.labels:
-        raise malformed(path, line, f"expected a label in {spec.labels}, got {text!r}")
-    return text
-
-
-def read_tsv(spec: TaskSpec, layout: Layout, path: Path | str) -> tuple[list[Example], int]:
+def read_tsv(answers: Answers, layout: Layout, path: Path | str) -> tuple[list[Example], int]:
     """All examples of one file, and how many rows were skipped for `layout.skip_label`."""
     path = Path(path)
     lines = numbered_lines(path)
@@ -128,10 +113,10 @@ def read_tsv(spec: TaskSpec, layout: Layout, path: Path | str) -> tuple[list[Exa
             if layout.skip_label is not None and fields[i_label] == layout.skip_label:
                 skipped.append(number)
                 continue
-            label = _parse_label(spec, path, number, fields[i_label])
+            label = answers.label(path, number, fields[i_label], column=None)
         words_a = words(path, number, fields[i_a], "first sentence")
         words_b = None if i_b is None else words(path, number, fields[i_b], "second sentence")
-        examples.append(Example(len(examples), words_a, words_b, label))
+        examples.append(Example(len(examples), words_a, words_b, label, line=number))
     if skipped:
         shown = ", ".join(map(str, skipped[:10])) + (", ..." if len(skipped) > 10 else "")
         log.warning(

@@ -178,13 +178,13 @@ def test_conll_documents_sentences_and_no_final_blank(tmp_path):
 
 def test_conll_bad_columns_and_tag(tmp_path):
     path = _write(tmp_path / "eng.testa", "EU NNP I-ORG\n")
-    with _raises_at(path, 1, "expected 4 space-separated columns (token POS chunk NER), got 3"):
+    with _raises_at(path, 1, "expected 4 whitespace-separated fields, got 3"):
         read_task_file("conll2003", path)
     path = _write(tmp_path / "eng.testb", "EU NNP I-NP I-ORG\n\nrejects VBZ I-VP B-PERSON\n")
     with _raises_at(
         path,
         3,
-        "expected an NER tag in ['B-LOC', 'B-MISC', 'B-ORG', 'B-PER', "
+        "field 3: expected a tag in ['B-LOC', 'B-MISC', 'B-ORG', 'B-PER', "
         "'I-LOC', 'I-MISC', 'I-ORG', 'I-PER', 'O'], got 'B-PERSON'",
     ):
         read_task_file("conll2003", path)

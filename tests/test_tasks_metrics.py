@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 from sklearn import metrics as skm
 
-from tasks import accuracy, binary_f1, matthews_corrcoef, pearson, spearman
+from tasks import accuracy, binary_f1, macro_f1, matthews_corrcoef, pearson, spearman
 from tasks.metrics import average_ranks
 
 TOL = 1e-12
@@ -26,6 +26,16 @@ def test_classification_metrics_match_sklearn(seed):
     )
     expected_f1 = skm.f1_score(gold, pred, labels=["1"], average="micro", zero_division=0)
     assert binary_f1(gold, pred, positive="1") == pytest.approx(expected_f1, abs=TOL)
+    expected_macro = skm.f1_score(gold, pred, average="macro", zero_division=0)
+    assert macro_f1(gold, pred) == pytest.approx(expected_macro, abs=TOL)
+
+
+def test_macro_f1_by_hand():
+    # a: TP 1, FP 0, FN 1 -> 2/3; b: TP 1, FP 1, FN 0 -> 2/3; c: never gold, predicted once -> 0
+    gold, pred = list("aabd"), list("abbc")
+    # d: gold once, never predicted -> 0; mean over a, b, c, d
+    assert macro_f1(gold, pred) == pytest.approx((2 / 3 + 2 / 3 + 0 + 0) / 4, abs=TOL)
+    assert macro_f1(list("ab"), list("ab")) == 1.0
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -95,7 +105,9 @@ def test_matthews_multiclass_by_hand():
     assert matthews_corrcoef(list("aabc"), list("abbc")) == pytest.approx(0.7, abs=TOL)
 
 
-@pytest.mark.parametrize("fn", [accuracy, binary_f1, pearson, spearman, matthews_corrcoef])
+@pytest.mark.parametrize(
+    "fn", [accuracy, binary_f1, macro_f1, pearson, spearman, matthews_corrcoef]
+)
 def test_length_and_empty_errors(fn):
     with pytest.raises(
         ValueError, match=f"{fn.__name__}: expected gold and pred of the same length, got 2 and 3"

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tasks import TASKS, available_splits, evaluate, get_task, read_split
+from tasks import TASKS, available_splits, evaluate, get_task, read_split, split_path
+from tasks.answers import Answers
 from tasks.readers import read_task_file
 from tasks.tsv import LAYOUTS, read_tsv
 
@@ -132,7 +133,7 @@ def test_mnli_skips_no_consensus_rows_and_counts_them(data_dir, split, file, cap
     path = data_dir / "mnli" / file
     spec = get_task("mnli")
     with caplog.at_level(logging.WARNING, logger="tasks.tsv"):
-        examples, skipped = read_tsv(spec, LAYOUTS["mnli"], path)
+        examples, skipped = read_tsv(Answers.of(spec), LAYOUTS["mnli"], path)
     rows = _data_rows(path, header=True)
     print(f"mnli {split}: {rows} rows, {len(examples)} examples, {skipped} '-' labels skipped")
     assert len(examples) + skipped == rows == {"train": 9_000, "dev": 999}[split]
@@ -176,7 +177,7 @@ def test_mrpc_bom_and_quotes(data_dir):
 def test_stsb_lines_with_extra_columns(data_dir):
     """197 train / 22 dev lines carry 2 trailing columns; the sentences stay columns 6 and 7."""
     for split, extra in (("train", 197), ("dev", 22)):
-        path = data_dir / "stsb" / get_task("stsb").files[split]
+        path = split_path("stsb", data_dir, split)
         lines = path.read_text(encoding="utf-8").splitlines()
         long = [i for i, line in enumerate(lines) if len(line.split("\t")) == 9]
         assert len(long) == extra

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import tasks
-from tasks import TASKS, TaskSpec, evaluate, get_task
+from tasks import TASKS, Source, TaskSpec, evaluate, get_task
 
 CONLL_TAGS = ["B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER", "O"]
 
@@ -35,6 +35,26 @@ def test_public_api_is_the_contract_plus_metrics():
             "gold_of",
             "read_predictions",
             "write_predictions",
+            # a user's own task (issue 25): specs, formats, checks, records
+            "FORMATS",
+            "KINDS",
+            "METRICS",
+            "SPEC_SUFFIXES",
+            "TASK_NAMES",
+            "USER_FORMATS",
+            "Source",
+            "TaskReport",
+            "check_task",
+            "describe",
+            "file_digest",
+            "load_spec_file",
+            "macro_f1",
+            "read_key",
+            "resolve_task",
+            "spec_from_dict",
+            "spec_from_record",
+            "split_path",
+            "split_source",
         ]
     )
     for name in tasks.__all__:
@@ -129,7 +149,10 @@ def test_spec(name, folder, kind, pair, labels, metric, files):
         labels,
         metric,
     )
-    assert spec.files == dict(zip(("train", "dev", "test"), files, strict=True))
+    assert {s: src.path for s, src in spec.splits.items()} == dict(
+        zip(("train", "dev", "test"), files, strict=True)
+    )
+    assert spec.registered and spec.origin == "registered"
 
 
 def test_registry_holds_exactly_the_eight_tasks_and_is_read_only():
@@ -148,12 +171,19 @@ def test_get_task_unknown():
 
 
 def test_spec_checks_its_fields():
+    train = {"train": Source("t.csv", "csv")}
     with pytest.raises(ValueError, match="expected kind in"):
-        TaskSpec("x", "x", {"train": "t"}, "ranking", False, ["a"], "accuracy")
+        TaskSpec("x", "ranking", False, ["a"], "accuracy", train)
     with pytest.raises(ValueError, match="labels must be None exactly for regression"):
-        TaskSpec("x", "x", {"train": "t"}, "regression", False, ["a"], "pearson", (0.0, 1.0))
+        TaskSpec("x", "regression", False, ["a"], "pearson", train, (0.0, 1.0))
     with pytest.raises(ValueError, match="expected splits among"):
-        TaskSpec("x", "x", {"validation": "t"}, "classification", False, ["a"], "accuracy")
+        TaskSpec("x", "classification", False, ["a"], "accuracy", {"validation": train["train"]})
+    with pytest.raises(ValueError, match="expected a classification metric .* got 'pearson'"):
+        TaskSpec("x", "classification", False, ["a"], "pearson", train)
+    with pytest.raises(ValueError, match="a tagging task tags the words of one text"):
+        TaskSpec("x", "tagging", True, ["O"], "span_f1", train)
+    with pytest.raises(ValueError, match="expected format in"):
+        Source("t.xlsx", "excel")
 
 
 def test_evaluate_classification_by_hand():
