@@ -84,11 +84,24 @@ def list_featuresets(
 
 @router.get("/v1/featuresets/find", response_model=FeatureSetDetail, responses=_ERRORS)
 def find_featureset(
-    store: StoreDep, encoder: str, task: str, split: str, pair_encoding: str | None = None
+    store: StoreDep,
+    encoder: str,
+    task: str,
+    split: str,
+    pair_encoding: str | None = None,
+    sha256: Annotated[str | None, Query(description="the source file's sha256")] = None,
+    read: Annotated[str | None, Query(description="how the source file is read")] = None,
 ) -> FeatureSetDetail:
     """The one set of a task split made by an encoder (`Store.find_featureset`)."""
     return _detail(
-        store.find_featureset(encoder=encoder, task=task, split=split, pair_encoding=pair_encoding)
+        store.find_featureset(
+            encoder=encoder,
+            task=task,
+            split=split,
+            pair_encoding=pair_encoding,
+            sha256=sha256,
+            read=read,
+        )  # fmt: skip
     )
 
 

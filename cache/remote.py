@@ -92,11 +92,13 @@ class RemoteStore:
         return self._infos[fs_id]
 
     def find_featureset(
-        self, *, encoder: str, task: str, split: str, pair_encoding: str | None = None
-    ) -> FeatureSetInfo:
+        self, *, encoder: str, task: str, split: str, pair_encoding: str | None = None,
+        sha256: str | None = None, read: str | None = None,
+    ) -> FeatureSetInfo:  # fmt: skip
         params = {"encoder": encoder, "task": task, "split": split}
-        if pair_encoding is not None:
-            params["pair_encoding"] = pair_encoding
+        for name, value in (("pair_encoding", pair_encoding), ("sha256", sha256), ("read", read)):
+            if value is not None:
+                params[name] = value
         return _info(self._get("/v1/featuresets/find", params=params))
 
     def featureset_keys(self, fs_id: str) -> list[str]:

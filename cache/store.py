@@ -228,9 +228,14 @@ class Store:
         self._keys_cache.pop(fs_id, None)
 
     def find_featureset(
-        self, *, encoder: str, task: str, split: str, pair_encoding: str | None = None
-    ) -> FeatureSetInfo:
-        """The feature set of a task split made by an encoder (named by its spec or name)."""
+        self, *, encoder: str, task: str, split: str, pair_encoding: str | None = None,
+        sha256: str | None = None, read: str | None = None,
+    ) -> FeatureSetInfo:  # fmt: skip
+        """The feature set of a task split made by an encoder (named by its spec or name).
+
+        sha256: only a set whose manifest's source file had this digest (an edited file's old
+        features are not its texts'); read: only a set whose source was read this way (a user
+        task's format and columns; a registered task's reading is fixed, its sets record none)."""
         sets = self.list_featuresets()
         hits = [
             fs
@@ -239,14 +244,16 @@ class Store:
             and fs.split == split
             and encoder in (fs.encoder.get("spec"), fs.encoder.get("name"))
             and (pair_encoding is None or fs.encoder.get("pair_encoding") == pair_encoding)
+            and _same_source(fs.manifest.get("source") or {}, sha256, read)
         ]
         if len(hits) == 1:
             return hits[0]
         if not hits:
             have = sorted({f"{fs.encoder.get('spec')}:{fs.task}/{fs.split}" for fs in sets})
+            what = "" if sha256 is None else f" from the file with sha256 {sha256[:12]}…"
             raise FeatureSetNotFoundError(
-                f"no feature set for encoder {encoder!r}, task {task!r}, split {split!r} in "
-                f"{self.path}; it holds: {', '.join(have) or 'nothing'}"
+                f"no feature set for encoder {encoder!r}, task {task!r}, split {split!r}{what} "
+                f"in {self.path}; it holds: {', '.join(have) or 'nothing'}"
             )
         raise FeatureSetNotFoundError(
             f"{len(hits)} feature sets match encoder {encoder!r}, task {task!r}, split {split!r}: "
@@ -478,3 +485,10 @@ class Store:
 
 def _info(manifest: dict[str, Any]) -> FeatureSetInfo:
     return FeatureSetInfo.from_dict(manifest, manifest)
+
+
+def _same_source(source: dict[str, Any], sha256: str | None, read: str | None) -> bool:
+    """Whether a manifest's source is the file asked for, read the way asked for."""
+    if sha256 is not None and source.get("sha256") != sha256:
+        return False
+    return read is None or source.get("read") == read

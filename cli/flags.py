@@ -10,6 +10,7 @@ checks every value. By type:
     int, float, str      --flag VALUE (X | None: the same, None when not given; a Path: a str)
     list[X]              --flag V1,V2 or --flag V1 --flag V2 (repeatable)
     dict                 --flag JSON (an object)
+    str | dict           --flag VALUE (a path; the object form is for job params)
 
 `progress: bool = True` is shown as `--quiet` (sets it False), as every command spells it.
 The service's settings (pydantic-settings, api/settings.py) become flags the same way
@@ -40,6 +41,12 @@ def _unwrap(hint: Any) -> Any:
         if len(args) == 1:
             return args[0]
     return hint
+
+
+def _path_or_object(hint: Any) -> bool:
+    """`str | dict`: on the command line a path to a file holding the object."""
+    args = set(typing.get_args(hint)) - {type(None)}
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and args == {str, dict}
 
 
 def _json_object(text: str) -> dict:
@@ -123,10 +130,13 @@ def _add_flag(
         kw["action"] = argparse.BooleanOptionalAction
     elif origin is list:
         (item,) = typing.get_args(base)
+        item = str if _path_or_object(item) else item
         kw.update(action="extend", type=_items(item, choices), metavar=dest.upper())
         choices = None  # checked per value by the type
     elif base is dict or origin is dict:
         kw.update(type=_json_object, metavar="JSON")
+    elif _path_or_object(base):
+        kw["type"] = str
     elif base in (int, float, str):
         kw["type"] = base
     elif base is Path:  # the config takes the path as given (a str), as from a job's params

@@ -76,7 +76,7 @@ def _train(args: argparse.Namespace) -> int:
     from heads import TrainConfig, train
 
     config = config_from_args(TrainConfig, args)
-    _print_metrics(f"{config.task} {config.head}", train(config), config.out)
+    _print_metrics(f"{config.spec.name} {config.head}", train(config), config.out)
     return 0
 
 
@@ -89,24 +89,29 @@ def _finetune(args: argparse.Namespace) -> int:
     if config.grid is not None:
         print((Path(config.out) / GRID_TABLE).read_text())
     chosen = " (chosen on dev)" if config.grid is not None else ""
-    _print_metrics(f"{config.task} finetune{chosen}", metrics, config.out)
+    _print_metrics(f"{config.spec.name} finetune{chosen}", metrics, config.out)
     return 0
 
 
 def _baseline(args: argparse.Namespace) -> int:
     from cache import open_reader
     from heads import cosine_scores
-    from tasks import evaluate, read_split
+    from tasks import evaluate, read_split, resolve_task, split_source
 
+    spec = resolve_task(args.task)
+    if spec.kind != "regression" or not spec.pair:
+        raise ValueError(f"baseline: {spec.name} is not a pair regression task (stsb, sick-r)")
+    source = split_source(spec, args.data, args.split)
     reader = open_reader(args.store)
     info = reader.find_featureset(
-        encoder=args.encoder, task=args.task, split=args.split, pair_encoding=args.pair_encoding
-    )
-    gold = [float(e.label) for e in read_split(args.task, args.data, args.split)]
+        encoder=args.encoder, task=spec.name, split=args.split, pair_encoding=args.pair_encoding,
+        sha256=source["sha256"], read=source.get("read"),
+    )  # fmt: skip
+    gold = [float(e.label) for e in read_split(spec, args.data, args.split)]
     scores = cosine_scores(reader, info, layer=args.layer)
-    metrics = evaluate(args.task, gold, scores.tolist())
+    metrics = evaluate(spec, gold, scores.tolist())
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
-    print(f"{args.task} {args.split} cosine of mean-pooled layer {args.layer} ({info.id}): {shown}")
+    print(f"{spec.name} {args.split} cosine of mean-pooled layer {args.layer} ({info.id}): {shown}")
     return 0
 
 
@@ -231,8 +236,9 @@ def _add_store_tools(sub) -> None:
     b = sub.add_parser("baseline", help="zero-training STS baseline: cosine of mean-pooled texts")
     b.add_argument("--store", required=True)
     b.add_argument("--encoder", required=True)
-    b.add_argument("--task", required=True, help="a pair regression task (stsb, sick-r)")
-    b.add_argument("--data", required=True)
+    b.add_argument("--task", required=True,
+                   help="a pair regression task (stsb, sick-r) or its spec file")  # fmt: skip
+    b.add_argument("--data", default=None, help="data directory (a registered task's files)")
     b.add_argument("--split", default="dev")
     b.add_argument("--layer", type=int, default=-1, help="layer to pool (default: the last)")
     b.add_argument("--pair-encoding", choices=PAIR_ENCODINGS, default="separate")

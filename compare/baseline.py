@@ -1,11 +1,12 @@
 """The zero-training baseline beside ❄️ and 🔥 in `snowfire compare`: what a user gets without
 training anything, so a trained answer can be seen to beat it (or not).
 
-    regression (STS-B, SICK-R)  cosine of the mean-pooled texts on the encoder's last layer, pairs
-                                encoded separately (heads/baseline.py): the sentence-embedding
+    regression of pairs         cosine of the mean-pooled texts on the encoder's last layer, pairs
+    (STS-B, SICK-R)             encoded separately (heads/baseline.py): the sentence-embedding
                                 answer; the dev/test features are extracted where missing
     classification              the training split's most frequent label, predicted for all
     tagging                     none: every token "O" scores span F1 0, which says nothing
+    regression of one text      none: a constant prediction has no correlation
 
 Scored with the task's own metrics on dev, and on test where the data directory has labels.
 OUT/baseline/<task>.json keeps the result with what made it, so a rerun computes nothing.
@@ -24,28 +25,39 @@ METHODS = {"regression": "cosine of mean-pooled texts, last layer (pairs encoded
            "classification": "majority label of the training split"}  # fmt: skip
 
 
+def method(spec) -> str | None:
+    """The no-training answer for a task of this kind, or None where none says anything."""
+    if spec.kind == "regression" and not spec.pair:
+        return None
+    return METHODS.get(spec.kind)
+
+
 def run_baseline(cfg: CompareConfig, task: str, store: str) -> dict[str, Any] | None:
-    """{"method", "seconds", "dev": {metric: value}, "test": ...}, or None for tagging tasks."""
+    """{"method", "seconds", "dev": {metric: value}, "test": ...}, or None for a task without
+    a no-training answer (tagging, regression of one text)."""
     import time
 
     from cache import versions
     from rundir import write_json
-    from tasks import available_splits, get_task
+    from tasks import available_splits, describe
 
-    kind = get_task(task).kind
-    if kind not in METHODS:
+    spec = cfg.specs[task]
+    how = method(spec)
+    if how is None:
         return None
     path = Path(cfg.out) / "baseline" / f"{task}.json"
-    made_by = {"encoder": cfg.encoder, "data": cfg.data, "store": store, "method": METHODS[kind]}
+    files = {s: v["sha256"] for s, v in describe(spec, cfg.data)["splits"].items()}
+    made_by = {"encoder": cfg.encoder, "data": cfg.data, "store": store, "method": how,
+               "files": files}  # fmt: skip
     if path.is_file():
         kept = json.loads(path.read_text())
         if kept.get("made_by") == made_by:
             return kept
     started = time.perf_counter()
-    splits = [s for s in available_splits(task, cfg.data) if s != "train"]
-    scored = (_cosine(cfg, task, store, splits) if kind == "regression"
-              else _majority(task, cfg.data, splits))  # fmt: skip
-    result = {"method": METHODS[kind], **scored,
+    splits = [s for s in available_splits(spec, cfg.data) if s != "train"]
+    scored = (_cosine(cfg, spec, store, splits) if spec.kind == "regression"
+              else _majority(spec, cfg.data, splits))  # fmt: skip
+    result = {"method": how, **scored,
               "seconds": round(time.perf_counter() - started, 2),
               "made_by": made_by, "versions": versions()}  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -53,29 +65,29 @@ def run_baseline(cfg: CompareConfig, task: str, store: str) -> dict[str, Any] | 
     return result
 
 
-def _labelled(task: str, data: str, split: str) -> list | None:
+def _labelled(spec, data: str | None, split: str) -> list | None:
     from tasks import read_split
 
-    gold = [e.label for e in read_split(task, data, split)]
+    gold = [e.label for e in read_split(spec, data, split)]
     return None if any(g is None for g in gold) else gold
 
 
-def _majority(task: str, data: str, splits: list[str]) -> dict[str, Any]:
+def _majority(spec, data: str | None, splits: list[str]) -> dict[str, Any]:
     from tasks import evaluate
 
-    counts = Counter(_labelled(task, data, "train") or [])
+    counts = Counter(_labelled(spec, data, "train") or [])
     if not counts:
-        raise ValueError(f"compare {task}: the training split has no labels to count")
+        raise ValueError(f"compare {spec.name}: the training split has no labels to count")
     label = min(counts, key=lambda k: (-counts[k], k))  # the most frequent; ties by name
     out: dict[str, Any] = {"label": label}
     for split in splits:
-        gold = _labelled(task, data, split)
+        gold = _labelled(spec, data, split)
         if gold:
-            out[split] = evaluate(task, gold, [label] * len(gold))
+            out[split] = evaluate(spec, gold, [label] * len(gold))
     return out
 
 
-def _cosine(cfg: CompareConfig, task: str, store: str, splits: list[str]) -> dict[str, Any]:
+def _cosine(cfg: CompareConfig, spec, store: str, splits: list[str]) -> dict[str, Any]:
     from cache import open_reader
     from heads import cosine_scores
     from tasks import evaluate
@@ -84,11 +96,11 @@ def _cosine(cfg: CompareConfig, task: str, store: str, splits: list[str]) -> dic
 
     out: dict[str, Any] = {"layer": -1}
     for split in splits:
-        gold = _labelled(task, cfg.data, split)
+        gold = _labelled(spec, cfg.data, split)
         if not gold:
             continue
-        info = find_or_extract(cfg.encoder, store, task, cfg.data, split, "separate",
+        info = find_or_extract(cfg.encoder, store, spec, cfg.data, split, "separate",
                                device=cfg.device, progress=cfg.progress, who="compare")  # fmt: skip
         pred = cosine_scores(open_reader(store), info).tolist()
-        out[split] = evaluate(task, [float(g) for g in gold], pred)
+        out[split] = evaluate(spec, [float(g) for g in gold], pred)
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from typing import Any
 
 from extractor import PAIR_ENCODINGS
@@ -29,15 +30,29 @@ BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
+def paper_head(kind: str, pair: bool) -> str:
+    """The paper's ❄️ model for a kind of task: the BiLSTM-CRF for tagging, ESIM for pairs,
+    BCN for one text (what sec. 3 uses for NER, entailment/similarity and sentiment)."""
+    if kind == "tagging":
+        return "bilstm-crf"
+    return "esim" if pair else "bcn"
+
+
 @dataclass(frozen=True)
 class CompareConfig:
     """One `snowfire compare`: ❄️ heads and 🔥 fine-tuning of one encoder on some tasks."""
 
     encoder: str = option(help="the encoder: minilm, hf:NAME_OR_DIR, elmo:OPTIONS,WEIGHTS")
-    tasks: list[str] = option(help="tasks to compare (repeatable, or comma-separated; all: the "
-                              "paper's seven)")  # fmt: skip
-    data: str = option(help="task data directory (train, dev, and test where present)")
     out: str = option(help="output directory: runs, results.json, table.md, plots")
+    tasks: list[str] = option(help="registered tasks to compare (repeatable, or comma-separated; "
+                              "all: the paper's seven)", factory=list)  # fmt: skip
+    task_spec: list[str | dict] | None = option(
+        None, "your own task: a spec file (repeatable; README 'Your own task'); a job may give "
+        "spec objects",
+    )  # fmt: skip
+    data: str | None = option(None, "task data directory of the registered tasks (train, dev, "
+                              "and test where present); a job's spec objects: their relative "
+                              "paths")  # fmt: skip
     seeds: int = option(1, "seeds per cell: each a full run; mean and sd reported", ge=1)
     fire_seeds: int | None = option(None, "🔥 seeds per task when fewer than --seeds (🔥 costs "
                                     "the most); default: --seeds", ge=1)  # fmt: skip
@@ -77,11 +92,48 @@ class CompareConfig:
                 get_task(name)
             except ValueError as err:
                 raise ValueError(f"CompareConfig.tasks: {err}") from err
-        if not names:
-            raise ValueError("CompareConfig.tasks: expected at least one task")
+        if not names and not self.task_spec:
+            raise ValueError("CompareConfig.tasks: expected at least one task (or task_spec)")
+        if names and self.data is None:
+            raise ValueError(f"CompareConfig.data: the tasks {', '.join(names)} need their data "
+                             "directory")  # fmt: skip
         object.__setattr__(self, "tasks", list(dict.fromkeys(names)))
+        seen = [spec.name for spec in self.specs.values()]
+        if len(seen) != len(self.tasks) + len(self.task_spec or []):
+            raise ValueError(
+                "CompareConfig.task_spec: expected tasks of distinct names (their runs are "
+                f"OUT/snow/NAME, OUT/fire/NAME), got {self._all_names()}"
+            )
         if self.heads is not None:
             object.__setattr__(self, "heads", [h for item in self.heads for h in item.split(",")])
+
+    def _all_names(self) -> list[str]:
+        return list(self.tasks) + [self._user(ref).name for ref in self.task_spec or []]
+
+    def _user(self, ref):
+        from tasks import resolve_task
+
+        try:
+            return resolve_task(ref, base=self.data)
+        except (ValueError, TypeError, OSError) as err:
+            raise ValueError(f"CompareConfig.task_spec: {err}") from err
+
+    @cached_property
+    def specs(self) -> dict[str, Any]:
+        """Every task of the comparison by name (`tasks.TaskSpec`): the registered ones, then
+        the user's, in the order given."""
+        from tasks import get_task
+
+        specs = {name: get_task(name) for name in self.tasks}
+        for ref in self.task_spec or []:
+            spec = self._user(ref)
+            specs.setdefault(spec.name, spec)
+        return specs
+
+    @property
+    def names(self) -> list[str]:
+        """The names of the tasks compared, in order (the table's columns)."""
+        return list(self.specs)
 
     @property
     def seeds_fire(self) -> int:
@@ -97,11 +149,11 @@ class CompareConfig:
         return "joint" if encoder_family(self.encoder) == "hf" else "separate"
 
     def heads_for(self, task: str) -> list[str]:
-        from tasks import get_task
-
         if self.heads:
             return list(self.heads)
-        return list(dict.fromkeys([PAPER_HEAD[task], SMALLEST_HEAD[get_task(task).kind]]))
+        spec = self.specs[task]
+        paper = PAPER_HEAD[task] if spec.registered else paper_head(spec.kind, spec.pair)
+        return list(dict.fromkeys([paper, SMALLEST_HEAD[spec.kind]]))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -63,11 +63,9 @@ def _cost(cell: dict[str, Any]) -> dict[str, Any]:
 def summarise(cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None) -> dict[str, Any]:
     """Per task: each ❄️ head's dev/test mean and sd, the best head (on dev), 🔥, Δ, verdict, and
     the zero-training baseline's scores (compare/baseline.py) where the task has one."""
-    from tasks import get_task
-
     out = {}
-    for task in cfg.tasks:
-        metric = get_task(task).metric
+    for task in cfg.names:
+        metric = cfg.specs[task].metric
         mine = [c for c in cells if c["task"] == task]
 
         def scores(cs, split, metric=metric):
@@ -123,11 +121,19 @@ def _cell(pair) -> str:
     return f"{100 * mean:.1f}" + ("" if sd is None else f" ± {100 * sd:.1f}")
 
 
+def _column(cfg: CompareConfig, task: str) -> str:
+    """A task's column: a user's task names its metric (the paper's name theirs in its table)."""
+    spec = cfg.specs[task]
+    return task if spec.registered else f"{task} ({spec.metric})"
+
+
 def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any]) -> str:
-    tasks = cfg.tasks
-    head = "| encoder | mode | split | " + " | ".join(tasks) + " |"
+    tasks = cfg.names
+    head = "| encoder | mode | split | " + " | ".join(_column(cfg, t) for t in tasks) + " |"
     rows = [head, "|" + " --- |" * (len(tasks) + 3)]
-    for (enc, mode), values in PAPER_TABLE2.items():
+    paper = [t for t in tasks if cfg.specs[t].registered]  # the paper's rows: its tasks only
+    for (enc, mode), values in PAPER_TABLE2.items() if paper else ():
+        values = {t: v for t, v in values.items() if t in paper}
         icon = "❄️" if mode == "snow" else "🔥"
         rows.append(f"| {enc} (paper) | {icon} | test | "
                     + " | ".join(f"{values[t]:.1f}" if t in values else "–" for t in tasks)
@@ -162,7 +168,8 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         "the data directory has labelled test files; the paper's rows are its test scores. ❄️: "
         "the best head on dev. Verdict: ❄️ ≈ 🔥 when |Δ| is within the seeds' spread. No "
         "training: cosine of mean-pooled texts (similarity tasks) or the majority label "
-        "(classification), nothing trained; the row a trained answer has to beat.",
+        "(classification), nothing trained; the row a trained answer has to beat (– where no "
+        "such answer says anything: tagging, regression of one text).",
         f"Budget {cfg.budget}: ❄️ {caps['snow'] or 'the defaults of snowfire train'}; 🔥 "
         f"{caps['fire'] or 'rate and epochs tuned on dev (snowfire finetune --grid shared)'}. ❄️ "
         f"features of pairs encoded {cfg.pair_encoding_used}"
@@ -202,6 +209,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
 
 def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[str, Any]:
     from cache import versions
+    from tasks import describe
 
     out = Path(cfg.out)
     summary = summarise(cfg, cells, baselines)
@@ -217,6 +225,8 @@ def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[
         "versions": versions(),
         "extraction": extraction,
         "baselines": baselines or {},
+        # each task as resolved: kind, labels, metric, every split file's path and sha256
+        "task_specs": {name: describe(spec, cfg.data) for name, spec in cfg.specs.items()},
         "tasks": summary,
         "cells": cells,
         "fire_example_config": str(fire_config),
@@ -236,19 +246,20 @@ def _plot_bars(cfg, summary, path: Path) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    x = np.arange(len(cfg.tasks))
-    fig, ax = plt.subplots(figsize=(max(4, 1.3 * len(cfg.tasks) + 2), 3.6))
+    tasks = cfg.names
+    x = np.arange(len(tasks))
+    fig, ax = plt.subplots(figsize=(max(4, 1.3 * len(tasks) + 2), 3.6))
     for offset, mode, label, color in ((-0.2, "snow", "features + best head", "#4c8cbf"),
                                        (0.2, "fire", "fine-tuning", "#d9622b")):  # fmt: skip
-        means = [100 * summary[t][mode]["dev"][0] for t in cfg.tasks]
-        sds = [100 * (summary[t][mode]["dev"][1] or 0) for t in cfg.tasks]
+        means = [100 * summary[t][mode]["dev"][0] for t in tasks]
+        sds = [100 * (summary[t][mode]["dev"][1] or 0) for t in tasks]
         ax.bar(x + offset, means, 0.4, yerr=sds, capsize=3, label=label, color=color)
-    base = [(i, 100 * summary[t]["baseline"]["dev"]) for i, t in enumerate(cfg.tasks)
+    base = [(i, 100 * summary[t]["baseline"]["dev"]) for i, t in enumerate(tasks)
             if "dev" in summary[t].get("baseline", {})]  # fmt: skip
     if base:
         ax.hlines([v for _, v in base], [i - 0.42 for i, _ in base], [i + 0.42 for i, _ in base],
                   colors="black", linestyles="dashed", label="no training")  # fmt: skip
-    ax.set_xticks(x, cfg.tasks)
+    ax.set_xticks(x, tasks)
     ax.set_ylabel("dev score (x100)")
     ax.set_title(f"{cfg.encoder}: features + head vs fine-tuning ({_seeds(cfg, plain=True)})")
     ax.legend(fontsize=8, loc="lower left")
@@ -264,7 +275,7 @@ def _plot_layers(cfg, summary, cells, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    for task in cfg.tasks:
+    for task in cfg.names:
         best = summary[task]["best_head"]
         run = next(Path(c["run"]) for c in cells if c["task"] == task and c["mode"] == "snow"
                    and c["head"] == best and c["seed"] == 0)  # fmt: skip

@@ -26,29 +26,59 @@ def _store(cfg: CompareConfig) -> str:
     return cfg.store or str(Path(cfg.out) / "store")
 
 
+def task_fields(spec) -> dict[str, Any]:
+    """How a command's config names `spec`: a registered task by name, a user's by its
+    recorded spec object (absolute paths, each file's sha256: a file edited mid-comparison is
+    refused, never mixed in)."""
+    from tasks import describe
+
+    if spec.registered:
+        return {"task": spec.name}
+    record = describe(spec)
+    return {"task_spec": {k: v for k, v in record.items() if k not in ("metrics", "registered")}}
+
+
+def check_tasks(cfg: CompareConfig) -> None:
+    """Read every split of every task (each row checked) before anything is written: a bad
+    row stops the comparison with its file and line, the store and OUT untouched."""
+    from tasks import available_splits, read_split
+
+    for spec in cfg.specs.values():
+        splits = available_splits(spec, cfg.data)
+        for needed in ("train", "dev"):
+            if needed not in splits:
+                raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
+        for split in splits:
+            read_split(spec, cfg.data, split)
+
+
 def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     """The task's feature sets (every split in the data directory), extracted where missing."""
     from cache import FeatureSetNotFoundError, open_reader
     from extractor import ExtractConfig, run_extract
     from rundir import write_json
-    from tasks import available_splits
+    from tasks import available_splits, split_source
 
     record_path = Path(cfg.out) / "extract" / f"{task}.json"
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
     pair_encoding = cfg.pair_encoding_used
+    spec = cfg.specs[task]
     reader = open_reader(_store(cfg))
-    missing, splits = [], available_splits(task, cfg.data)
+    missing, splits = [], available_splits(spec, cfg.data)
     for split in splits:
+        source = split_source(spec, cfg.data, split)
         try:
             reader.find_featureset(encoder=cfg.encoder, task=task, split=split,
-                                   pair_encoding=pair_encoding)  # fmt: skip
+                                   pair_encoding=pair_encoding, sha256=source["sha256"],
+                                   read=source.get("read"))  # fmt: skip
         except (FeatureSetNotFoundError, ValueError):
             missing.append(split)
     if missing:
         started = time.perf_counter()
         made = run_extract(ExtractConfig(
-            encoder=cfg.encoder, store=_store(cfg), task=task, data=cfg.data, split=missing,
+            encoder=cfg.encoder, store=_store(cfg), data=cfg.data, split=missing,
             pair_encoding=pair_encoding, device=cfg.device, progress=cfg.progress,
+            **task_fields(spec),
         ))  # fmt: skip
         record = {
             "seconds": round(time.perf_counter() - started + record.get("seconds", 0.0), 2),
@@ -61,31 +91,38 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
                      "all_splits": splits}  # fmt: skip
 
 
-def find_or_extract(encoder: str, store: str, task: str, data: str, split: str, pair: str,
+def find_or_extract(encoder: str, store: str, task, data: str | None, split: str, pair: str,
                     device: str | None = None, progress: bool = True,
                     who: str = "analyze"):  # fmt: skip
-    """The feature set of one task split, extracted first when the store lacks it."""
+    """The feature set of one task split (`task`: a TaskSpec or a registered name) made from
+    its current file, extracted first when the store lacks it."""
     from cache import FeatureSetNotFoundError, open_reader
     from extractor import ExtractConfig, run_extract
+    from tasks import as_spec, split_source
+
+    spec = as_spec(task)
+    source = split_source(spec, data, split)
 
     def find():
-        return open_reader(store).find_featureset(encoder=encoder, task=task, split=split,
-                                                  pair_encoding=pair)  # fmt: skip
+        return open_reader(store).find_featureset(
+            encoder=encoder, task=spec.name, split=split, pair_encoding=pair,
+            sha256=source["sha256"], read=source.get("read"),
+        )  # fmt: skip
 
     try:
         return find()
     except FeatureSetNotFoundError:
-        print(f"{who}: extracting {task} {split} ({pair} pairs) with {encoder}", flush=True)
-        run_extract(ExtractConfig(encoder=encoder, store=store, task=task, data=data,
-                                  split=[split], pair_encoding=pair, device=device,
-                                  progress=progress))  # fmt: skip
+        print(f"{who}: extracting {spec.name} {split} ({pair} pairs) with {encoder}", flush=True)
+        run_extract(ExtractConfig(encoder=encoder, store=store, data=data, split=[split],
+                                  pair_encoding=pair, device=device, progress=progress,
+                                  **task_fields(spec)))  # fmt: skip
         return find()
 
 
 def plan(cfg: CompareConfig) -> list[dict[str, Any]]:
     """Every cell of the comparison, in the order they run."""
     cells = []
-    for task in cfg.tasks:
+    for task in cfg.names:
         for seed in range(cfg.seeds):
             for head in cfg.heads_for(task):
                 out = Path(cfg.out) / "snow" / task / head / f"seed{seed}"
@@ -101,13 +138,14 @@ def plan(cfg: CompareConfig) -> list[dict[str, Any]]:
 def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> dict[str, Any]:
     """Train one cell (or return its finished run): {split: {metric: value}}."""
     caps = BUDGETS[cfg.budget]
+    task = task_fields(cfg.specs[cell["task"]])
     if cell["mode"] == "snow":
         from heads import TrainConfig, train
 
         return train(TrainConfig(
-            store=_store(cfg), encoder=cfg.encoder, task=cell["task"], head=cell["head"],
-            data=cfg.data, out=cell["run"], seed=cell["seed"], pair_encoding=pair_encoding,
-            progress=cfg.progress, device=cfg.device, hparams=dict(cfg.hparams), **caps["snow"],
+            store=_store(cfg), encoder=cfg.encoder, head=cell["head"], data=cfg.data,
+            out=cell["run"], seed=cell["seed"], pair_encoding=pair_encoding, progress=cfg.progress,
+            device=cfg.device, hparams=dict(cfg.hparams), **task, **caps["snow"],
         ))  # fmt: skip
     from finetune import FinetuneConfig
     from finetune import train as finetune
@@ -115,8 +153,8 @@ def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> di
     # full: the rate and epochs tuned on dev as the paper did (`snowfire finetune --grid shared`)
     grid = "shared" if cfg.budget == "full" else None
     return finetune(FinetuneConfig(
-        encoder=cfg.encoder, task=cell["task"], data=cfg.data, out=cell["run"], seed=cell["seed"],
-        progress=cfg.progress, device=cfg.device, grid=grid, **caps["fire"],
+        encoder=cfg.encoder, data=cfg.data, out=cell["run"], seed=cell["seed"],
+        progress=cfg.progress, device=cfg.device, grid=grid, **task, **caps["fire"],
     ))  # fmt: skip
 
 
@@ -125,12 +163,13 @@ def run_compare(cfg: CompareConfig) -> dict[str, Any]:
     from .baseline import run_baseline
     from .report import write_report
 
+    check_tasks(cfg)  # every row of every task, before anything is written
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     cells = plan(cfg)
     extraction, baselines = {}, {}
     done = 0
-    for task in cfg.tasks:
+    for task in cfg.names:
         print(f"compare {task}: features of {cfg.encoder}", flush=True)
         extraction[task] = extract_task(cfg, task)
         baselines[task] = run_baseline(cfg, task, _store(cfg))

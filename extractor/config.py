@@ -9,6 +9,7 @@ encoder options from a stored encoder identity (a manifest's or head.json's `enc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from cache import DEFAULT_TILES, STORED_DTYPES, TILES
@@ -52,7 +53,10 @@ class ExtractConfig:
 
     encoder: str = option(help=f"the encoder: {ENCODER_FORMS}")
     store: str = option(help="store directory or s3://bucket/prefix")
-    task: str | None = option(None, "task name", choices=TASK_NAMES)
+    task: str | None = option(None, "a registered task (or --task-spec)", choices=TASK_NAMES)
+    task_spec: str | dict | None = option(
+        None, "your own task: a spec file (.yaml, .yml, .json); a job may give the spec object"
+    )
     data: str | None = option(None, "task data directory (one folder per task)")
     split: list[str] | None = option(
         None, "split to extract (repeatable; default: every split present)", choices=SPLITS
@@ -101,21 +105,24 @@ class ExtractConfig:
             encoder_family(self.encoder)
         except ValueError as err:
             raise ValueError(f"ExtractConfig.encoder: {err}") from err
-        if self.task is not None and self.input is not None:
+        tasked = self.task is not None or self.task_spec is not None
+        if tasked and self.input is not None:
             raise ValueError(_EITHER)
-        if self.task is not None:
-            from tasks import get_task
+        if tasked:
+            self.spec  # noqa: B018 (resolved and checked now: the errors name the field)
 
-            try:
-                get_task(self.task)
-            except ValueError as err:
-                raise ValueError(f"ExtractConfig.task: {err}") from err
-            if self.data is None:
-                raise ValueError(f"ExtractConfig.data: task {self.task!r} needs its data directory")
+    @cached_property
+    def spec(self):
+        """The task to read (`tasks.TaskSpec`), or None for a raw text file or no input."""
+        if self.task is None and self.task_spec is None:
+            return None
+        from tasks import config_task
+
+        return config_task("ExtractConfig", self.task, self.task_spec, self.data)
 
     def check_inputs(self) -> None:
         """ValueError unless the config names what to read (a task, or an input file)."""
-        if self.task is None and self.input is None:
+        if self.spec is None and self.input is None:
             raise ValueError(_EITHER)
 
     def encoder_options(self) -> dict[str, Any]:
@@ -144,4 +151,7 @@ class ExtractConfig:
 
 #: The fields that are `load_encoder`'s keyword arguments.
 _ENCODER_OPTIONS = ("pair_encoding", "max_length", "device", "elmo_state", "batch_size")
-_EITHER = "ExtractConfig: give either 'task' (task data in 'data') or 'input' (a text file)"
+_EITHER = (
+    "ExtractConfig: give either 'task' (task data in 'data') or 'task_spec' (your own task), or "
+    "'input' (a text file)"
+)

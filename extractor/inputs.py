@@ -36,14 +36,23 @@ def _texts(examples) -> list[TextInput]:
 
 def gather_inputs(
     *,
-    task: str | None = None,
+    task=None,
     data: str | None = None,
     splits: list[str] | None = None,
     input: str | None = None,
     name: str | None = None,
 ) -> list[InputSet]:
-    """A task's splits (every split present by default) or one raw text file."""
-    from tasks import available_splits, read_split, read_text_file, split_path
+    """A task's splits (every split present by default; `task` a TaskSpec or a registered
+    name), every row of each read and checked before anything is extracted, or one raw text
+    file."""
+    from tasks import (
+        as_spec,
+        available_splits,
+        read_split,
+        read_text_file,
+        split_path,
+        split_source,
+    )
 
     if (input is None) == (task is None):
         raise ValueError("give either a task (with its data directory) or an input file")
@@ -51,22 +60,17 @@ def gather_inputs(
         path = Path(input)
         source = {"kind": "file", "path": str(path.resolve()), "sha256": file_sha256(path)}
         return [InputSet(None, None, _texts(read_text_file(path)), source, name or path.stem)]
-    if data is None:
-        raise ValueError(f"task {task!r} needs its data directory (--data DIR)")
-    present = available_splits(task, data)
+    spec = as_spec(task)
+    if spec.folder is not None and data is None:
+        raise ValueError(f"task {spec.name!r} needs its data directory (--data DIR)")
+    present = available_splits(spec, data)
     out = []
     for split in splits or present:
-        path = split_path(task, data, split)
         if split not in present:
-            raise ValueError(f"no {split} split for {task}: expected {path}")
-        source = {
-            "kind": "task",
-            "task": task,
-            "split": split,
-            "path": str(path.resolve()),
-            "sha256": file_sha256(path),
-        }
-        out.append(InputSet(task, split, _texts(read_split(task, data, split)), source))
+            where = split_path(spec, data, split) if split in spec.splits else "no such split"
+            raise ValueError(f"no {split} split for {spec.name}: expected {where}")
+        texts = _texts(read_split(spec, data, split))
+        out.append(InputSet(spec.name, split, texts, split_source(spec, data, split)))
     return out
 
 
@@ -106,7 +110,7 @@ def run_extract(config: ExtractConfig) -> list[FeatureSetInfo]:
         )
     config.check_inputs()
     inputs = gather_inputs(
-        task=config.task, data=config.data, splits=config.split, input=config.input,
+        task=config.spec, data=config.data, splits=config.split, input=config.input,
         name=config.name,
     )  # fmt: skip
     # the encoder of this process (it plans); on Ray, each actor builds its own the same way

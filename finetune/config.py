@@ -9,6 +9,7 @@ section of a run's config.json back, so a run directory is enough to repeat the 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from functools import cached_property
 from typing import Any
 
 from extractor import ENCODER_FORMS, encoder_family
@@ -42,12 +43,19 @@ class FinetuneConfig:
     """
 
     encoder: str = option(help=f"the encoder to fine-tune: {ENCODER_FORMS}")
-    task: str = option(help="task name", choices=TASK_NAMES)
-    data: str = option(help="task data directory (one folder per task)")
     out: str = option(
         help="run directory; a checkpoint there is resumed, a finished run returned as it is",
         volatile=True,
     )
+    task: str | None = option(None, "a registered task (or --task-spec)", choices=TASK_NAMES)
+    task_spec: str | dict | None = option(
+        None, "your own task: a spec file (.yaml, .yml, .json; README 'Your own task'); a job "
+        "may give the spec object",
+    )  # fmt: skip
+    data: str | None = option(
+        None, "task data directory (a registered task's files; a job's spec object: its "
+        "relative paths)",
+    )  # fmt: skip
     seed: int = option(0, "seeds the output layer's initialisation, the data order and dropout")
     epochs: int = option(
         3, "passes over the training data (the maximum, with early stopping)", ge=1
@@ -133,7 +141,7 @@ class FinetuneConfig:
 
     def __post_init__(self) -> None:
         check(self)
-        for name in ("encoder", "task", "data", "out"):
+        for name in ("encoder", "out"):
             if not getattr(self, name):
                 raise ValueError(f"FinetuneConfig.{name}: expected a non-empty string")
         for name in ("grid_lrs", "grid_epochs"):
@@ -149,6 +157,14 @@ class FinetuneConfig:
             encoder_family(self.encoder)
         except ValueError as err:
             raise ValueError(f"FinetuneConfig.encoder: {err}") from err
+        self.spec  # noqa: B018 (resolved and checked now: the errors name the field)
+
+    @cached_property
+    def spec(self):
+        """The task (`tasks.TaskSpec`): `task` or `task_spec`, resolved and checked."""
+        from tasks import config_task
+
+        return config_task("FinetuneConfig", self.task, self.task_spec, self.data)
 
     @property
     def family(self) -> str:
@@ -163,10 +179,8 @@ class FinetuneConfig:
     def settings(self) -> dict[str, Any]:
         """The optimisation settings in effect for this task: the recipe's, overridden by
         every one of `RECIPE_FIELDS` that is not None."""
-        from tasks import get_task
-
         overrides = {name: getattr(self, name) for name in RECIPE_FIELDS}
-        return resolve(self.recipe_name, get_task(self.task).pair, overrides)[1]
+        return resolve(self.recipe_name, self.spec.pair, overrides)[1]
 
     def recipe_record(self) -> dict[str, Any]:
         """What RUN/config.json records: recipe name, explicit overrides, settings in effect."""

@@ -86,11 +86,10 @@ def run_grid(cfg: FinetuneConfig) -> dict[str, Any]:
 
 
 def _fill(cfg: FinetuneConfig) -> dict[str, Any]:
-    from tasks import get_task
 
     lrs, epochs = grid_values(cfg)
     exact = cfg.grid == "exact"
-    metric = get_task(cfg.task).metric
+    metric = cfg.spec.metric
     out = Path(cfg.out)
     cells: list[dict[str, Any]] = []
     runs: dict[tuple[float, int], Path] = {}

@@ -46,7 +46,7 @@ from rundir import (
     write_json,
     write_lines,
 )
-from tasks import decode, gold_of, write_predictions
+from tasks import decode, describe, gold_of, write_predictions
 
 from .config import FinetuneConfig
 from .model import build_model, predict, to_device
@@ -135,11 +135,12 @@ def train(
         from .grid import run_grid
 
         return run_grid(cfg)
+    examples = _examples(cfg)  # every row checked before anything is written
     with hold_run(cfg.out):  # one process at a time: a second attempt fails at once
-        return _train(cfg, on_step, clock)
+        return _train(cfg, on_step, clock, examples)
 
 
-def _train(cfg: FinetuneConfig, on_step, clock) -> dict[str, dict[str, float]]:
+def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str, float]]:
     started = clock()
     torch.manual_seed(cfg.seed)
     device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -149,7 +150,7 @@ def _train(cfg: FinetuneConfig, on_step, clock) -> dict[str, dict[str, float]]:
         (out_dir / CHECKPOINT).unlink(missing_ok=True)  # killed just before it was dropped
         return finished
     (out_dir / PREDICTIONS).mkdir(parents=True, exist_ok=True)
-    spec, examples = _examples(cfg)
+    spec = cfg.spec
     steps_per_epoch = math.ceil(len(examples["train"]) / cfg.batch_size)
     total_steps = steps_per_epoch * cfg.epochs
 
@@ -211,22 +212,22 @@ def _train(cfg: FinetuneConfig, on_step, clock) -> dict[str, dict[str, float]]:
 
 
 def _examples(cfg: FinetuneConfig):
-    """The task's spec and its examples per split present (train and dev needed, with gold
-    labels); `max_train_examples` drawn at random with the seed, kept in file order."""
-    from tasks import available_splits, get_task, read_split, train_subset
+    """The task's examples per split present (train and dev needed, with gold labels), every
+    row checked; `max_train_examples` drawn at random with the seed, kept in file order."""
+    from tasks import available_splits, read_split, train_subset
 
-    spec = get_task(cfg.task)
-    splits = available_splits(cfg.task, cfg.data)
+    spec = cfg.spec
+    splits = available_splits(spec, cfg.data)
     for needed in ("train", "dev"):
         if needed not in splits:
-            raise ValueError(f"{cfg.task}: no {needed} split in {cfg.data} (found {splits})")
-    examples = {s: read_split(cfg.task, cfg.data, s) for s in splits}
+            raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
+    examples = {s: read_split(spec, cfg.data, s) for s in splits}
     keep = train_subset(len(examples["train"]), cfg.max_train_examples, cfg.seed)
     if keep is not None:  # the same draw as a ❄️ head's with this cap and seed
         examples["train"] = [examples["train"][i] for i in keep]
     if gold_of(spec, examples["train"]) is None or gold_of(spec, examples["dev"]) is None:
-        raise ValueError(f"{cfg.task}: the train and dev splits in {cfg.data} need gold labels")
-    return spec, examples
+        raise ValueError(f"{spec.name}: the train and dev splits in {cfg.data} need gold labels")
+    return examples
 
 
 def _run_info(cfg: FinetuneConfig, spec, fit: _Fit, identity, examples, total_steps: int):
@@ -245,7 +246,7 @@ def _run_info(cfg: FinetuneConfig, spec, fit: _Fit, identity, examples, total_st
             for g in fit.optimizer.param_groups
         ],
         "encoder": identity,
-        "task": {"name": spec.name, "kind": spec.kind, "pair": spec.pair, "metric": spec.metric},
+        "task": describe(spec, cfg.data),  # kind, labels, pair, each split file's sha256
         "num_examples": {s: len(e) for s, e in examples.items()},
         "total_steps": total_steps,
         "seed": cfg.seed,
@@ -305,7 +306,7 @@ def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out
     from tasks import evaluate
 
     preds = decode(spec, predict(fit.model, dev_set, cfg.batch_size, fit.device))
-    dev = evaluate(cfg.task, gold_of(spec, dev_set), preds)
+    dev = evaluate(spec, gold_of(spec, dev_set), preds)
     score = dev[spec.metric]
     key = -math.inf if math.isnan(score) else score  # a constant prediction has no pearson
     if key > state.best or state.best_epoch is None:
@@ -336,7 +337,7 @@ def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path) -> dict[str, dict[str
         write_predictions(prediction_file(out_dir, split), spec, split_examples, preds)
         gold = gold_of(spec, split_examples)
         if gold is not None:
-            metrics[split] = evaluate(cfg.task, gold, preds)
+            metrics[split] = evaluate(spec, gold, preds)
     model.save_encoder(out_dir / ENCODER)
     return metrics
 

@@ -4,6 +4,7 @@ the CLI flags of `snowfire train` and the train job's params are derived from it
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from typing import Any
 
 from extractor import PAIR_ENCODINGS
@@ -21,10 +22,17 @@ class TrainConfig:
         help="store directory, s3://bucket/prefix or http://HOST:PORT of the service"
     )
     encoder: str = option(help="the encoder spec the features were extracted with (e.g. minilm)")
-    task: str = option(help="task name", choices=TASK_NAMES)
     head: str = option(help="head name (linear, mlp, probe, bcn, esim, bilstm-crf, ...)")
-    data: str = option(help="task data directory (labels, and which splits exist)")
     out: str = option(help="run directory", volatile=True)
+    task: str | None = option(None, "a registered task (or --task-spec)", choices=TASK_NAMES)
+    task_spec: str | dict | None = option(
+        None, "your own task: a spec file (.yaml, .yml, .json; README 'Your own task'); a job "
+        "may give the spec object",
+    )  # fmt: skip
+    data: str | None = option(
+        None, "task data directory (a registered task's files; a job's spec object: its "
+        "relative paths)",
+    )  # fmt: skip
     seed: int = option(0, "seeds the head's initialisation, the data order and dropout")
     epochs: int = option(
         20, "passes over the training data (the maximum, with early stopping)", ge=1
@@ -58,11 +66,10 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check(self)
-        for name in ("store", "encoder", "task", "head", "data", "out"):
+        for name in ("store", "encoder", "head", "out"):
             if not getattr(self, name):
                 raise ValueError(f"TrainConfig.{name}: expected a non-empty string")
         from extractor import encoder_family
-        from tasks import get_task
 
         from .registry import check_head
 
@@ -70,10 +77,7 @@ class TrainConfig:
             encoder_family(self.encoder)
         except ValueError as err:
             raise ValueError(f"TrainConfig.encoder: {err}") from err
-        try:
-            spec = get_task(self.task)
-        except ValueError as err:
-            raise ValueError(f"TrainConfig.task: {err}") from err
+        spec = self.spec
         try:
             check_head(self.head, spec.kind, spec.pair, self.hparams)
         except ValueError as err:
@@ -84,6 +88,13 @@ class TrainConfig:
             raise ValueError(
                 f"TrainConfig.layer: only the probe head reads one layer, not {self.head!r}"
             )
+
+    @cached_property
+    def spec(self):
+        """The task (`tasks.TaskSpec`): `task` or `task_spec`, resolved and checked."""
+        from tasks import config_task
+
+        return config_task("TrainConfig", self.task, self.task_spec, self.data)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,7 +18,7 @@ from typing import Any
 
 from cache import identity_content, open_reader
 from rundir import CONFIG, HEAD, WEIGHTS
-from tasks import Example, decode, get_task, read_split, write_predictions
+from tasks import Example, decode, get_task, read_split, spec_from_record, write_predictions
 
 
 def load_head(run: str | Path):
@@ -40,14 +40,23 @@ def load_head(run: str | Path):
     return head.eval(), meta
 
 
+def run_task(meta: dict[str, Any]):
+    """The task a run was trained on, from its head.json alone: the recorded spec (a user's
+    task: kind, labels, pair, where its files were), else the registered task of that name
+    (runs made before the spec was recorded)."""
+    if "task_spec" in meta:
+        return spec_from_record(meta["task_spec"])
+    return get_task(meta["task"])
+
+
 def _examples(run: Path, meta: dict[str, Any], info, reader, data: str | None) -> list[Example]:
     """The examples behind a feature set: the task split's own (with gold) when it is one of
-    the run's task and its data is found, else the stored words without gold."""
+    the run's task and its file is found, else the stored words without gold."""
     if info.task == meta["task"] and info.split is not None:
         data = data or json.loads((run / CONFIG).read_text())["train"]["data"]
         try:
-            examples = read_split(meta["task"], data, info.split)
-        except OSError:
+            examples = read_split(run_task(meta), data, info.split)
+        except (OSError, ValueError):  # the data moved, or the file changed
             examples = None
         if examples is not None and len(examples) == info.num_examples:
             return examples
@@ -70,7 +79,7 @@ def predict_featureset(
 
     run = Path(run)
     head, meta = load_head(run)
-    spec = get_task(meta["task"])
+    spec = run_task(meta)
     reader = open_reader(store)
     info = reader.get_featureset(featureset)
     if identity_content(info.encoder) != identity_content(meta["encoder"]):

@@ -53,29 +53,34 @@ def _targets(spec, examples) -> np.ndarray | list | None:
     return [np.array([lookup[t] for t in e.tags], dtype=np.int64) for e in examples]
 
 
-def _same_text(reader, cfg: TrainConfig, split: str):
-    """Feature sets of another task read from the very same file (SICK-E and SICK-R share
-    `sick/SICK_train.txt`): the same texts in the same order, so the same features."""
-    from cache import file_sha256
-    from tasks import split_path
-
-    sha = file_sha256(split_path(cfg.task, cfg.data, split))
+def _same_text(reader, cfg: TrainConfig, split: str, source: dict):
+    """Feature sets of another task read from the very same file the same way (SICK-E and
+    SICK-R share `sick/SICK_train.txt`): the same texts in the same order, so the same
+    features."""
     return [
         fs
         for fs in reader.list_featuresets()
-        if fs.manifest.get("source", {}).get("sha256") == sha
+        if fs.manifest.get("source", {}).get("sha256") == source["sha256"]
+        and fs.manifest.get("source", {}).get("read") == source.get("read")
+        and fs.split == split
         and cfg.encoder in (fs.encoder.get("spec"), fs.encoder.get("name"))
         and (cfg.pair_encoding is None or fs.encoder.get("pair_encoding") == cfg.pair_encoding)
     ]
 
 
 def _featureset(reader, cfg: TrainConfig, split: str, n_examples: int):
+    """The feature set of one split of the task: made by the encoder from this very file
+    (its sha256 and, for a user task, how it is read), so an edited file is never trained on
+    with the features of its old texts."""
     from cache import FeatureSetNotFoundError
+    from tasks import split_source
 
+    source = split_source(cfg.spec, cfg.data, split)
     try:
         info = reader.find_featureset(
-            encoder=cfg.encoder, task=cfg.task, split=split, pair_encoding=cfg.pair_encoding
-        )
+            encoder=cfg.encoder, task=cfg.spec.name, split=split,
+            pair_encoding=cfg.pair_encoding, sha256=source["sha256"], read=source.get("read"),
+        )  # fmt: skip
     except FeatureSetNotFoundError:
         if cfg.featureset is not None:
             hits = [
@@ -84,15 +89,15 @@ def _featureset(reader, cfg: TrainConfig, split: str, n_examples: int):
                 if fs.id.startswith(cfg.featureset) and fs.split == split
             ]
         else:
-            hits = _same_text(reader, cfg, split)
+            hits = _same_text(reader, cfg, split, source)
         if len(hits) != 1:
             raise
         info = hits[0]
-        log.info("%s/%s: using %s (extracted from the same file)", cfg.task, split, info.id)
+        log.info("%s/%s: using %s (extracted from the same file)", cfg.spec.name, split, info.id)
     if info.num_examples != n_examples:
         raise ValueError(
-            f"feature set {info.id} holds {info.num_examples} examples but {cfg.task}/{split} "
-            f"in {cfg.data} has {n_examples}: re-extract this split"
+            f"feature set {info.id} holds {info.num_examples} examples but {cfg.spec.name}/"
+            f"{split} ({source['path']}) has {n_examples}: re-extract this split"
         )
     return info
 
@@ -127,6 +132,7 @@ def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
     attempt left (no metrics.json) is cleared first, so a run never continues on top of
     half-written files.
     """
+    examples = _examples(cfg)  # every row checked before anything is written
     out = Path(cfg.out)
     with hold_run(out):
         done = finished_or_refuse(out, cfg, "train")
@@ -138,15 +144,39 @@ def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
                 shutil.rmtree(target)
             else:
                 target.unlink(missing_ok=True)
-        return _fit(cfg)
+        return _fit(cfg, examples)
 
 
-def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
+def _examples(cfg: TrainConfig) -> dict[str, list]:
+    """The examples of every split present (train and dev needed), each row checked."""
+    from tasks import available_splits, read_split
+
+    spec = cfg.spec
+    splits = available_splits(spec, cfg.data)
+    for needed in ("train", "dev"):
+        if needed not in splits:
+            raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
+    return {s: read_split(spec, cfg.data, s) for s in splits}
+
+
+def _examples(cfg: TrainConfig) -> dict[str, list]:
+    """The examples of every split present (train and dev needed), each row checked."""
+    from tasks import available_splits, read_split
+
+    spec = cfg.spec
+    splits = available_splits(spec, cfg.data)
+    for needed in ("train", "dev"):
+        if needed not in splits:
+            raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
+    return {s: read_split(spec, cfg.data, s) for s in splits}
+
+
+def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, float]]:
     import torch
     from tqdm import tqdm
 
     from cache import open_reader
-    from tasks import available_splits, evaluate, get_task, read_split, train_subset
+    from tasks import evaluate, train_subset
 
     from .batch import collate
     from .registry import build_head
@@ -154,15 +184,11 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    spec = get_task(cfg.task)
-    splits = available_splits(cfg.task, cfg.data)
-    for needed in ("train", "dev"):
-        if needed not in splits:
-            raise ValueError(f"{cfg.task}: no {needed} split in {cfg.data} (found {splits})")
+    spec = cfg.spec
+    splits = list(examples)
 
     # -- data: feature sets + targets of every split
     reader = open_reader(cfg.store)
-    examples = {s: read_split(cfg.task, cfg.data, s) for s in splits}
     infos = {s: _featureset(reader, cfg, s, len(examples[s])) for s in splits}
     pools = {info.encoder_id for info in infos.values()}
     if len(pools) != 1:
@@ -226,7 +252,7 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
         preds = _predict(
             head, sources["dev"], targets["dev"], spec.kind, cfg.batch_size, word_level, device
         )
-        dev = evaluate(cfg.task, gold_of(spec, examples["dev"]), decode(spec, preds))
+        dev = evaluate(spec, gold_of(spec, examples["dev"]), decode(spec, preds))
         score = dev[spec.metric]
         record = {
             "epoch": epoch,
@@ -260,7 +286,7 @@ def _fit(cfg: TrainConfig) -> dict[str, dict[str, float]]:
         )
         gold = gold_of(spec, examples[split])
         if gold is not None:  # a test split without labels gets predictions only
-            metrics[split] = evaluate(cfg.task, gold, preds)
+            metrics[split] = evaluate(spec, gold, preds)
         write_predictions(prediction_file(out_dir, split), spec, examples[split], preds)
     _write_run(out_dir, cfg, head, info, metrics, time.perf_counter() - started, layers)
     return metrics
@@ -271,7 +297,7 @@ def _write_run(
 ) -> None:
     from safetensors.torch import save
 
-    from tasks import get_task
+    from tasks import describe
 
     from .scalar_mix import ScalarMix
 
@@ -281,15 +307,17 @@ def _write_run(
     write_json(out_dir / SCALAR_MIX, mixes)
     weights = save(
         {k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()},
-        metadata={"head": cfg.head, "task": cfg.task, "featureset": info.id},
+        metadata={"head": cfg.head, "task": cfg.spec.name, "featureset": info.id},
     )
     atomic_write(out_dir / WEIGHTS, weights)
+    task = describe(cfg.spec, cfg.data)  # kind, labels, pair and each split file's sha256
     # what rebuilds the head without the training data: heads/predict.py reads it
     head_json = {
         "head": head.config,  # build_head(**config)
         "layers": layers,  # the store layers it reads (a probe: one), None: all
-        "task": cfg.task,
-        "labels": list(get_task(cfg.task).labels or []),
+        "task": cfg.spec.name,
+        "labels": list(cfg.spec.labels or []),
+        "task_spec": task,  # predict rebuilds the task from it (tasks.spec_from_record)
         "featureset": info.id,
         "encoder": info.encoder,
         "dtype": info.dtype,
@@ -297,6 +325,7 @@ def _write_run(
     write_json(out_dir / HEAD, head_json)
     config = {
         "train": asdict(cfg),
+        "task": task,
         "featureset": info.summary(),
         "train_examples": min(cfg.max_train_examples or info.num_examples, info.num_examples),
         "features_manifest": info.manifest | {"keys": None},

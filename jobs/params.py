@@ -9,7 +9,9 @@ config is then built, so a job is refused exactly where the command would be. Un
 wrong JSON types (no coercion: "3" is not an int), an unknown task, encoder spec form or head,
 a head that cannot model the task, missing task data: InvalidJobError (422) with the reason.
 Defaults: `store` HOME/store, `out` HOME/runs/<job id>, `data` HOME/tasks;
-relative paths are relative to HOME. The stored params are the resolved ones.
+relative paths are relative to HOME. A user's task: `task_spec`, a spec file (relative: HOME's)
+or the spec object (its relative split paths: the data directory's; compare takes one or a
+list), every path kept where a job may read. The stored params are the resolved ones.
 """
 
 from __future__ import annotations
@@ -90,6 +92,8 @@ def validate_params(kind: str, params: dict[str, Any], home: Home, job_id: str) 
     """The resolved params of a `kind` job, or InvalidJobError naming what is wrong."""
     if kind not in JOB_KINDS:
         raise InvalidJobError(f"unknown job kind {kind!r}: expected one of {', '.join(JOB_KINDS)}")
+    if kind == "compare" and isinstance(params.get("task_spec"), (str, dict)):
+        params = {**params, "task_spec": [params["task_spec"]]}  # one spec, as for the others
     try:
         checked = params_model(kind).model_validate(params).model_dump()
     except ImportError as err:
@@ -102,7 +106,7 @@ def validate_params(kind: str, params: dict[str, Any], home: Home, job_id: str) 
     try:
         resolved = _RESOLVE[kind](checked, home, job_id)
         config(**resolved)  # the config's own checks, the command's too
-        _RESOLVE_AFTER[kind](resolved)
+        _RESOLVE_AFTER[kind](resolved, config)
         given = dataclasses.asdict(limits)
         return {**resolved, **{k: v for k, v in given.items() if v is not None}}
     except (ValueError, TypeError, OSError) as err:  # OSError: missing task data
@@ -111,57 +115,86 @@ def validate_params(kind: str, params: dict[str, Any], home: Home, job_id: str) 
         raise InvalidJobError(text if text.startswith("params") else f"params: {text}") from err
 
 
-def _splits(task: str, data: str, needed: list[str]) -> None:
+def _splits(spec, data: str | None, needed: list[str]) -> None:
+    """Every split of `spec` in `needed` has its file, and at least one split is there."""
     from tasks import available_splits, split_path
 
-    present = available_splits(task, data)
+    present = available_splits(spec, data)
     missing = [s for s in needed if s not in present]
     if missing:
-        where = ", ".join(str(split_path(task, data, s)) for s in missing)
-        raise ValueError(f"no {'/'.join(missing)} split of {task} in {data} (expected {where})")
+        where = ", ".join(
+            str(split_path(spec, data, s)) if s in spec.splits else f"no {s} split" for s in missing
+        )
+        inside = f" in {data}" if spec.folder is not None else ""
+        raise ValueError(f"no {'/'.join(missing)} split of {spec.name}{inside} (expected {where})")
+    if not present:
+        raise ValueError(f"no split of {spec.name} in {data}")
+
+
+def _spec_path(p: dict[str, Any], home: Home) -> None:
+    """A spec file named by a relative path is HOME's; a spec object's relative split paths
+    are the data directory's (HOME/tasks by default), made absolute; every path must stay
+    where a job may read (`Home.path`)."""
+    refs = p.get("task_spec")
+    if isinstance(refs, list):
+        p["task_spec"] = [_one_spec(r, p["data"], home) for r in refs]
+    elif refs is not None:
+        p["task_spec"] = _one_spec(refs, p["data"], home)
+
+
+def _one_spec(ref, data: str | None, home: Home):
+    if isinstance(ref, str):
+        return home.path(ref)
+    splits = ref.get("splits")
+    if not isinstance(splits, dict):
+        return ref  # the spec's own check names what is wrong
+    base = Path(data or home.path("tasks"))
+    resolved = {}
+    for split, entry in splits.items():
+        path = entry if isinstance(entry, str) else (entry or {}).get("path")
+        if isinstance(path, str) and path:
+            path = home.path(str(base / path) if not Path(path).is_absolute() else path)
+            entry = path if isinstance(entry, str) else {**entry, "path": path}
+        resolved[split] = entry
+    return {**ref, "splits": resolved}
 
 
 def _extract(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
     p["store"] = home.store_param(p["store"])
     if p["input"] is not None:
         p["input"] = home.path(p["input"])
-    elif p["task"] is not None:
+    elif p["task"] is not None or p["task_spec"] is not None:
         p["data"] = home.path(p["data"] or "tasks")
+    _spec_path(p, home)
     return p
 
 
-def _extract_files(p: dict[str, Any]) -> None:
-    from extractor import ExtractConfig
-
-    ExtractConfig(**p).check_inputs()  # a job, as the command, names what to read
+def _extract_files(p: dict[str, Any], config: type) -> None:
+    config = config(**p)
+    config.check_inputs()  # a job, as the command, names what to read
     if p["input"] is not None:
         if not Path(p["input"]).is_file():
             raise ValueError(f"input: no file {p['input']}")
         return
-    _splits(p["task"], p["data"], p["split"] or [])
-    from tasks import available_splits
-
-    if not available_splits(p["task"], p["data"]):
-        raise ValueError(f"no split of {p['task']} in {p['data']}")
+    _splits(config.spec, p["data"], p["split"] or [])
 
 
 def _run_dirs(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
     if "store" in p:
         p["store"] = home.store_param(p["store"])
     p["data"] = home.path(p["data"] or "tasks")
+    _spec_path(p, home)
     p["out"] = home.path(p["out"] or f"runs/{job_id}")
     return p
 
 
-def _train_files(p: dict[str, Any]) -> None:
-    _splits(p["task"], p["data"], ["train", "dev"])
+def _train_files(p: dict[str, Any], config: type) -> None:
+    _splits(config(**p).spec, p["data"], ["train", "dev"])
 
 
-def _compare_files(p: dict[str, Any]) -> None:
-    from compare import CompareConfig
-
-    for task in CompareConfig(**p).tasks:
-        _splits(task, p["data"], ["train", "dev"])
+def _compare_files(p: dict[str, Any], config: type) -> None:
+    for spec in config(**p).specs.values():
+        _splits(spec, p["data"], ["train", "dev"])
 
 
 _RESOLVE = {"extract": _extract, "train": _run_dirs, "finetune": _run_dirs, "compare": _run_dirs}

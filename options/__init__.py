@@ -17,6 +17,8 @@ where it writes): a run directory made with another value of it is still the sam
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 import os
 import types
 import typing
@@ -53,16 +55,21 @@ def volatile_fields(config: Any) -> frozenset[str]:
 
 
 def _base(hint: Any) -> tuple[Any, bool]:
-    """(`X`, True) for `X | None`, (hint, False) otherwise."""
+    """(`X`, True) for `X | None` (X itself a union of the rest: `str | dict | None` gives
+    `str | dict`), (hint, False) otherwise."""
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         if len(args) == 1:
             return args[0], True
+        if len(args) < len(typing.get_args(hint)):
+            return functools.reduce(operator.or_, args), True
     return hint, False
 
 
 def _type_ok(value: Any, base: Any) -> bool:
     origin = typing.get_origin(base) or base
+    if origin in (typing.Union, types.UnionType):  # e.g. str | dict: a path, or the object
+        return any(_type_ok(value, arg) for arg in typing.get_args(base))
     if base is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if base is int:

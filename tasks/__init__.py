@@ -16,12 +16,18 @@ from .describe import describe, file_digest, read_key, spec_from_record, split_s
 from .example import Example
 from .metrics import accuracy, binary_f1, macro_f1, matthews_corrcoef, pearson, spearman
 from .predictions import decode, gold_of, read_predictions, write_predictions
-from .readers import available_splits, read_split, split_path
+from .readers import as_spec, available_splits, read_split, split_path
 from .registry import TASK_NAMES, TASKS, get_task
 from .scoring import evaluate
 from .spans import span_scores, tag_spans
 from .spec import FORMATS, KINDS, METRICS, SPLITS, USER_FORMATS, Source, TaskSpec
-from .spec_file import SPEC_SUFFIXES, load_spec_file, resolve_task, spec_from_dict
+from .spec_file import (
+    SPEC_SUFFIXES,
+    config_task,
+    load_spec_file,
+    resolve_task,
+    spec_from_dict,
+)
 from .subset import train_subset
 from .text_file import read_text_file
 
@@ -43,9 +49,11 @@ __all__ = [
     "TaskReport",
     "TaskSpec",
     "accuracy",
+    "as_spec",
     "available_splits",
     "binary_f1",
     "check_task",
+    "config_task",
     "decode",
     "describe",
     "evaluate",

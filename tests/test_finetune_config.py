@@ -84,12 +84,19 @@ def test_bad_fields_are_refused(change, message):
         ({"epochs": "3"}, r"FinetuneConfig.epochs: expected int, got '3' \(str\)"),
         ({"epochs": 2.0}, r"FinetuneConfig.epochs: expected int, got 2.0 \(float\)"),
         ({"crf": 1}, r"FinetuneConfig.crf: expected bool, got 1 \(int\)"),
-        ({"task": None}, r"FinetuneConfig.task: expected a value, got None"),
+        ({"task_spec": 3}, r"FinetuneConfig.task_spec: expected str \| dict, got 3 \(int\)"),
     ],
 )
 def test_wrong_types_are_refused(change, message):
     with pytest.raises(TypeError, match=message):
         FinetuneConfig(**(BASE | change))
+
+
+def test_one_task_exactly():
+    with pytest.raises(ValueError, match=r"FinetuneConfig: give either 'task' .* not neither"):
+        FinetuneConfig(**(BASE | {"task": None}))
+    with pytest.raises(ValueError, match=r"FinetuneConfig.data: task 'sst2' needs its data"):
+        FinetuneConfig(**(BASE | {"data": None}))
 
 
 def test_from_json_names_unknown_fields():
@@ -126,7 +133,7 @@ def test_cli_flags_round_trip():
     text = " ".join(parser.format_help().split())
     assert "--gradual-unfreezing" in text and "factor times the rate" in text
     with pytest.raises(SystemExit):
-        parser.parse_args(["--task", "sst2"])  # --encoder, --data, --out are required
+        parser.parse_args(["--task", "sst2"])  # --encoder and --out are required
 
 
 def test_flags_not_given_keep_the_config_defaults_and_bad_values_are_refused():

@@ -140,7 +140,8 @@ TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
          "params: no train/dev split of mnli in HOME/tasks (expected "
          "HOME/tasks/mnli/train.tsv, HOME/tasks/mnli/dev_matched.tsv)"),
         ({"kind": "extract", "params": {"encoder": "minilm"}},
-         "params: give either 'task' (task data in 'data') or 'input' (a text file)"),
+         "params: give either 'task' (task data in 'data') or 'task_spec' (your own task), or "
+         "'input' (a text file)"),
         ({"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "split": ["test"]}},
          "params: no test split of sst2 in HOME/tasks (expected HOME/tasks/sst2/test.tsv)"),
         ({"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "split": ["val"]}},

@@ -156,7 +156,7 @@ def test_a_capped_head_and_fire_train_on_the_same_examples(
     assert train_subset(len(everything), len(everything), seed=3) is None
     fire = FinetuneConfig(encoder=f"hf:{tiny_bert_dir}", task="sst2", data=str(data_dir),
                           out=str(tmp_path / "fire"), seed=3, max_train_examples=9)  # fmt: skip
-    _, examples = _examples(fire)
+    examples = _examples(fire)
     assert [e.index for e in examples["train"]] == keep
     train_cli(tiny_bert_dir, data_dir, store_dir, tmp_path / "snow", "sst2", "linear",
            "--seed", "3", "--max-train-examples", "9", "--epochs", "1")  # fmt: skip
