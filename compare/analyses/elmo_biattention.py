@@ -32,15 +32,14 @@ class ElmoBiattentionConfig(AnalysisConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         from extractor import encoder_family
-        from tasks import get_task
 
         if encoder_family(self.encoder) != "elmo":
             raise ValueError(
                 "ElmoBiattentionConfig.encoder: elmo-biattention fine-tunes ELMo: --encoder "
                 f"elmo:..., got {self.encoder!r}"
             )
-        for task in self.tasks:
-            if not get_task(task).pair:
+        for task, spec in self.specs.items():
+            if not spec.pair:
                 raise ValueError(
                     f"ElmoBiattentionConfig.tasks: elmo-biattention is about pairs: {task} is a "
                     "single-text task"
@@ -50,13 +49,12 @@ class ElmoBiattentionConfig(AnalysisConfig):
 def run(cfg: ElmoBiattentionConfig) -> dict[str, Any]:
     """Each task's dev score with and without bi-attention, a mean over the seeds;
     OUT/elmo-biattention.{json,md,png}."""
-    from tasks import get_task
 
     from ..verdict import mean_sd
 
     result: dict[str, Any] = {}
-    for task in cfg.tasks:
-        metric = get_task(task).metric
+    for task in cfg.names:
+        metric = cfg.specs[task].metric
         result[task] = {}
         for bi, key in ((True, "bi-attention"), (False, "none")):
             result[task][key] = mean_sd([

@@ -46,16 +46,16 @@ def run(cfg: MiConfig) -> dict[str, Any]:
     import numpy as np
 
     from cache import open_reader
-    from tasks import get_task, read_split
+    from tasks import read_split
 
     from ..mi import discretise, mi_knn, reduce
 
     result = {}
-    for task in cfg.tasks:
-        spec = get_task(task)
+    for task in cfg.names:
+        spec = cfg.specs[task]
         info = features(cfg, task, ("train",))
         means = _layer_means(open_reader(cfg.store_dir), info, cfg.limit)
-        labels = [e.label for e in read_split(task, cfg.data, "train")][: len(means)]
+        labels = [e.label for e in read_split(spec, cfg.data, "train")][: len(means)]
         if spec.kind == "regression":
             y = discretise(np.array(labels, dtype=np.float64))
         else:

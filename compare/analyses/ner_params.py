@@ -38,20 +38,18 @@ class NerParamsConfig(AnalysisConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from tasks import get_task
 
-        if len(self.tasks) != 1 or get_task(self.tasks[0]).kind != "tagging":
-            raise ValueError(f"NerParamsConfig.tasks: expected one tagging task, got {self.tasks}")
+        if len(self.specs) != 1 or next(iter(self.specs.values())).kind != "tagging":
+            raise ValueError(f"NerParamsConfig.tasks: expected one tagging task, got {self.names}")
 
 
 def run(cfg: NerParamsConfig) -> dict[str, Any]:
     """Every cell's dev F1, a mean over the seeds; OUT/ner-params.{json,md,png}."""
-    from tasks import get_task
 
     from ..verdict import mean_sd
 
-    (task,) = cfg.tasks
-    metric = get_task(task).metric
+    (task,) = cfg.names
+    metric = cfg.specs[task].metric
     features(cfg, task, ("train", "dev"))
     caps = {"max_train_examples": cfg.max_train_examples}
     cells = {}

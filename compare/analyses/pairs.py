@@ -40,15 +40,14 @@ class PairsConfig(AnalysisConfig):
 def run(cfg: PairsConfig) -> dict[str, Any]:
     """Every task's dev score both ways, mean and sd over the seeds; OUT/pairs.{json,md,png}."""
     from extractor import PAIR_ENCODINGS
-    from tasks import get_task
 
     from ..verdict import mean_sd
 
     caps = {"max_train_examples": cfg.max_train_examples}
     caps |= {"epochs": cfg.epochs} if cfg.epochs else {}
     result: dict[str, Any] = {}
-    for task in cfg.tasks:
-        metric = get_task(task).metric
+    for task in cfg.names:
+        metric = cfg.specs[task].metric
         result[task] = {}
         for pair in PAIR_ENCODINGS:
             features(cfg, task, ("train", "dev"), pair)

@@ -43,11 +43,10 @@ class ProbesConfig(AnalysisConfig):
 
 def run(cfg: ProbesConfig) -> dict[str, Any]:
     """Each task's dev score by layer, per encoder state; OUT/probes.{json,md,png}."""
-    from tasks import get_task
 
     result: dict[str, Any] = {}
-    for task in cfg.tasks:
-        metric = get_task(task).metric
+    for task in cfg.names:
+        metric = cfg.specs[task].metric
         result[task] = {}
         encoders = {"pretrained": cfg.encoder}
         if task in cfg.runs:
