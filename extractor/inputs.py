@@ -78,12 +78,12 @@ def source_payloads(source: dict[str, Any]) -> list[dict[str, Any]]:
     """The texts (`TextInput.payload()`) of a source `gather_inputs` recorded, read again from
     its file; ValueError when none is recorded or the file's sha256 is no longer the one
     recorded (FileNotFoundError when it is gone)."""
-    from tasks import get_task, read_split, read_text_file
+    from tasks import file_digest, read_source, read_text_file
 
     if source.get("kind") not in ("file", "task") or not source.get("path"):
         raise ValueError(f"no source file recorded (source: {source or 'none'})")
     path = Path(source["path"])
-    found = file_sha256(path)
+    found = file_digest(path)  # a saved datasets directory: its files' digest
     if found != source.get("sha256"):
         raise ValueError(
             f"{path} has sha256 {found}, recorded {source.get('sha256')}: it changed since the "
@@ -91,13 +91,7 @@ def source_payloads(source: dict[str, Any]) -> list[dict[str, Any]]:
         )
     if source["kind"] == "file":
         return [t.payload() for t in _texts(read_text_file(path))]
-    # a task's split: under the data directory `gather_inputs` found it in
-    spec, split = get_task(source["task"]), source["split"]
-    under = Path(spec.folder) / spec.files.get(split, "?")
-    data = path.parents[len(under.parts) - 1]
-    if data / under != path:
-        raise ValueError(f"{path} is not where {source['task']} keeps its {split} split ({under})")
-    return [t.payload() for t in _texts(read_split(source["task"], data, split))]
+    return [t.payload() for t in _texts(read_source(source))]  # a task's split, read as then
 
 
 def run_extract(config: ExtractConfig) -> list[FeatureSetInfo]:

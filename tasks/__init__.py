@@ -12,7 +12,14 @@ for each format, checks of every row, and scoring.
 from pathlib import Path
 
 from .check import TaskReport, check_task
-from .describe import describe, file_digest, read_key, spec_from_record, split_source
+from .describe import (
+    describe,
+    file_digest,
+    read_key,
+    read_source,
+    spec_from_record,
+    split_source,
+)
 from .example import Example
 from .metrics import accuracy, binary_f1, macro_f1, matthews_corrcoef, pearson, spearman
 from .predictions import decode, gold_of, read_predictions, write_predictions
@@ -66,6 +73,7 @@ __all__ = [
     "pearson",
     "read_key",
     "read_predictions",
+    "read_source",
     "read_split",
     "read_text_file",
     "resolve_task",

@@ -16,8 +16,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .readers import as_spec, split_path
-from .spec import Source, TaskSpec
+from .answers import Answers
+from .readers import as_spec, read_file, split_path
+from .spec import METRICS, Source, TaskSpec
 
 
 def file_digest(path: Path | str) -> str:
@@ -100,3 +101,25 @@ def read_key(task: TaskSpec | str, split: str) -> str | None:
     entry.pop("path")
     entry.update(kind=spec.kind, pair=spec.pair)
     return json.dumps(entry, sort_keys=True)
+
+
+def read_source(source: dict[str, Any]):
+    """The examples of the split file a feature set's `source` names (`split_source`'s
+    record), read from its recorded path the way it was read then: a registered task's by its
+    code, a user task's by the recorded `read` (format, columns, kind, pair). Gold answers are
+    checked for their form only (the texts are what a repair needs); the caller checks the
+    file's sha256 first."""
+    split, path = source["split"], Path(source["path"])
+    if source.get("read") is None:
+        from .registry import get_task
+
+        return read_file(get_task(source["task"]), split, path)
+    read = json.loads(source["read"])
+    kind, pair = read.pop("kind"), read.pop("pair")
+    fmt, columns = read.pop("format"), read.pop("columns", {})
+    spec = TaskSpec(
+        name=source["task"], kind=kind, pair=pair,
+        labels=None if kind == "regression" else [], metric=METRICS[kind][0],
+        splits={split: Source(str(path), fmt, columns, read)}, origin="record",
+    )  # fmt: skip
+    return read_file(spec, split, path, Answers(kind=kind))

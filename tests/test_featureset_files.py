@@ -389,3 +389,66 @@ def test_a_task_splits_texts_come_back_from_its_data_file(tiny_bert_dir, tmp_pat
     dev = DEMO_DATA_DIR.resolve() / "sst2" / "dev.tsv"
     assert f"featuresets/{fs_id}.texts.jsonl: rebuilt from its source {dev}" in out
     assert _reads(store) == before and files.featuresets() == saved
+
+
+def _user_task(root: Path, fmt: str) -> Path:
+    """A pair task of our own (a quoted CSV field holding a comma, a non-ASCII word), as a CSV
+    or a saved datasets directory; its spec file."""
+    rows = [
+        {"first": f"a man plays, guitar {i}", "second": f"the café is open {i % 3}",
+         "same": "yes" if i % 2 else "no"}
+        for i in range(12)
+    ]  # fmt: skip
+    if fmt == "csv":
+        lines = ["first,second,same"] + [f'"{r["first"]}",{r["second"]},{r["same"]}' for r in rows]
+        (root / "dev.csv").write_text("\n".join(lines) + "\n")
+        (root / "train.csv").write_text("\n".join(lines[:7]) + "\n")
+        where = "splits: {train: train.csv, dev: dev.csv}\n"
+    else:
+        import datasets
+
+        splits = {"train": rows[:6], "validation": rows}
+        ds = datasets.DatasetDict({k: datasets.Dataset.from_list(v) for k, v in splits.items()})
+        ds.save_to_disk(str(root / "saved"))
+        where = (
+            "splits:\n  train: {path: saved, split: train}\n"
+            "  dev: {path: saved, split: validation}\n"
+        )
+    spec = root / "mine.yaml"
+    spec.write_text(
+        f"name: mine\nkind: classification\npair: true\nformat: {fmt}\n"
+        f"columns: {{text_a: first, text_b: second, label: same}}\n{where}"
+    )
+    return spec
+
+
+@pytest.mark.parametrize("fmt", ["csv", "hf-dataset"])
+def test_a_user_task_splits_texts_come_back_from_its_file_read_as_its_spec(
+    tiny_bert_dir, tmp_path, capsys, fmt
+):
+    """A user task's split (issue 25) is rebuilt from its own file read the way its feature set
+    records (format, columns, pair), even with the spec file gone: a CSV with quoting, and a
+    saved datasets directory (whose digest covers its files)."""
+    if fmt == "hf-dataset":
+        pytest.importorskip("datasets")
+    spec = _user_task(tmp_path, fmt)
+    store = tmp_path / "store"
+    argv = ["extract", "--encoder", f"hf:{tiny_bert_dir}", "--task-spec", str(spec), "--split",
+            "dev", "--store", str(store), "--quiet"]  # fmt: skip
+    assert snowfire(argv) == 0
+    spec.unlink()
+    files = Files(store)
+    before, saved = _reads(store), files.featuresets()
+    fs_id = before["info"][0].id
+    first = {"a": "a man plays, guitar 0".split(), "b": "the café is open 0".split()}
+    assert before["texts"][0] == first  # the quoted comma kept, the pair read as pairs
+    for suffix in (TEXTS, KEYS):
+        name = f"featuresets/{fs_id}{suffix}"
+        files.put(name, _flip(files.get(name), 100, 0x02))
+    assert snowfire(["fsck", "--store", str(store), "--quiet"]) == 1
+    capsys.readouterr()
+    assert snowfire(["fsck", "--store", str(store), "--repair", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    source = before["info"][0].manifest["source"]["path"]
+    assert f"featuresets/{fs_id}.texts.jsonl: rebuilt from its source {source}" in out
+    assert _reads(store) == before and files.featuresets() == saved

@@ -52,6 +52,7 @@ def test_public_api_is_the_contract_plus_metrics():
             "load_spec_file",
             "macro_f1",
             "read_key",
+            "read_source",
             "resolve_task",
             "spec_from_dict",
             "spec_from_record",
