@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,8 +57,9 @@ class TaskReport:
                 out.append(f"  encoder pieces: {pieces}; {s['windowed']} longer than the "
                            f"encoder's window of {s['window']} (windowed, not cut)")  # fmt: skip
         for name, found in f["duplicates"].items():
+            where = Path(self.paths[found["split"]]).name  # the file the lines are of
             out.append(f"duplicates {name}: {found['count']}" + (
-                f" (lines {', '.join(map(str, found['lines']))}"
+                f" ({where} lines {', '.join(map(str, found['lines']))}"
                 f"{', ...' if found['count'] > len(found['lines']) else ''})"
                 if found["count"] else ""))  # fmt: skip
         for note in f["notes"]:
@@ -106,12 +108,14 @@ def _duplicates(examples: dict[str, list[Example]]) -> dict[str, dict[str, Any]]
             repeats.append(e)
         else:
             seen[_text(e)] = e
-    out["within train"] = {"count": len(repeats), "lines": [e.line for e in repeats[:SHOWN]]}
+    out["within train"] = {
+        "count": len(repeats), "lines": [e.line for e in repeats[:SHOWN]], "split": "train"
+    }  # fmt: skip
     for split in ("dev", "test"):
         if split in examples:
             leaked = [e for e in examples[split] if _text(e) in seen]
             out[f"of train in {split}"] = {
-                "count": len(leaked), "lines": [e.line for e in leaked[:SHOWN]]
+                "count": len(leaked), "lines": [e.line for e in leaked[:SHOWN]], "split": split
             }  # fmt: skip
     return out
 

@@ -37,8 +37,8 @@ def test_report_words_only(tmp_path, capsys):
     # words per example: 2, 2, 2, 1, 90 -> p50 2, p90 90 (the "higher" rank), max 90
     assert out[4] == "  words per example: p50 2, p90 90, p99 90, p100 90"
     assert out[5] == f"dev: 2 examples from {tmp_path / 'dev.csv'}"
-    assert "duplicates within train: 1 (lines 4)" in out
-    assert "duplicates of train in dev: 1 (lines 2)" in out
+    assert "duplicates within train: 1 (train.csv lines 4)" in out
+    assert "duplicates of train in dev: 1 (dev.csv lines 2)" in out
 
 
 def test_report_pieces_and_windows(tmp_path, capsys, tiny_bert_dir):
