@@ -165,14 +165,19 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         "\n".join(rows),
         "",
         "Scores ×100 (mean ± sd over seeds); ours: the task's metric on dev, and on test where "
-        "the data directory has labelled test files; the paper's rows are its test scores. ❄️: "
-        "the best head on dev. Verdict: ❄️ ≈ 🔥 when |Δ| is within the seeds' spread. No "
-        "training: cosine of mean-pooled texts (similarity tasks) or the majority label "
+        "the task has a labelled test split"
+        + ("; the paper's rows are its test scores" if paper else "")
+        + ". ❄️: the best head on dev. Verdict: ❄️ ≈ 🔥 when |Δ| is within the seeds' spread. "
+        "No training: cosine of mean-pooled texts (similarity tasks) or the majority label "
         "(classification), nothing trained; the row a trained answer has to beat (– where no "
         "such answer says anything: tagging, regression of one text).",
         f"Budget {cfg.budget}: ❄️ {caps['snow'] or 'the defaults of snowfire train'}; 🔥 "
-        f"{caps['fire'] or 'rate and epochs tuned on dev (snowfire finetune --grid shared)'}. ❄️ "
-        f"features of pairs encoded {cfg.pair_encoding_used}"
+        f"{caps['fire'] or 'rate and epochs tuned on dev (snowfire finetune --grid shared)'}"
+        + (
+            f". ❄️ features of pairs encoded {cfg.pair_encoding_used}"
+            if any(cfg.specs[t].pair for t in tasks)
+            else ""
+        )
         + (f"; head options {json.dumps(cfg.hparams)}." if cfg.hparams else "."),
         "",
         "| task | metric | ❄️ head | dev | test | train (s) | examples/s | params "

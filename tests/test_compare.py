@@ -66,6 +66,8 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
     assert got == [f"{100 * results['tasks'][t]['verdict_dev']['delta']:+.1f}"
                    for t in ("sst2", "stsb")]  # fmt: skip
     assert "| BERT-base (paper) | 🔥 | test | 93.5 | 87.1 |" in table
+    assert "; the paper's rows are its test scores." in table  # the notes say what they are
+    assert "❄️ features of pairs encoded joint." in table  # stsb is a pair task
     # the zero-training row: SST-2's majority label counted by hand, STS-B's cosine recomputed
     # from the separately encoded dev features compare extracted for it
     from collections import Counter

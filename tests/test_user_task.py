@@ -353,6 +353,8 @@ def test_own_task_end_to_end_check_compare_predict(tiny_bert_dir, tmp_path, caps
     lines = table.splitlines()
     assert lines[2] == "| encoder | mode | split | films (accuracy) |"
     assert "(paper)" not in table  # the paper's rows are for the paper's tasks only
+    assert "paper's rows" not in table and "data directory" not in table  # nor notes on them
+    assert "pairs encoded" not in table  # one text per example: no pair encoding to note
     summary = results["tasks"]["films"]
     assert list(summary["heads"]) == ["bcn", "linear"]  # the paper's one-text head, the smallest
     assert summary["baseline"]["method"] == "majority label of the training split"
