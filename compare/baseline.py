@@ -32,6 +32,13 @@ def method(spec) -> str | None:
     return METHODS.get(spec.kind)
 
 
+def why_none(spec) -> str:
+    """Why a task of this kind has no no-training row (what the table says in its place)."""
+    if spec.kind == "tagging":
+        return 'none for tagging: every token "O" scores span F1 0, which says nothing'
+    return "none for the regression of one text: a constant prediction has no correlation"
+
+
 def run_baseline(cfg: CompareConfig, task: str, store: str) -> dict[str, Any] | None:
     """{"method", "seconds", "dev": {metric: value}, "test": ...}, or None for a task without
     a no-training answer (tagging, regression of one text)."""

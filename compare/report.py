@@ -22,6 +22,7 @@ from rundir import (
     write_json,
 )
 
+from .baseline import why_none
 from .config import BUDGETS, CompareConfig
 from .verdict import PAPER_TABLE2, mean_sd, verdict
 
@@ -146,7 +147,8 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
                      for t in tasks]  # fmt: skip
             rows.append(f"| {cfg.encoder} (ours) | {icon} | {split} | " + " | ".join(cells) + " |")
         base = [summary[t].get("baseline", {}) for t in tasks]
-        if any(split in b for b in base):
+        shown = any(split in summary[t][m] for t in tasks for m in ("snow", "fire"))
+        if shown or any(split in b for b in base):  # "–": a task with no such answer
             cells = [f"{100 * b[split]:.1f}" if split in b else "–" for b in base]
             rows.append(f"| {cfg.encoder} (ours) | no training | {split} | "
                         + " | ".join(cells) + " |")  # fmt: skip
@@ -202,6 +204,9 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
                          f"{100 * b['dev']:.1f} | "
                          + (f"{100 * b['test']:.1f}" if "test" in b else "–")
                          + " | 0 | – | 0 | – |")  # fmt: skip
+        else:
+            lines.append(f"| {t} | {s['metric']} | no training: {why_none(cfg.specs[t])} | – | – "
+                         "| – | – | – | – |")  # fmt: skip
         c = s["cost"]["fire"]
         lines.append(
             f"| {t} | {s['metric']} | 🔥 fine-tuning | {_cell(s['fire']['dev'])} | "

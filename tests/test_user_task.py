@@ -426,3 +426,36 @@ def test_a_compare_job_on_an_inline_spec(tiny_bert_dir, tmp_path):
         "films": results["tasks"]["films"]["verdict_dev"]["verdict"]
     }
     assert results["tasks"]["films"]["baseline"]["method"].startswith("majority label")
+
+
+def test_compare_table_says_why_a_tagging_task_has_no_training_row(tmp_path, monkeypatch):
+    """A tagging task (a user's, with the stsb benchmark beside it) has no no-training answer:
+    the table shows "–" in the no-training row and names why in the per-task table, instead of
+    leaving the row out (a reader would not know whether it was forgotten)."""
+    from compare import CompareConfig, report
+    from compare.report import summarise, table
+
+    cost = {"seconds": 1.0, "epochs": 1, "params": 10, "examples_per_s": 3.0}
+    monkeypatch.setattr(report, "_cost", lambda cell: cost)  # no run directories here
+    words = [[("Kindle", "B-PROD"), ("from", "O"), ("Currys", "B-SHOP")]] * 3
+    _conll(tmp_path / "p" / "train.txt", words)
+    _conll(tmp_path / "p" / "dev.txt", words)
+    spec = tmp_path / "products.yaml"
+    spec.write_text(
+        "name: products\nkind: tagging\nformat: conll\ncolumns: {tokens: 0, tags: 3}\n"
+        "splits: {train: p/train.txt, dev: p/dev.txt}\n"
+    )
+    cfg = CompareConfig(encoder="minilm", out=str(tmp_path / "o"), task_spec=[str(spec)])
+    cells = [
+        {"task": "products", "mode": "snow", "head": head, "metrics": {"dev": {"span_f1": score}}}
+        for head, score in (("bilstm-crf", 0.5), ("crf", 0.75))
+    ] + [{"task": "products", "mode": "fire", "metrics": {"dev": {"span_f1": 0.25}}}]
+    summary = summarise(cfg, cells, {})
+    lines = table(cfg, summary, {}).splitlines()
+    assert "| minilm (ours) | ❄️ | dev | 75.0 |" in lines
+    assert "| minilm (ours) | 🔥 | dev | 25.0 |" in lines
+    assert "| minilm (ours) | no training | dev | – |" in lines
+    assert (
+        '| products | span_f1 | no training: none for tagging: every token "O" scores span F1 0, '
+        "which says nothing | – | – | – | – | – | – |"
+    ) in lines
