@@ -47,7 +47,6 @@ __all__ = [
     "METRICS",
     "SPEC_SUFFIXES",
     "SPLITS",
-    "TASK_NAMES",
     "TASKS",
     "TASK_NAMES",
     "USER_FORMATS",
