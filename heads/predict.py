@@ -7,18 +7,63 @@ RUN/weights.safetensors, never retrained.
 
 The output has the run's `predictions/<split>.tsv` format (tasks/predictions.py); the gold
 column is filled when the feature set is a split of the run's task and its data is at hand.
+`PredictConfig` is `snowfire predict`'s config (its flags are its fields); `run_predict(config)`
+runs either form.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cache import identity_content, open_reader
+from options import check, option
 from rundir import CONFIG, HEAD, WEIGHTS
 from tasks import Example, decode, get_task, read_split, spec_from_record, write_predictions
+
+
+@dataclass(frozen=True)
+class PredictConfig:
+    """One `snowfire predict`: a saved ❄️ run's head on a feature set or on a text file."""
+
+    run: str = option(help="a finished `snowfire train` run directory")
+    out: str = option(help="predictions file (the run's .tsv format)")
+    featureset: str | None = option(None, "feature-set id in --store (see snowfire ls)")
+    input: str | None = option(None, "a text file: the run's encoder extracts it first")
+    store: str | None = option(
+        None, "store directory or http://HOST:PORT (with --featureset; with --input, where the "
+        "extraction is kept: default a temporary store)",
+    )  # fmt: skip
+    data: str | None = option(None, "task data directory for the gold column (default: the run's)")
+    device: str | None = option(None, "cpu, cuda (with --input: where the encoder runs)")
+
+    def __post_init__(self) -> None:
+        check(self)
+        for name in ("run", "out"):
+            if not getattr(self, name):
+                raise ValueError(f"PredictConfig.{name}: expected a non-empty string")
+        if (self.featureset is None) == (self.input is None):
+            raise ValueError(
+                "PredictConfig: expected exactly one of featureset (with store) and input, got "
+                + ("both" if self.featureset is not None else "neither")
+            )
+        if self.featureset is not None and not self.store:
+            raise ValueError("PredictConfig.store: --featureset needs --store (the store that "
+                             "holds it)")  # fmt: skip
+
+
+def run_predict(config: PredictConfig) -> list:
+    """`snowfire predict`: the decoded predictions, also written to `config.out`."""
+    if not isinstance(config, PredictConfig):
+        raise TypeError(f"run_predict: expected a PredictConfig, got {type(config).__name__}")
+    if config.featureset is not None:
+        return predict_featureset(config.run, config.store, config.featureset, config.out,
+                                  data=config.data)  # fmt: skip
+    return predict_texts(config.run, config.input, config.out, store=config.store,
+                         device=config.device)  # fmt: skip
 
 
 def load_head(run: str | Path):

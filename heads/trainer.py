@@ -34,23 +34,12 @@ from rundir import (
 from tasks import decode, gold_of, write_predictions
 
 from .config import TrainConfig
+from .data import task_targets
 
 log = logging.getLogger(__name__)
 
 #: What a head run writes in its directory (cleared before a new attempt).
 RUN_FILES = (CONFIG, METRICS, LOG, SCALAR_MIX, HEAD, WEIGHTS, PREDICTIONS)
-
-
-def _targets(spec, examples) -> np.ndarray | list | None:
-    if gold_of(spec, examples) is None:
-        return None  # an unlabelled split (a test file without gold): predictions only
-    if spec.kind == "regression":
-        return np.array([float(e.label) for e in examples], dtype=np.float32)
-    if spec.kind == "classification":
-        lookup = {label: i for i, label in enumerate(spec.labels)}
-        return np.array([lookup[str(e.label)] for e in examples], dtype=np.int64)
-    lookup = {tag: i for i, tag in enumerate(spec.labels)}
-    return [np.array([lookup[t] for t in e.tags], dtype=np.int64) for e in examples]
 
 
 def _same_text(reader, cfg: TrainConfig, split: str, source: dict):
@@ -206,7 +195,7 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
         s: FeatureSource(reader, infos[s], layers, budget, subset=keep if s == "train" else None)
         for s in splits
     }
-    targets = {s: _targets(spec, examples[s]) for s in splits}
+    targets = {s: task_targets(spec, examples[s]) for s in splits}
     word_level = spec.kind == "tagging"  # word-piece taggers: hparams {"over_pieces": true}
 
     # -- model
