@@ -14,7 +14,7 @@ from pydantic import (
     model_validator,
 )
 
-from cache import WIRE_FORMAT
+from cache import POOLS, WIRE_FORMAT
 from extractor import PAIR_ENCODINGS
 
 #: Layer indices to read (default all): at least one, none negative.
@@ -23,12 +23,15 @@ Layers = Annotated[
     Field(min_length=1, description="layer indices; default all"),
 ]
 #: Reduce each example to one row before sending (mean or max over its word pieces, special
-#: tokens left out; first: its first token, [CLS] for BERT); none: every token's features.
+#: tokens left out; first: its first token; cls: its [CLS] state, refused where the first token
+#: is a word piece); none: every token's features. The pools are cache.POOLS.
+PoolName = Literal[("none", *POOLS)]
 Pool = Annotated[
-    Literal["none", "mean", "max", "first"],
+    PoolName,
     Field(
         description="none: every token; mean or max over each example's word pieces "
-        "(specials left out); first: its first token ([CLS] for BERT)"
+        "(specials left out); first: its first token; cls: its [CLS] state (a 422 where the "
+        "first token is not a special token, e.g. ELMo)"
     ),  # fmt: skip
 ]
 
@@ -209,4 +212,4 @@ class EmbedJSON(FeaturesJSON):
     featureset: str | None = None
     encoder_id: str = Field(description="the pool the examples are stored in")
     cached: list[bool] = Field(description="true where the example was already in the store")
-    pool: Literal["none", "mean", "max", "first"]
+    pool: PoolName

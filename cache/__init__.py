@@ -28,7 +28,7 @@ from .keys import (
 from .provenance import versions
 from .quant import QUANTIZATION
 from .reader import Reader, open_reader, open_store
-from .reduce import reduce_batch
+from .reduce import POOLS, mix_layers, pool_examples, reduce_batch
 from .remote import RemoteStore
 from .segment import DEFAULT_TILES, TILES
 from .store import Store
@@ -38,6 +38,7 @@ from .wire import JSON, SAFETENSORS, WIRE_FORMAT, array_bytes, body_bytes, body_
 __all__ = [
     "DEFAULT_TILES",
     "JSON",
+    "POOLS",
     "QUANTIZATION",
     "SAFETENSORS",
     "STORED_DTYPES",
@@ -74,8 +75,10 @@ __all__ = [
     "file_sha256",
     "identity_content",
     "is_bucket",
+    "mix_layers",
     "open_reader",
     "open_store",
+    "pool_examples",
     "quarantine",
     "repair_files",
     "reduce_batch",

@@ -3,7 +3,8 @@ only what its head needs), and /v1/embed uses for its pooling. Pure numpy, float
 
     mix_layers     gamma * sum_l w_l h_l over the selected layers -> one layer (N, 1, D)
     pool_examples  one vector per example (n, L, D), or per pair side (n, 2, L, D): the mean or
-                   max over its word pieces (special tokens left out), or its first token
+                   max over its word pieces (special tokens left out), its first token, or its
+                   [CLS] state (cls: the first token, which must be a special token)
 
 Shapes: N tokens, n examples, L layers, D hidden size.
 """
@@ -17,7 +18,8 @@ import numpy as np
 from .errors import InvalidSelectionError
 from .types import ExampleBatch
 
-POOLS = ("mean", "max", "first")
+#: The pools, one list for the service's schemas, the Python dataset and the heads' input.
+POOLS = ("mean", "max", "first", "cls")
 
 
 def mix_layers(features: np.ndarray, weights: Sequence[float], gamma: float) -> np.ndarray:
@@ -52,7 +54,10 @@ def pool_examples(batch: ExampleBatch, how: str, sides: bool = False) -> np.ndar
     """(n, L, D) float32, or (n, 2, L, D) with `sides` (text a, text b of each pair).
 
     mean/max run over the word pieces (word_id >= 0; all tokens if an example has none);
-    first takes the first token ([CLS] for BERT; with `sides`, each side's first word piece).
+    first takes the first token ([CLS] for BERT; with `sides`, each side's first word piece);
+    cls the [CLS] state: the first token, refused unless it is a special token (word id -1;
+    ELMo stores none), and with `sides` the first token of each side's own sequence, which only
+    separately encoded pairs have (`[CLS] a [SEP] [CLS] b [SEP]`).
     """
     if how not in POOLS:
         raise InvalidSelectionError(f"pool {how!r}: expected one of {', '.join(POOLS)}")
@@ -61,6 +66,9 @@ def pool_examples(batch: ExampleBatch, how: str, sides: bool = False) -> np.ndar
     for i in range(n):
         s, e = int(batch.offsets[i]), int(batch.offsets[i + 1])
         rows, words = batch.features[s:e], batch.word_ids[s:e] >= 0  # (S, L, D), (S,)
+        if how == "cls":
+            out[i] = _cls(batch, i, rows, words, sides)
+            continue
         if not sides:
             out[i] = _reduce(rows if how == "first" or not words.any() else rows[words], how)
             continue
@@ -72,6 +80,28 @@ def pool_examples(batch: ExampleBatch, how: str, sides: bool = False) -> np.ndar
         for side in (0, 1):
             out[i, side] = _reduce(rows[words & (types == side)], how)
     return out
+
+
+def _cls(batch: ExampleBatch, i: int, rows: np.ndarray, words: np.ndarray, sides: bool):
+    """(L, D), or (2, L, D) with `sides`: the [CLS] row(s) of example i."""
+    starts = [0, int(batch.pair_starts[i])] if sides else [0]
+    if sides and starts[1] < 0:
+        raise InvalidSelectionError(
+            f"pool_sides: example {i} ({batch.keys[i]}) is a single text, not a pair"
+        )
+    for at in starts:
+        if at >= len(rows) or words[at]:
+            where = "its first token" if at == 0 else f"text b's first token (row {at})"
+            hint = (
+                "joint pairs have one [CLS]: pool cls without pool_sides"
+                if at
+                else "the encoder stored no [CLS] state (ELMo adds none): use first"
+            )
+            raise InvalidSelectionError(
+                f"pool cls: example {i} ({batch.keys[i]}): {where} is a word piece, not a "
+                f"special token; {hint}"
+            )
+    return rows[starts].astype(np.float32) if sides else rows[0].astype(np.float32)
 
 
 def reduce_batch(
@@ -89,7 +119,7 @@ def reduce_batch(
         features = mix_layers(features, mix[0], mix[1])  # (N, 1, D)
     if pool == "none":
         if sides:
-            raise InvalidSelectionError("pool_sides needs a pool (mean, max or first)")
+            raise InvalidSelectionError(f"pool_sides needs a pool ({', '.join(POOLS)})")
         if mix is None:
             return batch
         return ExampleBatch(features, batch.offsets, batch.word_ids, batch.type_ids,
