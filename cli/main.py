@@ -20,9 +20,9 @@ from .task import add_parser as add_task_parser
 
 
 def _extract(args: argparse.Namespace) -> int:
-    from extractor import ExtractConfig, run_extract
+    import snowfire
 
-    for info in run_extract(config_from_args(ExtractConfig, args)):
+    for info in snowfire.extract(config_from_args(snowfire.ExtractConfig, args)):
         print(
             f"{info.id}: {info.num_examples} examples x {info.num_layers} layers x {info.dim} "
             f"({info.dtype}) in {args.store}"
@@ -73,19 +73,19 @@ def _print_metrics(prefix: str, metrics: dict[str, dict[str, float]], out: str) 
 
 
 def _train(args: argparse.Namespace) -> int:
-    from heads import TrainConfig, train
+    import snowfire
 
-    config = config_from_args(TrainConfig, args)
-    _print_metrics(f"{config.spec.name} {config.head}", train(config), config.out)
+    config = config_from_args(snowfire.TrainConfig, args)
+    _print_metrics(f"{config.spec.name} {config.head}", snowfire.train(config).metrics, config.out)
     return 0
 
 
 def _finetune(args: argparse.Namespace) -> int:
-    from finetune import FinetuneConfig, train
+    import snowfire
     from rundir import GRID_TABLE
 
-    config = config_from_args(FinetuneConfig, args)
-    metrics = train(config)
+    config = config_from_args(snowfire.FinetuneConfig, args)
+    metrics = snowfire.finetune(config).metrics
     if config.grid is not None:
         print((Path(config.out) / GRID_TABLE).read_text())
     chosen = " (chosen on dev)" if config.grid is not None else ""
@@ -116,11 +116,22 @@ def _baseline(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from compare import CompareConfig, run_compare
+    import snowfire
+    from rundir import RESULTS
 
-    summary = run_compare(config_from_args(CompareConfig, args))
-    print(Path(summary["table"]).read_text())
-    print(f"results in {summary['results']}")
+    config = config_from_args(snowfire.CompareConfig, args)
+    where = None
+    if args.export:  # checked before anything runs
+        fmt, where = args.export
+        from compare import EXPORT_FORMATS
+
+        if fmt not in EXPORT_FORMATS:
+            raise ValueError(f"--export: expected a format of {EXPORT_FORMATS}, got {fmt!r}")
+    result = snowfire.compare(config, export_mteb=where)
+    print(result.table)
+    print(f"results in {Path(config.out) / RESULTS}")
+    if where is not None:
+        print(f"MTEB results in {Path(where) / 'results'}")
     return 0
 
 
@@ -303,9 +314,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="snowfire", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = p.add_subparsers(dest="command", required=True, parser_class=DeferredParser)
-    _add_config_command(
+    c = _add_config_command(
         sub, "compare", "❄️ or 🔥? heads and fine-tuning of one encoder on tasks, one table",
         "compare:CompareConfig", _compare,
+    )  # fmt: skip
+    c.add_argument(
+        "--export", nargs=2, metavar=("FORMAT", "DIR"), type=str,
+        help="also write the results for other tools: `--export mteb DIR` writes "
+        "DIR/results/{model}/{revision}/{task}.json and model_meta.json (compare/mteb.py)",
     )  # fmt: skip
     _add_config_command(
         sub, "extract", "run an encoder once, store all layers", "extractor:ExtractConfig",

@@ -4,7 +4,8 @@
     summary = run_compare(cfg)       # OUT/results.json, table.md, table.png, layer_weights.png
 
 config.py (options, budgets, the paper's head per task), run.py (extraction and cells),
-report.py (tables and plots), verdict.py (Δ and the verdict); the statistics of the verdict:
+report.py (tables and plots), verdict.py (Δ and the verdict), mteb.py (the results as MTEB's
+results files: `export_mteb(out, directory)`); the statistics of the verdict:
 interval.py (Δ's paired bootstrap interval over examples and seeds), convergence.py (a cell
 still improving at its cap), restarts.py (the seeds' spread, degenerate restarts), curves.py
 (a task's learning curves as a plot); analyses/ the paper's analyses
@@ -38,6 +39,8 @@ _WHERE = {
     "read_curve": "convergence",
     "restart_spread": "restarts",
     "plot_curves": "curves",
+    "EXPORT_FORMATS": "mteb",
+    "export_mteb": "mteb",
 }
 
 __all__ = sorted(_WHERE)

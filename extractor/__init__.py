@@ -1,6 +1,7 @@
 """Text -> all-layer activations of a frozen encoder, written once into the store."""
 
 from .base import EXTRACTOR_VERSION, Encoded, Encoder, Prepared, TextInput
+from .batching import bucket_batches
 from .config import (
     BATCH_SIZE,
     DTYPE,
@@ -45,6 +46,7 @@ __all__ = [
     "Prepared",
     "TextInput",
     "batch_to_ids",
+    "bucket_batches",
     "cluster_gpus",
     "connect_ray",
     "encode_segment",
