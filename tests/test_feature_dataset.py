@@ -253,3 +253,26 @@ def test_the_sampler_buckets_by_length_and_shuffles_batches_per_epoch():
     assert list(again) == first  # the seed fixes the order
     with pytest.raises(ValueError, match="exactly one of batch_size, token_budget"):
         snowfire.LengthBucketSampler(lengths)
+
+
+def test_tagging_labels_are_per_word_and_padded_by_collate(tiny_bert_dir, data_dir, tmp_path):
+    from tasks import get_task, read_split
+
+    store = tmp_path / "store"
+    snowfire.extract(snowfire.ExtractConfig(encoder=f"hf:{tiny_bert_dir}", task="conll2003",
+                                            data=str(data_dir), store=str(store), split=["dev"],
+                                            progress=False))  # fmt: skip
+    info = snowfire.open_store(store).find_featureset(encoder=f"hf:{tiny_bert_dir}",
+                                                      task="conll2003", split="dev")  # fmt: skip
+    data = snowfire.FeatureDataset(store, info, data=data_dir)
+    tags = get_task("conll2003").labels
+    examples = read_split("conll2003", data_dir, "dev")
+    for i in (0, 1):
+        assert data[i]["label"].tolist() == [tags.index(t) for t in examples[i].tags]
+    batch = data.collate([data[0], data[1]])
+    n0, n1 = len(examples[0].tags), len(examples[1].tags)
+    assert batch.labels.shape == (2, max(n0, n1))
+    assert batch.labels[0, n0:].tolist() == [-100] * (max(n0, n1) - n0)  # padding is ignored
+    assert batch.word_mask.sum(-1).tolist() == [n0, n1]
+    with pytest.raises(ValueError, match="pool 'mean': conll2003 labels every word; pool none"):
+        snowfire.FeatureDataset(store, info, data=data_dir, pool="mean")
