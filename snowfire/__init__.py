@@ -38,19 +38,19 @@ _WHERE = {
     "TaskVerdict": "snowfire.results:TaskVerdict",
     "PredictResult": "snowfire.results:PredictResult",
     "ExtractConfig": "extractor:ExtractConfig",
-    "TrainConfig": "heads.config:TrainConfig",
-    "PredictConfig": "heads.predict:PredictConfig",
-    "FinetuneConfig": "finetune.config:FinetuneConfig",
-    "CompareConfig": "compare.config:CompareConfig",
+    "TrainConfig": "heads:TrainConfig",
+    "PredictConfig": "heads:PredictConfig",
+    "FinetuneConfig": "finetune:FinetuneConfig",
+    "CompareConfig": "compare:CompareConfig",
     "FeatureSetInfo": "cache:FeatureSetInfo",
     "ExampleBatch": "cache:ExampleBatch",
-    "export_mteb": "compare.mteb:export_mteb",
+    "export_mteb": "compare:export_mteb",
     "FeatureDataset": "snowfire.dataset:FeatureDataset",
     "StreamingFeatureDataset": "snowfire.streaming:StreamingFeatureDataset",
     "LengthBucketSampler": "snowfire.sampler:LengthBucketSampler",
 }
 
-__all__ = ["__version__", *sorted(_WHERE)]
+__all__ = sorted(_WHERE)  # and __version__
 
 
 def __getattr__(name: str):

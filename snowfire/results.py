@@ -68,7 +68,7 @@ class TrainResult:
     def load_head(self):
         """(the trained head in eval mode, RUN/head.json): feed it `snowfire.FeatureDataset`
         batches (`dataset.collate`) or `heads.collate` ones."""
-        from heads.predict import load_head
+        from heads import load_head
 
         return load_head(self.run)
 

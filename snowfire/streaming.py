@@ -1,6 +1,6 @@
 """The streaming dataset: a feature set read in big blocks, the next one prefetched while the
 current one is consumed, as the ❄️ trainer reads a set that does not fit in memory
-(`heads.data.FeatureSource`, reused here, not copied).
+(`heads.FeatureSource`, reused here, not copied).
 
     data = StreamingFeatureDataset("http://colleague:8000", fs_id, data="data/", shuffle=True)
     loader = DataLoader(data, batch_size=32, collate_fn=data.collate)   # num_workers=0
@@ -59,7 +59,7 @@ class StreamingFeatureDataset(_Features, IterableDataset):
         self.epoch = epoch
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        from heads.data import FeatureSource
+        from heads import FeatureSource
 
         worker = get_worker_info()
         if worker is not None and worker.num_workers > 1:
