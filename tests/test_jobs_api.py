@@ -135,7 +135,7 @@ TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
          "classification on single texts: linear, mlp, probe, bcn"),
         ({"kind": "train", "params": {**TRAIN, "hparams": {"hiden": 3}}},
          "params.hparams: unknown hyper-parameter(s) ['hiden'] for head 'linear'; it takes: "
-         "dropout"),
+         "dropout, pool"),
         ({"kind": "train", "params": {**TRAIN, "task": "mnli"}},
          "params: no train/dev split of mnli in HOME/tasks (expected "
          "HOME/tasks/mnli/train.tsv, HOME/tasks/mnli/dev_matched.tsv)"),
