@@ -40,12 +40,13 @@ def _model(identity: dict[str, Any], arm: str) -> tuple[str, str]:
 
 def _dataset_revision(data: str, task: str) -> str:
     """The task files' sha256s hashed together (MTEB records the dataset's revision)."""
-    from cache import digest, file_sha256
-    from tasks import get_task
+    from cache import digest
+    from tasks import available_splits, split_source
 
-    spec = get_task(task)
-    files = [Path(data) / spec.folder / name for name in spec.files.values()]
-    found = [file_sha256(f) for f in files if f.is_file()]
+    try:
+        found = [split_source(task, data, s)["sha256"] for s in available_splits(task, data)]
+    except (ValueError, OSError):  # a user's task (task_spec) or its files moved: not here
+        return "not_recorded"
     return f"sha256-{digest(found, 16)}" if found else "not_recorded"
 
 
