@@ -9,6 +9,7 @@ from .errors import (
     IncompatibleStoreError,
     InvalidSelectionError,
     RequestTooLargeError,
+    ServiceUnreachableError,
     StoreCorruptError,
     StoreError,
     StoreUnreachableError,
@@ -30,6 +31,7 @@ from .quant import QUANTIZATION
 from .reader import Reader, open_reader, open_store
 from .reduce import POOLS, mix_layers, pool_examples, reduce_batch
 from .remote import RemoteStore
+from .retry import RetryPolicy
 from .segment import DEFAULT_TILES, TILES
 from .store import Store
 from .types import STORED_DTYPES, ExampleBatch, FeatureSetInfo, token_bytes
@@ -57,6 +59,8 @@ __all__ = [
     "RemoteStore",
     "Report",
     "RequestTooLargeError",
+    "RetryPolicy",
+    "ServiceUnreachableError",
     "Store",
     "StoreCorruptError",
     "StoreError",

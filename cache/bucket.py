@@ -4,6 +4,7 @@ The objects carry the names a local store's files have (store.py), so a bucket p
 directory hold the same bytes and zarr opens either. Credentials, region and endpoint come
 from the usual environment variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
 AWS_ENDPOINT_URL; AWS_ALLOW_HTTP=true for a plain-http endpoint such as a local MinIO).
+Failures that may pass are retried by obstore under the readers' one `RetryPolicy` (retry.py).
 
 Atomicity without rename (docs/scale.md): a PUT makes a whole object visible or nothing.
     a segment    its files are put first, its checksums.json last: a segment without one is
@@ -29,7 +30,7 @@ import json
 import re
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,6 +45,7 @@ from .errors import (
     StoreUnreachableError,
 )
 from .keys import STORE_FORMAT_VERSION
+from .retry import RetryPolicy, Tries
 from .segment import CHECKSUMS, Segment, crc32c, mismatch, write_segment
 from .shards import EMPTY, Layout, _columns, index_size, layout_of, read_index, shard_spans
 from .sidecars import load_manifest
@@ -69,31 +71,71 @@ def reaching(url: str, what: str) -> Iterator[None]:
     except FileNotFoundError:
         raise
     except Exception as err:
-        if type(err).__module__.split(".")[0] != "obstore":
+        if not _from_obstore(err):
             raise
-        text = str(err)
-        code = re.search(r"<Code>([^<]+)</Code>", text)
-        message = re.search(r"<Message>([^<]+)</Message>", text)
-        why = f"{code[1]}: {message[1]}" if code and message else text.splitlines()[0][:300]
         raise StoreUnreachableError(
-            f"{url}: {what} failed ({why}); check the bucket and prefix, AWS_ENDPOINT_URL, "
+            f"{url}: {what} failed ({_why(err)}); check the bucket and prefix, AWS_ENDPOINT_URL, "
             "AWS_REGION and the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
         ) from None
+
+
+#: How obstore reports a body that ended early (a reset, fewer bytes than Content-Length):
+#: object_store retries a request until the answer's head arrives; a body cut after that it
+#: resumes itself at times (up to max_retries), and reports otherwise. So a body cut again
+#: and again costs up to attempts x attempts requests, within about twice the deadline.
+_BODY_CUT = re.compile(r"body error|decoding response body")
+
+
+class _Cut(Exception):
+    """An obstore call whose answer's body was cut short: asked for again."""
+
+
+def attempt(store: BucketStore, what: str, call: Callable[[], Any]) -> Any:
+    """`call()` (obstore calls) inside `reaching`; when an answer's body was cut short, which
+    obstore does not retry, it is called again under the store's `RetryPolicy` (the calls
+    here are reads, or PUTs of whole objects: repeating them is safe)."""
+    tries = Tries(store.retry, f"{store.path}: {what}", StoreUnreachableError)
+    while True:
+        try:
+            with reaching(store.path, what):
+                try:
+                    return call()
+                except Exception as err:
+                    if _from_obstore(err) and _BODY_CUT.search(str(err)):
+                        raise _Cut(_why(err)) from None
+                    raise
+        except _Cut as cut:
+            tries.failed(f"the body cut short ({cut})")
+
+
+def _from_obstore(err: BaseException) -> bool:
+    return type(err).__module__.split(".")[0] == "obstore"
+
+
+def _why(err: BaseException) -> str:
+    """S3's own code and message when the error holds them, else its first line."""
+    text = str(err)
+    code = re.search(r"<Code>([^<]+)</Code>", text)
+    message = re.search(r"<Message>([^<]+)</Message>", text)
+    return f"{code[1]}: {message[1]}" if code and message else text.splitlines()[0][:300]
 
 
 def is_bucket(location: Any) -> bool:
     return str(location).startswith(SCHEMES)
 
 
-def connect(url: str):
-    """An obstore client for `s3://bucket/prefix`, configured from the environment."""
+def connect(url: str, retry: RetryPolicy | None = None):
+    """An obstore client for `s3://bucket/prefix`, configured from the environment, retrying
+    under `retry` (default: `RetryPolicy.from_env()`) with obstore's own retry loop, which
+    tries again after 5xx answers, refused or dropped connections and timeouts."""
     try:
         from obstore.store import from_url
     except ImportError:
         raise RuntimeError(
             f"{url}: a store on object storage needs obstore: pip install 'snowfire[s3]'"
         ) from None
-    return from_url(url)
+    policy = RetryPolicy.from_env() if retry is None else retry
+    return from_url(url, retry_config=policy.obstore())
 
 
 class BucketStore(Store):
@@ -102,10 +144,11 @@ class BucketStore(Store):
     #: seconds a parsed manifest is trusted before it is fetched again
     manifest_ttl = 5.0
 
-    def __init__(self, url: str, client=None):
+    def __init__(self, url: str, client=None, retry: RetryPolicy | None = None):
         super().__init__(url)
         self.path = url.rstrip("/")  # a URL, for messages: not a local path
-        self.client = client if client is not None else connect(self.path)
+        self.retry = RetryPolicy.from_env() if retry is None else retry
+        self.client = client if client is not None else connect(self.path, self.retry)
         self._threads = ThreadPoolExecutor(CONCURRENCY, thread_name_prefix="snowfire-s3")
 
     def __repr__(self) -> str:
@@ -115,8 +158,8 @@ class BucketStore(Store):
     def _get(self, rel: str) -> bytes:
         import obstore
 
-        with reaching(self.path, f"reading {rel}"):
-            return bytes(obstore.get(self.client, rel).bytes())  # FileNotFoundError if absent
+        # FileNotFoundError if absent
+        return attempt(self, f"reading {rel}", lambda: bytes(obstore.get(self.client, rel).bytes()))
 
     def _put(self, rel: str, data: bytes) -> None:
         import obstore
@@ -149,8 +192,8 @@ class BucketStore(Store):
     def _listing(self, prefix: str | None) -> dict:
         import obstore
 
-        with reaching(self.path, f"listing {prefix or 'the prefix'}"):
-            return obstore.list_with_delimiter(self.client, prefix)
+        return attempt(self, f"listing {prefix or 'the prefix'}",
+                       lambda: obstore.list_with_delimiter(self.client, prefix))  # fmt: skip
 
     def _manifest_names(self) -> list[str]:
         names = (o["path"].rsplit("/", 1)[-1] for o in self._listing("featuresets")["objects"])
@@ -183,9 +226,9 @@ class BucketStore(Store):
 
         prefix = f"pools/{pool_id}/segments/{seg_id}"
         table = json.loads(self._get(f"{prefix}/{CHECKSUMS}"))
-        with reaching(self.path, f"listing {prefix}"):
-            sizes = {o["path"][len(prefix) + 1 :]: o["size"]
-                     for page in obstore.list(self.client, prefix) for o in page}  # fmt: skip
+        sizes = attempt(self, f"listing {prefix}", lambda: {
+            o["path"][len(prefix) + 1 :]: o["size"]
+            for page in obstore.list(self.client, prefix) for o in page})  # fmt: skip
         problems = [
             p for name in sorted(table)
             if (p := mismatch(name, sizes.get(name),
@@ -273,8 +316,7 @@ class BucketStore(Store):
         for seg, start, end, out in jobs:
             for path, ranges in seg._shards.plan(start, end, layers, out).items():
                 plans.setdefault(path, []).extend(ranges)
-        with reaching(self.path, "reading features"):
-            fetch(self.client, plans, self._threads)
+        attempt(self, "reading features", lambda: fetch(self.client, plans, self._threads))
 
 
 class _NotCommitted(Exception):
@@ -330,8 +372,8 @@ class RangeShardReader:
         n_sel = num_layers if layers is None else len(layers)
         if out is None:
             out = np.empty((end - start, n_sel, dim), dtype=self.layout.dtype)
-        with reaching(self.store.path, "reading features"):
-            fetch(self.store.client, self.plan(start, end, layers, out))
+        plans = self.plan(start, end, layers, out)
+        attempt(self.store, "reading features", lambda: fetch(self.store.client, plans))
         return out
 
     def views(self, start: int, end: int) -> None:
@@ -404,13 +446,16 @@ def _shard_index(reader: RangeShardReader, k: int) -> list[list[int]] | None:
 
     tail = index_size(reader.layout)
     path = f"{reader.prefix}/c/{k}/0/0"
+
+    def get() -> tuple[bytes, dict]:
+        got = obstore.get(reader.store.client, path, options={"range": {"suffix": tail}})
+        return bytes(got.bytes()), got.meta
+
     try:
-        with reaching(reader.store.path, f"reading the index of {path}"):
-            got = obstore.get(reader.store.client, path, options={"range": {"suffix": tail}})
+        raw, meta = attempt(reader.store, f"reading the index of {path}", get)
     except FileNotFoundError:
         return None
-    total = got.meta["size"]
-    raw = bytes(got.bytes())
+    total = meta["size"]
     where = f"{reader.store.path}/{path}"
     if len(raw) != tail:
         raise StoreCorruptError(f"{where}: {total} bytes, shorter than its {tail}-byte shard index")

@@ -41,3 +41,9 @@ class StoreCorruptError(StoreError, RuntimeError):
 class StoreUnreachableError(StoreError, OSError):
     """Object storage answered with an error or not at all (HTTP 503): the bucket, the
     endpoint or the credentials, named in the message."""
+
+
+class ServiceUnreachableError(StoreUnreachableError, ConnectionError):
+    """The snowfire service did not answer, or answered only with failures that may pass
+    (a reset, a cut body, 502/503/504), until the retry policy gave up (cache/retry.py): the
+    URL, the tries, the time and the last cause are in the message."""

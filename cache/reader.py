@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from .types import ExampleBatch, FeatureSetInfo
 
 if TYPE_CHECKING:
+    from .retry import RetryPolicy
     from .store import Store
 
 
@@ -75,18 +76,19 @@ class Reader(Protocol):
         ...
 
 
-def open_store(location: str | os.PathLike) -> Store:
-    """The store at a directory, or on object storage for an s3://bucket/prefix URL."""
+def open_store(location: str | os.PathLike, retry: RetryPolicy | None = None) -> Store:
+    """The store at a directory, or on object storage for an s3://bucket/prefix URL (retried
+    under `retry`, default `RetryPolicy.from_env()`)."""
     from .bucket import BucketStore, is_bucket
     from .store import Store
 
-    return BucketStore(str(location)) if is_bucket(location) else Store(location)
+    return BucketStore(str(location), retry=retry) if is_bucket(location) else Store(location)
 
 
-def open_reader(location: str | os.PathLike) -> Reader:
+def open_reader(location: str | os.PathLike, retry: RetryPolicy | None = None) -> Reader:
     """A store (`open_store`), or a `RemoteStore` for an http(s) URL: the same read methods."""
     if str(location).startswith(("http://", "https://")):
         from .remote import RemoteStore
 
-        return RemoteStore(str(location))
-    return open_store(location)
+        return RemoteStore(str(location), retry=retry)
+    return open_store(location, retry)

@@ -4,13 +4,18 @@ Same methods, same return types, same exceptions (the service names the store's 
 class in each error body), so a trainer cannot tell a URL from a directory. A large read is
 split into several requests, each sized to about half the service's body cap from what the
 earlier ones weighed; a request the service still refuses (413) is halved and retried.
+
+A try that fails for a reason that may pass (refused, reset, a body cut short, 502/503/504, 429
+with Retry-After) is tried again under the reader's `RetryPolicy` (retry.py); every request
+here is a read, so repeating one is safe. A body is returned only whole: its length is checked
+against Content-Length (or its chunked framing), and a short one is asked for again.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,9 +25,11 @@ from .errors import (
     FeatureSetNotFoundError,
     InvalidSelectionError,
     RequestTooLargeError,
+    ServiceUnreachableError,
     StoreError,
 )
 from .plan import check_layers, read_dtype
+from .retry import RATE_LIMITED, RETRY_STATUSES, RetryPolicy, Tries, retry_after
 from .types import ExampleBatch, FeatureSetInfo
 from .wire import SAFETENSORS, decode
 
@@ -47,11 +54,19 @@ PARALLEL_MIN_EXAMPLES = 32  # a read of fewer examples than twice this goes in o
 class RemoteStore:
     """Read feature sets from `snowfire serve` at `base_url` (e.g. "http://host:8000")."""
 
-    def __init__(self, base_url: str, *, timeout: float = 120.0, parallel: int = 1):
-        """parallel: requests a large read is split into and sent at once (one connection
-        each). 1 by default: the service streams one answer while it reads it, and one body
-        is decoded in place, where parts would be copied into one batch at the end
-        (benchmarks/README.md, stop 22)."""
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 120.0,
+        parallel: int = 1,
+        retry: RetryPolicy | None = None,
+    ):
+        """timeout: seconds one try may wait for the service's next bytes. parallel: requests
+        a large read is split into and sent at once (one connection each). 1 by default: the
+        service streams one answer while it reads it, and one body is decoded in place, where
+        parts would be copied into one batch at the end (benchmarks/README.md, stop 22).
+        retry: what is tried again and for how long (default: `RetryPolicy.from_env()`)."""
         import urllib3
 
         self.url = base_url.rstrip("/")
@@ -64,6 +79,7 @@ class RemoteStore:
         self._keys: dict[str, list[str]] = {}
         self._max_body: int | None = None
         self.parallel = max(1, parallel)
+        self.retry = RetryPolicy.from_env() if retry is None else retry
 
     def __repr__(self) -> str:
         return f"RemoteStore({self.url!r})"
@@ -166,11 +182,11 @@ class RemoteStore:
         body: dict[str, Any] = {field: chunk}
         if layers is not None:
             body["layers"] = layers
-        response = self._request(
+        data = self._request(
             "POST", f"/v1/featuresets/{_quote(fs_id)}/features", json=body,
-            headers={"Accept": SAFETENSORS},
+            headers={"Accept": SAFETENSORS}, read=_body_into_buffer,
         )  # fmt: skip
-        return decode(_body_into_buffer(response))
+        return decode(data)
 
     def _first_step(self, fs_id: str, layers: list | None) -> int:
         """Examples in the first request: about half the body cap at the set's mean length."""
@@ -192,7 +208,7 @@ class RemoteStore:
         return self._max_body
 
     def _get(self, path: str, params: dict | None = None) -> Any:
-        return json.loads(self._request("GET", path, params=params).data)
+        return json.loads(self._request("GET", path, params=params))
 
     def _send(self, method: str, url: str, body: bytes | None, headers: dict[str, str]):
         """One HTTP exchange (a seam for tests); the urllib3 response, its body not yet read
@@ -200,11 +216,13 @@ class RemoteStore:
         return self._pool.request(method, url, body=body, headers=headers, preload_content=False)
 
     def _request(self, method: str, path: str, *, params: dict | None = None,
-                 json: Any = None, headers: dict[str, str] | None = None):  # fmt: skip
+                 json: Any = None, headers: dict[str, str] | None = None,
+                 read: Callable[[Any], bytes | memoryview] | None = None):  # fmt: skip
+        """The body of a 2xx answer, whole (read by `read`); a failure that may pass is tried
+        again under `self.retry`, and ServiceUnreachableError names the tries when it gives up;
+        any other answer raises the store's exception the service names."""
         import json as json_lib
         from urllib.parse import urlencode
-
-        import urllib3
 
         url = self.url + path + (f"?{urlencode(params)}" if params else "")
         headers = dict(headers or {})
@@ -212,24 +230,73 @@ class RemoteStore:
         if json is not None:
             body = json_lib.dumps(json).encode()
             headers["Content-Type"] = "application/json"
-        try:
-            response = self._send(method, url, body, headers)
-        except urllib3.exceptions.HTTPError as err:
-            raise ConnectionError(
-                f"cannot reach the snowfire service at {self.url}: {err}"
-            ) from err
-        if 200 <= response.status < 300:
-            return response
-        text = response.data.decode("utf-8", "replace")
-        try:
-            payload = json_lib.loads(text)
-            detail, name = str(payload.get("detail")), payload.get("error")
-        except (ValueError, AttributeError):
-            detail, name = text, None
-        cls = _ERRORS.get(name) or _BY_STATUS.get(response.status)
-        if cls is None:
-            raise StoreError(f"{method} {self.url}{path}: HTTP {response.status}: {detail}")
-        raise cls(detail)
+        read = read or _whole_body
+        transient = _transient()
+        tries = Tries(self.retry, f"{method} {url}", ServiceUnreachableError)
+        while True:
+            try:
+                response = self._send(method, url, body, headers)
+            except transient as err:  # refused, reset before an answer, connect timeout
+                tries.failed(f"cannot reach the snowfire service at {self.url}: {_cause(err)}")
+                continue
+            status = response.status
+            if 200 <= status < 300:
+                try:
+                    return read(response)
+                except transient as err:  # reset or closed mid-body: never returned short
+                    _discard(response)
+                    tries.failed(f"HTTP {status}, the body cut short: {_cause(err)}")
+                    continue
+            try:
+                text = response.data.decode("utf-8", "replace")
+            except transient as err:
+                _discard(response)
+                tries.failed(f"HTTP {status}, the body cut short: {_cause(err)}")
+                continue
+            try:
+                payload = json_lib.loads(text)
+                detail, name = str(payload.get("detail")), payload.get("error")
+            except (ValueError, AttributeError):
+                detail, name = text.strip()[:300], None
+            after = retry_after(response.headers.get("Retry-After"))
+            if status in RETRY_STATUSES or (status == RATE_LIMITED and after is not None):
+                tries.failed(f"HTTP {status}: {detail}", after)
+                continue
+            cls = _ERRORS.get(name) or _BY_STATUS.get(status)
+            if cls is None:
+                raise StoreError(f"{method} {self.url}{path}: HTTP {status}: {detail}")
+            raise cls(detail)
+
+
+def _transient() -> tuple[type[BaseException], ...]:
+    """What a failed exchange raises when the network, not the request, was at fault."""
+    import http.client
+
+    import urllib3
+
+    return (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
+
+
+def _cause(err: BaseException) -> str:
+    """One line for a network failure: urllib3 nests the socket's error in its reason."""
+    reason = getattr(err, "reason", None) or err
+    return f"{type(reason).__name__}: {reason}"
+
+
+def _discard(response) -> None:
+    """Close a response whose connection broke, so the pool opens a new one."""
+    try:
+        response.close()
+    finally:
+        response.release_conn()
+
+
+def _whole_body(response) -> bytes:
+    """The body; urllib3 raises (ProtocolError) when fewer bytes than Content-Length or a
+    broken chunked framing came, rather than return them."""
+    data = response.data
+    response.release_conn()
+    return data
 
 
 def _body_into_buffer(response) -> memoryview | bytes:

@@ -16,6 +16,7 @@ from cache import (
     FeatureSetNotFoundError,
     InvalidSelectionError,
     RequestTooLargeError,
+    RetryPolicy,
     Store,
     open_reader,
 )
@@ -23,6 +24,8 @@ from cache.remote import RemoteStore
 from tests.helpers.service import Counting, Server, build_featureset
 
 LONG = [40, 3, 25, 1, 100, 7, 33, 12, 5, 30, 2, 18]  # tokens per example; #4 is big
+#: Three quick tries: for the cases that fail on every one
+THREE_TRIES = RetryPolicy(attempts=3, backoff=0.01, backoff_max=0.02)
 
 
 @pytest.fixture(scope="module")
@@ -187,8 +190,11 @@ def test_unreachable_service_says_where():
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"  # bound, not listening: refused
-    with RemoteStore(url) as remote, pytest.raises(ConnectionError, match=url):
+    with RemoteStore(url, retry=THREE_TRIES) as remote, pytest.raises(ConnectionError) as got:
         remote.list_featuresets()
+    assert str(got.value).startswith(f"GET {url}/v1/featuresets?manifest=true: gave up after ")
+    assert "all 3 attempts failed; the last: cannot reach the snowfire service at" in str(got.value)
+    assert "Connection refused" in str(got.value)
     sock.close()
 
 
@@ -198,7 +204,7 @@ def test_an_unreachable_service_is_a_connection_error_naming_it():
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with RemoteStore(f"http://127.0.0.1:{port}") as remote:
+    with RemoteStore(f"http://127.0.0.1:{port}", retry=THREE_TRIES) as remote:
         with pytest.raises(ConnectionError, match=f"cannot reach the snowfire service at .*{port}"):
             remote.list_featuresets()
 
@@ -208,9 +214,10 @@ def test_an_answer_cut_short_mid_stream_is_an_error_not_a_short_batch(
     server, local, monkeypatch, path
 ):
     """The service streams features as it reads them: a store error in a later piece can
-    only end the body early. The client then raises, naming how much came, and a read after
-    it is whole (the service and its connections are fine). "copied": pieces read into
-    buffers (layers [1, 0]); "direct": all layers sent from the mapped shards."""
+    only end the body early. The client asks again (the policy's attempts), then raises,
+    naming how much came, and a read after it is whole (the service and its connections are
+    fine). "copied": pieces read into buffers (layers [1, 0]); "direct": all layers sent from
+    the mapped shards."""
     import api.features
     from cache.plan import ReadPlan
 
@@ -232,12 +239,12 @@ def test_an_answer_cut_short_mid_stream_is_an_error_not_a_short_batch(
             sent.append(k)
             yield piece
 
-    with RemoteStore(server.url) as remote:
+    with RemoteStore(server.url, retry=THREE_TRIES) as remote:
         monkeypatch.setattr(ReadPlan, "features", failing)
         monkeypatch.setattr(api.features, "direct_pieces", failing_direct)
         with pytest.raises(ConnectionError, match=r"the service sent \d+ of \d+ body bytes"):
             remote.read("fs32", indices=[0, 1, 2, 3], layers=layers)
-        assert sent == ([0, 1] if path == "direct" else [])  # the path the case names
+        assert sent == ([0, 1] * 3 if path == "direct" else [])  # the path the case names
         monkeypatch.setattr(ReadPlan, "features", real_features)
         monkeypatch.setattr(api.features, "direct_pieces", real_direct)
         got = remote.read("fs32", indices=[0, 1, 2, 3], layers=layers)
