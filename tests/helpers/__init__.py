@@ -6,6 +6,7 @@ imports from here, never from another test module (nor the demo's private helper
     tasks.py    task data in the real file formats; a 🔥 config and run check
     heads.py    hand-built store batches and tiny heads for the head contract
     service.py  a feature set written through the store; the service in a thread
+    proxy.py    an HTTP proxy that adds latency, refuses, resets, cuts bodies, answers 503
     compose.py  docker-compose.yml read as Compose does; its commands run locally
     store.py    texts, extraction into a store, a bucket's objects, a head run by the CLI
     tiny_bert.py  the tiny random BERT (the `tiny_bert_dir` fixture, the format-1 fixture)

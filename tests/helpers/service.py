@@ -43,14 +43,17 @@ def build_featureset(
 class Server:
     """uvicorn in a thread on a socket bound here, so the port is ours before it starts."""
 
-    def __init__(self, settings):
+    def __init__(self, settings, port: int = 0):
+        """port: 0 for a free one; that of a server just stopped to start it again there."""
         import uvicorn
 
         from api import create_app
 
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(create_app(settings=settings), log_level="warning")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
