@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictInt,
@@ -17,9 +18,22 @@ from pydantic import (
 from cache import POOLS, WIRE_FORMAT
 from extractor import PAIR_ENCODINGS
 
+
+def _integral(value: Any) -> Any:
+    """A JSON-Schema integer is any number with no fractional part: 1.0 is the integer 1.
+    Booleans and strings stay what they are (and fail the strict check after this)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: A JSON-Schema integer: an int or an integral float (2.0), not a bool, a string or 2.5
+#: (a bound goes before the validator, or pydantic leaves it out of the JSON schema).
+Integer = Annotated[StrictInt, BeforeValidator(_integral)]
+
 #: Layer indices to read (default all): at least one, none negative.
 Layers = Annotated[
-    list[Annotated[StrictInt, Field(ge=0)]] | None,
+    list[Annotated[StrictInt, Field(ge=0), BeforeValidator(_integral)]] | None,
     Field(min_length=1, description="layer indices; default all"),
 ]
 #: Reduce each example to one row before sending (mean or max over its word pieces, special
@@ -132,7 +146,7 @@ class FeaturesRequest(BaseModel):
         json_schema_extra=exactly_one_of("indices", "keys"),
     )
 
-    indices: list[StrictInt] | None = Field(None, description="positions in the feature set",
+    indices: list[Integer] | None = Field(None, description="positions in the feature set",
                                             examples=[[0, 1, 2]])  # fmt: skip
     keys: list[StrictStr] | None = Field(None, description="example keys")
     layers: Layers = None

@@ -5,14 +5,15 @@ Keys come from SNOWFIRE_API_KEYS (comma-separated `KEY` or `KEY:write`) and/or a
 configured the service is open (it binds 127.0.0.1 by default). With keys, every route but
 `/healthz` needs `Authorization: Bearer KEY`: a missing or unknown key is a 401 with
 `WWW-Authenticate: Bearer`; a read key may read everything, and submitting or cancelling a job
-needs a write key (403 otherwise). Keys are kept as sha256 digests and compared in constant
-time against every configured digest.
+needs a write key (403 otherwise); a method a path does not take is 405 for any key. Keys
+are kept as sha256 digests and compared in constant time against every configured digest.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from pathlib import Path
 
 from starlette.responses import JSONResponse, RedirectResponse
@@ -51,8 +52,18 @@ def load_keys(inline: str | None, file: Path | None) -> dict[bytes, str]:
     return keys
 
 
-def _needs_write(method: str, path: str) -> bool:
-    return method == "POST" and path.startswith("/v1/jobs")
+def _write_operations() -> list[re.Pattern]:
+    """The paths of the operations that need a write key: the jobs router's POSTs (submit,
+    cancel). Any other method or path is a read, or no operation at all: the router answers
+    it (405 for a method a listed path does not take, 404 for an unknown path), whatever the
+    key's scope."""
+    from .job_routes import router
+
+    return [route.path_regex for route in router.routes if "POST" in route.methods]
+
+
+def _needs_write(method: str, path: str, writes: list[re.Pattern]) -> bool:
+    return method == "POST" and any(rx.match(path) for rx in writes)
 
 
 class KeyRing:
@@ -86,6 +97,7 @@ class APIKeys:
 
     def __init__(self, app: ASGIApp, ring: KeyRing) -> None:
         self.app, self.ring, self.keys = app, ring, ring.keys
+        self.writes = _write_operations()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.keys or scope["path"] in OPEN_PATHS:
@@ -104,7 +116,7 @@ class APIKeys:
                 status_code=401,
                 headers={"WWW-Authenticate": 'Bearer realm="snowfire"'},
             )
-        elif granted != "write" and _needs_write(scope["method"], scope["path"]):
+        elif granted != "write" and _needs_write(scope["method"], scope["path"], self.writes):
             response = JSONResponse(
                 {"detail": "this key may read, not submit or cancel jobs (a write key can)",
                  "error": "Forbidden"},

@@ -125,6 +125,16 @@ def test_layer_selection(client, store_dir):
     np.testing.assert_array_equal(tensors["features"], full.features[:, [2, 0]])
 
 
+def test_integral_numbers_are_integers_as_in_json_schema(client):
+    """2.0 is a JSON-Schema integer (the OpenAPI document says "integer"): the same answer
+    as 2."""
+    want = client.post("/v1/featuresets/fs16/features", json={"indices": [1, 3], "layers": [2, 0]})
+    got = client.post("/v1/featuresets/fs16/features",
+                      json={"indices": [1.0, 3], "layers": [2.0, 0.0]})  # fmt: skip
+    assert got.status_code == want.status_code == 200, got.text
+    assert got.content == want.content
+
+
 def test_keys_selection(client, store_dir):
     keys = Store(store_dir).featureset_keys("fs32")
     r = client.post("/v1/featuresets/fs32/features", json={"keys": [keys[3], keys[1]]})
@@ -219,7 +229,9 @@ def test_422_bad_index(client):
         ({"indices": [0], "keys": ["k"]}, "give exactly one of 'indices' or 'keys' (got both)"),
         ({"layers": [0]}, "give exactly one of 'indices' or 'keys' (got neither)"),
         ({"indices": [0, "1"]}, "indices.1: Input should be a valid integer (got '1')"),
-        ({"indices": [0.0]}, "indices.0: Input should be a valid integer (got 0.0)"),
+        ({"indices": [0.5]}, "indices.0: Input should be a valid integer (got 0.5)"),
+        ({"indices": [True]}, "indices.0: Input should be a valid integer (got True)"),
+        ({"indices": [0], "layers": [1.5]}, "layers.0: Input should be a valid integer (got 1.5)"),
         ({"index": [0]}, "index: Extra inputs are not permitted (got [0])"),
     ],
 )

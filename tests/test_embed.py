@@ -113,6 +113,10 @@ def test_pairs_tokens_layers_and_pooling(service):
     assert tokens["keys"] == text["keys"] and text["cached"] == [True]
     separate = _post(client, {"pairs": pairs, "pair_encoding": "separate"}, JSON_ACCEPT).json()
     assert separate["encoder_id"] != as_json["encoder_id"]  # another pool, as extract's
+    # 2.0 is a JSON-Schema integer: the same answer as 2
+    assert (
+        _post(client, {"pairs": pairs, "layers": [0.0, 2.0]}).content == _post(client, body).content
+    )
 
 
 def test_the_worker_and_extract_take_one_config_and_store_alike(tiny_bert_dir, tmp_path):
