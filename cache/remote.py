@@ -71,7 +71,8 @@ class RemoteStore:
 
         self.url = base_url.rstrip("/")
         # urllib3 reads a body of many MB in large pieces: 1.3x httpx's throughput on 47 MB
-        # responses here (benchmarks/README.md); thread-safe, keeps connections alive
+        # responses here (benchmarks/README.md); thread-safe, keeps connections alive. Its own
+        # retries stay off: _request retries (retry.py), a body cut short included
         self._pool = urllib3.PoolManager(
             maxsize=8, retries=False, timeout=urllib3.Timeout(connect=10.0, read=timeout)
         )
