@@ -1,10 +1,13 @@
 """The OpenAPI document tells the truth: schemathesis (every check, all four phases with the
-stateful links, a fixed seed and a bounded budget) against a live service with a real home —
-a feature set, task data, jobs, an API key, an embed encoder — finds no failure."""
+stateful links, seed 1 and a bounded budget) against a live service with a real home — task
+data, a feature set of texts and those of a task, finished jobs (done, failed, cancelled), an
+API key of each scope, an embed encoder — finds no failure, with the read key and with the
+write key."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +19,7 @@ from tests.helpers import free_port, wait_healthy
 
 pytestmark = pytest.mark.subprocess
 
-KEY = "contract-test-write-key-0001"
+KEYS = {"read": "contract-test-read-key-00001", "write": "contract-test-write-key-0001"}
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 
 
@@ -25,6 +28,41 @@ def _schemathesis() -> str:
     if found is None:
         pytest.fail("schemathesis is not installed: pip install -e '.[dev]' (make test does)")
     return found
+
+
+def finished_jobs(home: Path, encoder: str) -> dict[str, str]:
+    """An extract job and a train job run to the end by real workers, a train job that fails
+    (no features of its encoder) and one cancelled: {status: job id}."""
+    from fastapi.testclient import TestClient
+
+    from api import Settings, create_app
+    from jobs import Home
+    from jobs.worker import Worker
+
+    ids = {}
+    with TestClient(create_app(settings=Settings(home=home))) as client:
+
+        def submit(kind: str, **params) -> str:
+            r = client.post("/v1/jobs", json={"kind": kind, "params": {"progress": False,
+                                                                        **params}})  # fmt: skip
+            assert r.status_code == 202, r.text
+            return r.json()["id"]
+
+        train = {"task": "sst2", "head": "linear", "epochs": 1}
+        done = [submit("extract", encoder=encoder, task="sst2")]
+        for kind in ("extract", "train"):
+            if kind == "train":
+                done.append(submit("train", encoder=encoder, **train))
+            assert Worker(Home(home.resolve()), kind, poll=0.2).run(once=True) == 1
+        ids["failed"] = submit("train", encoder="minilm", **train)
+        assert Worker(Home(home.resolve()), "train", poll=0.2).run(once=True) == 1
+        ids["cancelled"] = submit("train", encoder=encoder, **train)
+        assert client.post(f"/v1/jobs/{ids['cancelled']}/cancel").status_code == 200
+        ids["done"] = done[-1]
+        for status, job_id in [*ids.items(), ("done", done[0])]:
+            job = client.get(f"/v1/jobs/{job_id}").json()
+            assert job["status"] == status, job
+    return ids
 
 
 def test_the_service_keeps_its_openapi_contract(tiny_bert_dir, tmp_path):
@@ -37,8 +75,10 @@ def test_the_service_keeps_its_openapi_contract(tiny_bert_dir, tmp_path):
     texts.write_text("the dog runs\na man plays the guitar\nsomeone eats food\n")
     run_extract(ExtractConfig(encoder=f"hf:{tiny_bert_dir}", input=str(texts),
                               store=str(tmp_path / "store"), progress=False))  # fmt: skip
+    finished_jobs(tmp_path, f"hf:{tiny_bert_dir}")
     port = free_port()
-    env = {**os.environ, "SNOWFIRE_API_KEYS": f"{KEY}:write", "SNOWFIRE_LOG_LEVEL": "warning"}
+    keys = f"{KEYS['read']},{KEYS['write']}:write"
+    env = {**os.environ, "SNOWFIRE_API_KEYS": keys, "SNOWFIRE_LOG_LEVEL": "warning"}
     service = subprocess.Popen(
         python_command(
             "cli",
@@ -54,18 +94,25 @@ def test_the_service_keeps_its_openapi_contract(tiny_bert_dir, tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    runs = {}
     try:
         wait_healthy(f"http://127.0.0.1:{port}", service)
-        run = subprocess.run(
-            [_schemathesis(), "--config-file", str(CONFIG), "run",
-             f"http://127.0.0.1:{port}/openapi.json", "--checks", "all", "--seed", "7",
-             "--max-examples", "15", "--phases", "examples,coverage,fuzzing,stateful",
-             "-H", f"Authorization: Bearer {KEY}", "--no-color", "--suppress-health-check", "all"],
-            env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path,
-        )  # fmt: skip
+        for scope, key in KEYS.items():
+            runs[scope] = subprocess.run(
+                [_schemathesis(), "--config-file", str(CONFIG), "run",
+                 f"http://127.0.0.1:{port}/openapi.json", "--checks", "all", "--seed", "1",
+                 "--max-examples", "15", "--phases", "examples,coverage,fuzzing,stateful",
+                 "-H", f"Authorization: Bearer {key}", "--no-color",
+                 "--suppress-health-check", "all"],
+                env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path,
+            )  # fmt: skip
     finally:
         service.terminate()
         service.wait(timeout=30)
-    report = run.stdout[-6000:] + run.stderr[-2000:]
-    assert run.returncode == 0, report
-    assert "Tested: 14" in run.stdout or "Tested:" in run.stdout, report
+    for scope, run in runs.items():
+        report = f"{scope} key:\n" + run.stdout[-6000:] + run.stderr[-2000:]
+        assert run.returncode == 0, report
+        counts = re.search(r"Test cases:\s+(\d+) generated, (\d+) passed\s", run.stdout)
+        assert counts and counts[1] == counts[2] and int(counts[1]) > 500, report
+        assert "Tested: 14" in run.stdout, report  # every operation
+        print(report)  # the outcome, for the record (pytest -s)
