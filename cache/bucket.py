@@ -4,7 +4,8 @@ The objects carry the names a local store's files have (store.py), so a bucket p
 directory hold the same bytes and zarr opens either. Credentials, region and endpoint come
 from the usual environment variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
 AWS_ENDPOINT_URL; AWS_ALLOW_HTTP=true for a plain-http endpoint such as a local MinIO).
-Failures that may pass are retried by obstore under the readers' one `RetryPolicy` (retry.py).
+Failures that may pass are retried by obstore under the readers' one `RetryPolicy` (retry.py);
+a body cut short, which obstore does not always retry, is asked for again here (`attempt`).
 
 Atomicity without rename (docs/scale.md): a PUT makes a whole object visible or nothing.
     a segment    its files are put first, its checksums.json last: a segment without one is
