@@ -31,6 +31,15 @@ def _integral(value: Any) -> Any:
 #: (a bound goes before the validator, or pydantic leaves it out of the JSON schema).
 Integer = Annotated[StrictInt, BeforeValidator(_integral)]
 
+#: Python's white space (what str.split splits on, and what a word may not hold) as the body
+#: of a JSON-Schema character class; no character above U+3000 is white space (a test checks).
+_SPACE = "".join(f"\\u{c:04x}" for c in range(0x3001) if chr(c).isspace())
+#: A text: at least one character that is not white space (else it has no words).
+Text = Annotated[StrictStr, Field(json_schema_extra={"pattern": f"[^{_SPACE}]"})]
+#: A word given as is: not empty, no white space. The route checks both (api/embed_routes.py,
+#: naming the text); the schema says them, so a client knows before it asks.
+Word = Annotated[StrictStr, Field(json_schema_extra={"pattern": f"^[^{_SPACE}]+$"})]
+
 #: Layer indices to read (default all): at least one, none negative.
 Layers = Annotated[
     list[Annotated[StrictInt, Field(ge=0), BeforeValidator(_integral)]] | None,
@@ -197,10 +206,12 @@ class EmbedRequest(BaseModel):
         json_schema_extra=exactly_one_of("texts", "pairs", "tokens"),
     )
 
-    texts: list[StrictStr] | None = Field(None, description="one text per example",
-                                          examples=[["A man plays a guitar ."]])  # fmt: skip
-    pairs: list[tuple[StrictStr, StrictStr]] | None = Field(None, description="[a, b] per example")
-    tokens: list[list[StrictStr]] | None = Field(None, description="words per example")
+    texts: list[Text] | None = Field(None, description="one text per example",
+                                     examples=[["A man plays a guitar ."]])  # fmt: skip
+    pairs: list[tuple[Text, Text]] | None = Field(None, description="[a, b] per example")
+    tokens: list[Annotated[list[Word], Field(json_schema_extra={"minItems": 1})]] | None = Field(
+        None, description="words per example (at least one each)"
+    )
     _given = field_validator("texts", "pairs", "tokens", mode="before")(_not_null)
     layers: Layers = None
     pool: Pool = "none"

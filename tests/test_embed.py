@@ -169,6 +169,26 @@ def test_bad_requests_are_refused_naming_what_was_wrong(service, body, status, w
     assert words in r.json()["detail"]
 
 
+def test_the_schema_says_which_words_and_texts_are_taken(service):
+    """The OpenAPI document's patterns and the route's check agree on every character: a word
+    holds no white space (what str.split splits on), a text holds something else."""
+    import re
+
+    client, _ = service
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    props = schemas["EmbedRequest"]["properties"]
+    word, text = props["tokens"]["items"]["items"]["pattern"], props["texts"]["items"]["pattern"]
+    spaces = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+    assert max(map(ord, spaces)) <= 0x3000  # the range api/schemas.py looks in
+    for c in spaces:
+        assert not re.search(word, f"a{c}b") and not re.search(text, c * 2), hex(ord(c))
+        r = client.post("/v1/embed", json={"tokens": [["the", f"a{c}b"]]})
+        assert r.status_code == 422 and "holds white space" in r.json()["detail"], hex(ord(c))
+    for c in ("\u200b", "\u00e9", "-"):  # not white space: a word may hold them
+        assert re.search(word, f"a{c}b") and re.search(text, c)
+        assert client.post("/v1/embed", json={"tokens": [["the", f"a{c}b"]]}).status_code == 200
+
+
 def test_without_an_encoder_the_error_says_how_to_start_one(tmp_path):
     with TestClient(create_app(tmp_path / "store")) as client:
         r = client.post("/v1/embed", json={"texts": ["the dog"]})
