@@ -137,6 +137,13 @@ class ReadPlan:
         return np.concatenate(parts or [np.empty((0, self.num_layers), np.float32)])
 
 
+def check_index_type(index: Any) -> None:
+    """An index is an int (Python's or numpy's), not a bool or a float, in every reader: a
+    Python 1.0 is refused here, though the service's JSON boundary reads 1.0 as 1."""
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+        raise InvalidSelectionError(f"index {index!r} is not an integer")
+
+
 def check_layers(layers: Sequence[int] | None, num_layers: int) -> list[int] | None:
     if layers is None:
         return None

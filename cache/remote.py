@@ -28,7 +28,7 @@ from .errors import (
     ServiceUnreachableError,
     StoreError,
 )
-from .plan import check_layers, read_dtype
+from .plan import check_index_type, check_layers, read_dtype
 from .retry import RATE_LIMITED, RETRY_STATUSES, RetryPolicy, Tries, retry_after
 from .types import ExampleBatch, FeatureSetInfo
 from .wire import SAFETENSORS, decode
@@ -146,6 +146,9 @@ class RemoteStore:
             read_dtype(dtype, self.get_featureset(fs_id).dtype)
         field = "indices" if indices is not None else "keys"
         selection = [_plain(x) for x in (indices if indices is not None else keys)]
+        if indices is not None:  # checked here, as the local store does (JSON's 1.0 is 1)
+            for i in selection:
+                check_index_type(i)
         layer_list = None if layers is None else [_plain(layer) for layer in layers]
         if layer_list is not None:  # checked here, as the local store does, with its message
             check_layers(layer_list, self.get_featureset(fs_id).num_layers)

@@ -41,7 +41,7 @@ from .errors import (
     InvalidSelectionError,
 )
 from .keys import STORE_FORMAT_VERSION, digest, encoder_id
-from .plan import ReadPlan, check_layers, read_dtype
+from .plan import ReadPlan, check_index_type, check_layers, read_dtype
 from .segment import Segment, damaged_files, write_segment
 from .types import STORED_DTYPES, ExampleBatch, FeatureSetInfo
 
@@ -309,8 +309,7 @@ class Store:
         if indices is not None:
             all_keys = self.featureset_keys(fs_id)
             for i in indices:
-                if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-                    raise InvalidSelectionError(f"index {i!r} is not an integer")
+                check_index_type(i)
                 if not 0 <= i < len(all_keys):
                     raise InvalidSelectionError(
                         f"index {i} out of range: feature set {fs_id!r} has examples "

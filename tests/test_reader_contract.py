@@ -274,7 +274,7 @@ def test_an_unknown_key(reader, local):
         ({"indices": [0, 7]}, "index 7 out of range"),
         ({"indices": [-1]}, "index -1 out of range"),
         ({"indices": [True]}, "integer"),
-        ({"indices": [1.0]}, "integer"),  # the service words it as pydantic does
+        ({"indices": [1.0]}, "index 1.0 is not an integer"),  # JSON's 1.0 is 1; Python's not
         ({"indices": [0], "layers": [3]}, "layer 3 out of range"),
         ({"indices": [0], "layers": [0, -1]}, "layer -1 out of range"),
         ({"indices": [0], "layers": []}, "layers is empty"),
