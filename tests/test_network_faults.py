@@ -28,9 +28,10 @@ from tests.helpers.proxy import FaultProxy, Faults
 from tests.helpers.service import Server, build_featureset
 from tests.helpers.store import bucket_objects, tiny_sst2
 
-#: Quick retries, many of them: a fault that passes always passes within them
-PATIENT = {"SNOWFIRE_RETRY_ATTEMPTS": "50", "SNOWFIRE_RETRY_BACKOFF": "0.01",
-           "SNOWFIRE_RETRY_BACKOFF_MAX": "0.1", "SNOWFIRE_RETRY_DEADLINE": "60"}  # fmt: skip
+#: Quick retries, many of them: a fault that passes always passes within them (the waits
+#: add up to 25 s at least, the longest outage here a server restart of a second or two)
+PATIENT = {"SNOWFIRE_RETRY_ATTEMPTS": "100", "SNOWFIRE_RETRY_BACKOFF": "0.01",
+           "SNOWFIRE_RETRY_BACKOFF_MAX": "0.5", "SNOWFIRE_RETRY_DEADLINE": "120"}  # fmt: skip
 THREE_TRIES = RetryPolicy(attempts=3, backoff=0.01, backoff_max=0.02)
 #: About 4 examples per features request (2 KB each): 20 requests an epoch, not 2
 BODY_CAP = 16_000
