@@ -4,8 +4,9 @@
     summary = run_compare(cfg)       # OUT/results.json, table.md, table.png, layer_weights.png
 
 config.py (options, budgets, the paper's head per task), run.py (extraction and cells),
-report.py (tables and plots), verdict.py (Δ and the verdict), mteb.py (the results as MTEB's
-results files: `export_mteb(out, directory)`); the statistics of the verdict:
+report.py (tables and plots), judge.py (a task's verdict from its runs), verdict.py (Δ's
+words), mteb.py (the results as MTEB's results files: `export_mteb(out, directory)`); the
+statistics of the verdict:
 interval.py (Δ's paired bootstrap interval over examples and seeds), convergence.py (a cell
 still improving at its cap), restarts.py (the seeds' spread, degenerate restarts), curves.py
 (a task's learning curves as a plot); analyses/ the paper's analyses
@@ -22,7 +23,7 @@ _WHERE = {
     "run_analysis": "analyses",
     "CompareConfig": "config",
     "run_compare": "run",
-    "verdict": "verdict",
+    "judge": "judge",
     "BASELINE_WORDS": "verdict",
     "BUDGET_LIMITED": "verdict",
     "call": "verdict",

@@ -9,7 +9,8 @@ training anything, so a trained answer can be seen to beat it (or not).
     regression of one text      none: a constant prediction has no correlation
 
 Scored with the task's own metrics on dev, and on test where the data directory has labels.
-OUT/baseline/<task>.json keeps the result with what made it, so a rerun computes nothing.
+OUT/baseline/<task>.json keeps the result, each example's prediction (the verdict's bootstrap
+weighs them against the trained sides') and what made it, so a rerun computes nothing.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def run_baseline(cfg: CompareConfig, task: str, store: str) -> dict[str, Any] | 
                "files": files}  # fmt: skip
     if path.is_file():
         kept = json.loads(path.read_text())
-        if kept.get("made_by") == made_by:
+        if kept.get("made_by") == made_by and "predictions" in kept:  # older files lack them
             return kept
     started = time.perf_counter()
     splits = [s for s in available_splits(spec, cfg.data) if s != "train"]
@@ -86,11 +87,12 @@ def _majority(spec, data: str | None, splits: list[str]) -> dict[str, Any]:
     if not counts:
         raise ValueError(f"compare {spec.name}: the training split has no labels to count")
     label = min(counts, key=lambda k: (-counts[k], k))  # the most frequent; ties by name
-    out: dict[str, Any] = {"label": label}
+    out: dict[str, Any] = {"label": label, "predictions": {}}
     for split in splits:
         gold = _labelled(spec, data, split)
         if gold:
-            out[split] = evaluate(spec, gold, [label] * len(gold))
+            out["predictions"][split] = [label] * len(gold)
+            out[split] = evaluate(spec, gold, out["predictions"][split])
     return out
 
 
@@ -101,7 +103,7 @@ def _cosine(cfg: CompareConfig, spec, store: str, splits: list[str]) -> dict[str
 
     from .run import find_or_extract
 
-    out: dict[str, Any] = {"layer": -1}
+    out: dict[str, Any] = {"layer": -1, "predictions": {}}
     for split in splits:
         gold = _labelled(spec, cfg.data, split)
         if not gold:
@@ -109,5 +111,6 @@ def _cosine(cfg: CompareConfig, spec, store: str, splits: list[str]) -> dict[str
         info = find_or_extract(cfg.encoder, store, spec, cfg.data, split, "separate",
                                device=cfg.device, progress=cfg.progress, who="compare")  # fmt: skip
         pred = cosine_scores(open_reader(store), info).tolist()
+        out["predictions"][split] = pred  # per example: the verdict's bootstrap weighs them
         out[split] = evaluate(spec, [float(g) for g in gold], pred)
     return out

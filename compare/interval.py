@@ -51,6 +51,7 @@ product for all replicates, seeds and sides:
 
     accuracy   1[y = ŷ]                                Σ / n
     f1         tp, fp, fn of the positive class "1"    2tp / (2tp + fp + fn)
+    macro_f1   per class: tp, 1[y = k], 1[ŷ = k]       mean over classes seen of 2tp / (g + p)
     matthews   1[y = ŷ], onehot(y), onehot(ŷ)         (c n − t·p) / √((n² − p·p)(n² − t·t))
     pearson    1, x, y, x², y², xy (centred)           (n Sxy − Sx Sy) / √(n Sxx − Sx²)(n Syy − Sy²)
     span_f1    per sentence: correct, predicted, gold  2c / (p + g)  (precision c/p, recall c/g)
@@ -70,7 +71,8 @@ from dataclasses import dataclass
 import numpy as np
 
 #: The metrics a bootstrap can score: the keys of `tasks.evaluate`'s results.
-METRICS = ("accuracy", "f1", "matthews", "pearson", "spearman", "span_f1", "precision", "recall")
+METRICS = ("accuracy", "f1", "macro_f1", "matthews", "pearson", "spearman", "span_f1",
+           "precision", "recall")  # fmt: skip
 #: Replicates per interval: the 2.5% tail holds 125 of them, and a tail percentile's Monte Carlo
 #: sd is √(0.025 · 0.975 / R) / φ(1.96) = 0.04 sd of Δ* for a normal Δ*, a fiftieth of the
 #: interval's half-width.
@@ -304,8 +306,14 @@ def _scorer(metric: str, gold: Sequence, preds: list, names: list[str]):
         pp = np.stack([np.array([v == "1" for v in p]) for p in preds], axis=1)  # (N, S)
         f = np.stack([gp & pp, ~gp & pp, gp & ~pp], axis=2).astype(np.float64)  # (N, S, 3)
         return _Additive(f, lambda s: _ratio(2 * s[..., 0], 2 * s[..., 0] + s[..., 1] + s[..., 2]))
-    k = len(book)  # matthews: Gorodkin's K-class form, as tasks.metrics.matthews_corrcoef
+    k = len(book)
     onehot = np.eye(k)
+    if metric == "macro_f1":  # per class: TP, gold count, predicted count (tasks.metrics)
+        hits = np.stack([onehot[g] * (p == g)[:, None] for p in ps], axis=1)  # (N, S, K)
+        f = np.concatenate([hits, np.repeat(onehot[g][:, None, :], len(ps), axis=1),
+                            np.stack([onehot[p] for p in ps], axis=1)], axis=2)  # fmt: skip
+        return _Additive(f, lambda s: _macro_f1(s[..., :k], s[..., k : 2 * k] + s[..., 2 * k :]))
+    # matthews: Gorodkin's K-class form, as tasks.metrics.matthews_corrcoef
     f = np.concatenate(
         [
             right[:, :, None],
@@ -322,6 +330,14 @@ def _scorer(metric: str, gold: Sequence, preds: list, names: list[str]):
         return _ratio(c * n - tq, np.sqrt(np.clip((n * n - qq) * (n * n - tt), 0.0, None)))
 
     return _Additive(f, mcc)
+
+
+def _macro_f1(tp: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """Mean over the classes present in the resample's gold or predictions (seen > 0) of
+    2 TP / (gold + predicted), tasks.metrics.macro_f1 on the resample."""
+    present = seen > 0
+    f1 = np.divide(2 * tp, seen, out=np.zeros_like(tp), where=present)
+    return f1.sum(-1) / np.maximum(present.sum(-1), 1)
 
 
 def _floats(values: Sequence, metric: str, which: str) -> np.ndarray:

@@ -24,7 +24,8 @@ from rundir import (
 
 from .baseline import why_none
 from .config import BUDGETS, CompareConfig
-from .verdict import PAPER_TABLE2, mean_sd, verdict
+from .judge import judge
+from .verdict import PAPER_TABLE2, mean_sd
 
 
 def _params_snow(run: Path) -> int:
@@ -85,7 +86,6 @@ def summarise(cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None) -
             "best_head": best,
             "snow": {s: mean_sd(scores(snow, s)) for s in ("dev", "test") if scores(snow, s)},
             "fire": {s: mean_sd(scores(fire, s)) for s in ("dev", "test") if scores(fire, s)},
-            "verdict_dev": verdict(scores(snow, "dev"), scores(fire, "dev")),
             "cost": {"snow": _cost(snow[0]), "fire": _cost(fire[0])},
         }
         base = (baselines or {}).get(task)
@@ -93,8 +93,7 @@ def summarise(cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None) -
             out[task]["baseline"] = {"method": base["method"]} | {
                 s: base[s][metric] for s in ("dev", "test") if s in base
             }
-        if scores(snow, "test") and scores(fire, "test"):
-            out[task]["verdict_test"] = verdict(scores(snow, "test"), scores(fire, "test"))
+        out[task]["verdict"] = judge(cfg.specs[task], snow, fire, base)
     return out
 
 
@@ -120,6 +119,25 @@ def _extraction(ex: dict[str, Any]) -> str:
 def _cell(pair) -> str:
     mean, sd = pair
     return f"{100 * mean:.1f}" + ("" if sd is None else f" ± {100 * sd:.1f}")
+
+
+def curves_file(task: str) -> str:
+    """A task's learning-curve plot, relative to OUT."""
+    return f"curves-{task}.png"
+
+
+def _restarts(side: str, r: dict[str, Any]) -> str:
+    icon = "❄️" if side == "snow" else "🔥"
+    if r["sd"] is None:
+        return f"{icon} 1 seed"
+    return (f"{icon} {r['seeds']} seeds, sd {100 * r['sd']:.1f}, range {100 * r['min']:.1f}–"
+            f"{100 * r['max']:.1f}")  # fmt: skip
+
+
+def _delta(v: dict[str, Any]) -> str:
+    """Δ and its interval, ×100, e.g. "+1.7 [-0.4, +3.9]" (the split when not the table's)."""
+    d = v["delta"]
+    return f"{100 * d['delta']:+.1f} [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
 
 
 def _column(cfg: CompareConfig, task: str) -> str:
@@ -152,14 +170,12 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
             cells = [f"{100 * b[split]:.1f}" if split in b else "–" for b in base]
             rows.append(f"| {cfg.encoder} (ours) | no training | {split} | "
                         + " | ".join(cells) + " |")  # fmt: skip
-    for split in ("dev", "test"):
-        key = f"verdict_{split}"
-        if any(key in summary[t] for t in tasks):
-            rows.append(f"| Δ = 🔥 − ❄️ | | {split} | " + " | ".join(
-                f"{100 * summary[t][key]['delta']:+.1f}" if key in summary[t] else "–"
-                for t in tasks) + " |")  # fmt: skip
-            said = [summary[t][key]["verdict"] if key in summary[t] else "–" for t in tasks]
-            rows.append(f"| verdict | | {split} | " + " | ".join(said) + " |")
+    judged = [summary[t]["verdict"] for t in tasks]
+    splits = sorted({v["split"] for v in judged})
+    rows.append("| Δ = 🔥 − ❄️ [95% interval] | | " + "/".join(splits) + " | "
+                + " | ".join(_delta(v) for v in judged) + " |")  # fmt: skip
+    rows.append("| verdict | | " + "/".join(splits) + " | "
+                + " | ".join(v["verdict"] for v in judged) + " |")  # fmt: skip
     caps = BUDGETS[cfg.budget]
     lines = [
         f"# ❄️ or 🔥: {cfg.encoder}, {_seeds(cfg)}, budget {cfg.budget}",
@@ -169,12 +185,20 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         "Scores ×100 (mean ± sd over seeds); ours: the task's metric on dev, and on test where "
         "the task has a labelled test split"
         + ("; the paper's rows are its test scores" if paper else "")
-        + ". ❄️: the best head on dev. Verdict: ❄️ ≈ 🔥 when |Δ| is within the seeds' spread. "
+        + ". ❄️: the best head on dev. Δ = 🔥 − ❄️ on test where every cell has a labelled test "
+        "split, else dev, with its 95% interval from a paired bootstrap over the examples and "
+        "each side's restarts (seeds); a call (🔥 > ❄️ or ❄️ > 🔥) only when the interval "
+        "excludes 0 and every cell converged, else ❄️ ≈ 🔥 or budget-limited: no verdict. "
         "No training: cosine of mean-pooled texts (similarity tasks) or the majority label "
         "(classification), nothing trained; the row a trained answer has to beat (– where no "
         "such answer says anything: tagging, regression of one text).",
         f"Budget {cfg.budget}: ❄️ {caps['snow'] or 'the defaults of snowfire train'}; 🔥 "
         f"{caps['fire'] or 'rate and epochs tuned on dev (snowfire finetune --grid shared)'}"
+        + "".join(
+            f"; {t}: {n:,} training examples drawn, both sides"
+            for t, n in caps.get("subsample", {}).items()
+            if t in tasks
+        )  # fmt: skip
         + (
             f". ❄️ features of pairs encoded {cfg.pair_encoding_used}"
             if any(cfg.specs[t].pair for t in tasks)
@@ -213,6 +237,17 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
             f"{_cell(s['fire']['test']) if 'test' in s['fire'] else '–'} | {c['seconds']:.0f} | "
             f"{c['examples_per_s']} | {c['params']:,} | – |"
         )
+    lines += [
+        "",
+        "Per task: the verdict with its evidence (cells still improving at their "
+        "epoch cap, each side's restarts, degenerate seeds), and its learning curves.",
+        "",
+    ]
+    for t in tasks:
+        v = summary[t]["verdict"]
+        spread = "; ".join(_restarts(side, v["restarts"][side]) for side in ("snow", "fire"))
+        lines += [f"- **{t}** ({v['split']} {v['metric']}): {v['text']}. Restarts: {spread}. "
+                  f"![{t} learning curves]({curves_file(t)})"]  # fmt: skip
     lines += ["", f"![❄️ vs 🔥]({TABLE_PLOT})", "", f"![layer weights]({LAYER_PLOT})", ""]
     return "\n".join(lines)
 
@@ -245,11 +280,31 @@ def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[
     atomic_write(out / TABLE, table(cfg, summary, extraction))
     _plot_bars(cfg, summary, out / TABLE_PLOT)
     _plot_layers(cfg, summary, cells, out / LAYER_PLOT)
+    for task, s in summary.items():
+        _plot_task_curves(cfg, task, s, out / curves_file(task))
     return {"table": str(out / TABLE), "results": str(out / RESULTS),
-            "verdicts": {t: s["verdict_dev"]["verdict"] for t, s in summary.items()}}  # fmt: skip
+            "verdicts": {t: s["verdict"]["text"] for t, s in summary.items()}}  # fmt: skip
+
+
+def _plot_task_curves(cfg, task: str, s: dict[str, Any], path: Path) -> None:
+    """Every cell's learning curve of `task` (the best ❄️ head's and 🔥's), written atomically."""
+    import tempfile
+
+    from .curves import plot_curves
+
+    v = s["verdict"]
+    cells = [{"mode": side, "head": s["best_head"] if side == "snow" else None,
+              "seed": c["seed"], "curve": c["curve"], "status": c["status"]}
+             for side in ("snow", "fire") for c in v["curves"][side]]  # fmt: skip
+    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+        drawn = Path(tmp) / path.name
+        plot_curves(task, v["metric"], cells, drawn)
+        atomic_write(path, drawn.read_bytes())
 
 
 def _plot_bars(cfg, summary, path: Path) -> None:
+    """Left: each side's score on the verdict's split (bars: the seeds' mean and sd; dashed: no
+    training). Right: Δ = 🔥 − ❄️ with its 95% interval, the error bar the verdict reads."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -258,21 +313,34 @@ def _plot_bars(cfg, summary, path: Path) -> None:
 
     tasks = cfg.names
     x = np.arange(len(tasks))
-    fig, ax = plt.subplots(figsize=(max(4, 1.3 * len(tasks) + 2), 3.6))
+    split = {t: summary[t]["verdict"]["split"] for t in tasks}
+    width = max(4, 1.3 * len(tasks) + 2)
+    fig, (ax, dx) = plt.subplots(1, 2, figsize=(width + 3, 3.6),
+                                 gridspec_kw={"width_ratios": [width, 3]})  # fmt: skip
     for offset, mode, label, color in ((-0.2, "snow", "features + best head", "#4c8cbf"),
                                        (0.2, "fire", "fine-tuning", "#d9622b")):  # fmt: skip
-        means = [100 * summary[t][mode]["dev"][0] for t in tasks]
-        sds = [100 * (summary[t][mode]["dev"][1] or 0) for t in tasks]
+        means = [100 * summary[t][mode][split[t]][0] for t in tasks]
+        sds = [100 * (summary[t][mode][split[t]][1] or 0) for t in tasks]
         ax.bar(x + offset, means, 0.4, yerr=sds, capsize=3, label=label, color=color)
-    base = [(i, 100 * summary[t]["baseline"]["dev"]) for i, t in enumerate(tasks)
-            if "dev" in summary[t].get("baseline", {})]  # fmt: skip
+    base = [(i, 100 * summary[t]["baseline"][split[t]]) for i, t in enumerate(tasks)
+            if split[t] in summary[t].get("baseline", {})]  # fmt: skip
     if base:
         ax.hlines([v for _, v in base], [i - 0.42 for i, _ in base], [i + 0.42 for i, _ in base],
                   colors="black", linestyles="dashed", label="no training")  # fmt: skip
-    ax.set_xticks(x, tasks)
-    ax.set_ylabel("dev score (x100)")
+    ax.set_xticks(x, [f"{t} ({split[t]})" for t in tasks])
+    ax.set_ylabel("score (x100)")
     ax.set_title(f"{cfg.encoder}: features + head vs fine-tuning ({_seeds(cfg, plain=True)})")
     ax.legend(fontsize=8, loc="lower left")
+    deltas = [summary[t]["verdict"]["delta"] for t in tasks]
+    mid = np.array([100 * d["delta"] for d in deltas])
+    err = np.array([[100 * (d["delta"] - d["low"]) for d in deltas],
+                    [100 * (d["high"] - d["delta"]) for d in deltas]])  # fmt: skip
+    dx.errorbar(x, mid, yerr=err, fmt="o", color="black", capsize=4)
+    dx.axhline(0, color="grey", linewidth=0.8)
+    dx.set_xticks(x, tasks)
+    dx.set_xlim(-0.6, len(tasks) - 0.4)
+    dx.set_ylabel("fine-tuning - features (x100)")
+    dx.set_title("difference, 95% interval", fontsize=9)
     fig.tight_layout()
     atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120))
     plt.close(fig)

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .config import BUDGETS, CompareConfig
+from .config import CompareConfig
 
 
 def _store(cfg: CompareConfig) -> str:
@@ -137,7 +137,7 @@ def plan(cfg: CompareConfig) -> list[dict[str, Any]]:
 
 def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> dict[str, Any]:
     """Train one cell (or return its finished run): {split: {metric: value}}."""
-    caps = BUDGETS[cfg.budget]
+    caps = {mode: cfg.caps(mode, cell["task"]) for mode in ("snow", "fire")}
     task = task_fields(cfg.specs[cell["task"]])
     if cell["mode"] == "snow":
         from heads import TrainConfig, train

@@ -1,10 +1,9 @@
 """The answer per task, in the words of the paper's Table 1: which adaptation wins, or that
 they are about equal.
 
-`verdict` (what report.py calls today): equal when |Δ| is within the seeds' spread.
-`task_verdict` (issue 26, not yet wired into the report): a call only when the 95% interval of
-Δ from `weigh`'s paired bootstrap (compare/interval.py) excludes 0, only for cells that
-converged (compare/convergence.py), and in words when neither side beats the zero-training
+`task_verdict` (compare/judge.py gathers its evidence from the runs): a call only when the 95%
+interval of Δ from `weigh`'s paired bootstrap (compare/interval.py) excludes 0, only for cells
+that converged (compare/convergence.py), and in words when neither side beats the zero-training
 baseline."""
 
 from __future__ import annotations
@@ -31,29 +30,6 @@ def mean_sd(values: list[float]) -> tuple[float, float | None]:
     if not kept:
         return float("nan"), None
     return statistics.fmean(kept), statistics.stdev(kept) if len(kept) > 1 else None
-
-
-def verdict(snow: list[float], fire: list[float]) -> dict[str, object]:
-    """Δ = mean 🔥 − mean ❄️ and the verdict: "❄️ ≈ 🔥" when |Δ| is within the spread of the
-    seeds (the root of the two variances' sum), else which one is better. A side with one seed
-    adds no variance it could not measure: the spread is the other side's, and the verdict
-    says so; with one seed on both sides the spread is unknown and the call is marked."""
-    (ms, ss), (mf, sf) = mean_sd(snow), mean_sd(fire)
-    delta = mf - ms
-    known = [s for s in (ss, sf) if s is not None]
-    spread = math.hypot(*known) if known else None
-    if math.isnan(delta):
-        text = "no verdict (a side has no score)"
-    elif spread is not None and abs(delta) <= spread:
-        text = "❄️ ≈ 🔥"
-    else:
-        text = "🔥 > ❄️" if delta > 0 else "❄️ > 🔥"
-    if not math.isnan(delta) and not known:
-        text += " (1 seed: spread unknown)"
-    elif not math.isnan(delta) and len(known) == 1:
-        mine, other = ("❄️", "🔥") if sf is None else ("🔥", "❄️")
-        text += f" (spread of {mine}'s seeds; {other}: 1 seed)"
-    return {"delta": delta, "spread": spread, "verdict": text}
 
 
 # -- the interval verdict: a paired bootstrap interval, earned only by converged cells ----------

@@ -10,28 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from compare.verdict import mean_sd, verdict
+from compare.verdict import mean_sd
 from tasks import DEMO_DATA_DIR
 
 
-def test_verdict_on_constructed_cells():
-    close = verdict([0.80, 0.82, 0.84], [0.81, 0.83, 0.85])  # Δ 0.01, spread ~0.028
-    assert close["verdict"] == "❄️ ≈ 🔥" and close["delta"] == pytest.approx(0.01)
-    assert close["spread"] == pytest.approx(math.hypot(0.02, 0.02))
-    fire = verdict([0.70, 0.71, 0.72], [0.80, 0.81, 0.82])
-    assert fire["verdict"] == "🔥 > ❄️" and fire["delta"] == pytest.approx(0.10)
-    snow = verdict([0.90, 0.91], [0.80, 0.79])
-    assert snow["verdict"] == "❄️ > 🔥"
-    one = verdict([0.8], [0.7])
-    assert one["verdict"] == "❄️ > 🔥 (1 seed: spread unknown)" and one["spread"] is None
-    assert verdict([0.8], [float("nan")])["verdict"].startswith("no verdict")
+def test_mean_sd_of_the_seeds():
     assert mean_sd([1.0, 3.0]) == (2.0, pytest.approx(math.sqrt(2)))
-    # three ❄️ seeds, one 🔥: the spread is ❄️'s sd (0.01), and the call says so
-    within = verdict([0.80, 0.81, 0.82], [0.815])
-    assert within["spread"] == pytest.approx(0.01)
-    assert within["verdict"] == "❄️ ≈ 🔥 (spread of ❄️'s seeds; 🔥: 1 seed)"
-    beyond = verdict([0.80, 0.81, 0.82], [0.85])
-    assert beyond["verdict"] == "🔥 > ❄️ (spread of ❄️'s seeds; 🔥: 1 seed)"
+    assert mean_sd([0.8]) == (0.8, None) and mean_sd([0.8, float("nan")]) == (0.8, None)
 
 
 def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
@@ -54,17 +39,39 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
         fire_cell = next(c for c in results["cells"] if c["task"] == task and c["mode"] == "fire")
         assert s["snow"]["dev"][0] == snow_cell["metrics"]["dev"][metric]
         assert s["fire"]["dev"][0] == fire_cell["metrics"]["dev"][metric]
-        delta = 100 * (s["fire"]["dev"][0] - s["snow"]["dev"][0])
-        assert s["verdict_dev"]["delta"] == pytest.approx(delta / 100)
+        delta = s["fire"]["dev"][0] - s["snow"]["dev"][0]
+        v = s["verdict"]  # the demo sample has no test split: Δ on dev, with its interval
+        assert v["split"] == "dev" and v["delta"]["delta"] == pytest.approx(delta, abs=1e-12)
+        assert v["delta"]["low"] <= v["delta"]["delta"] <= v["delta"]["high"]
+        # one seed a cell: the interval holds the examples' noise only, and says so
+        assert v["delta"]["seeds"] == [1, 1]
+        # a call only from converged cells: each cell's curve is its log's, marked
+        from compare.convergence import mark_curve, read_curve
+
+        marks = [mark_curve(read_curve(c["run"], metric), cap=cap)
+                 for c, cap in ((snow_cell, 3), (fire_cell, 2))]  # fmt: skip
+        assert [c["status"] for side in ("snow", "fire") for c in v["curves"][side]] == [
+            m.status for m in marks
+        ]
+        if not all(m.converged for m in marks):
+            assert v["verdict"] == "budget-limited: no verdict"
+            assert "still improving at the cap" in v["text"]
+        else:
+            assert "1 seed, its restarts' spread is not in the interval" in v["text"]
+        assert (out / f"curves-{task}.png").stat().st_size > 1000
     # table.md shows results.json's numbers
     row = next(line for line in table.splitlines() if "(ours) | ❄️ | dev" in line)
     cells = [c.strip() for c in row.strip("|").split("|")][3:]
     want = [f"{100 * results['tasks'][t]['snow']['dev'][0]:.1f}" for t in ("sst2", "stsb")]
     assert cells == want
-    deltas = next(line for line in table.splitlines() if line.startswith("| Δ = 🔥 − ❄️ | | dev"))
-    got = re.findall(r"[+-]\d+\.\d", deltas)
-    assert got == [f"{100 * results['tasks'][t]['verdict_dev']['delta']:+.1f}"
-                   for t in ("sst2", "stsb")]  # fmt: skip
+    deltas = next(line for line in table.splitlines() if line.startswith("| Δ = 🔥 − ❄️ [95%"))
+    got = re.findall(r"[+-]\d+\.\d", deltas)  # Δ, low, high per task
+    want = [f"{100 * results['tasks'][t]['verdict']['delta'][k]:+.1f}"
+            for t in ("sst2", "stsb") for k in ("delta", "low", "high")]  # fmt: skip
+    assert got == want
+    said = next(line for line in table.splitlines() if line.startswith("| verdict | | dev"))
+    assert said.endswith(" | ".join(results["tasks"][t]["verdict"]["verdict"]
+                                    for t in ("sst2", "stsb")) + " |")  # fmt: skip
     assert "| BERT-base (paper) | 🔥 | test | 93.5 | 87.1 |" in table
     assert "; the paper's rows are its test scores." in table  # the notes say what they are
     assert "❄️ features of pairs encoded joint." in table  # stsb is a pair task
@@ -184,7 +191,7 @@ def test_the_full_budget_tunes_fire_on_dev(tiny_bert_dir, tmp_path, monkeypatch)
     assert f"| (ours) | ❄️ | test | {100 * s['snow']['test'][0]:.1f} |" in table.replace(
         f"hf:{tiny_bert_dir} (ours)", "(ours)"
     )
-    assert "verdict_test" in s
+    assert s["verdict"]["split"] == "test"  # the verdict is the test split's
 
 
 def test_ner_params_runs_the_six_cells_of_table_5(tiny_bert_dir, tmp_path):

@@ -44,7 +44,8 @@ def _tags(rng, n, seeds):
 
 
 CASES = [("sst2", "accuracy"), ("mnli", "accuracy"), ("mrpc", "f1"), ("cola", "matthews"),
-         ("mnli", "matthews"), ("stsb", "pearson"), ("stsb", "spearman"),
+         ("mnli", "matthews"), ("mnli", "macro_f1"), ("sst2", "macro_f1"), ("stsb", "pearson"),
+         ("stsb", "spearman"),
          ("conll2003", "span_f1"), ("conll2003", "precision"), ("conll2003", "recall")]  # fmt: skip
 
 
@@ -59,7 +60,12 @@ def _case(task, n, seeds, seed=0):
 
 
 def _evaluate(task, metric, gold, pred):
-    """tasks.evaluate's value of `metric` (mnli's matthews: tasks.matthews_corrcoef, K = 3)."""
+    """tasks.evaluate's value of `metric` (mnli's matthews: tasks.matthews_corrcoef, K = 3;
+    macro-F1, a user task's metric: tasks.metrics.macro_f1)."""
+    if metric == "macro_f1":
+        from tasks import macro_f1
+
+        return macro_f1(gold, pred)
     if metric == "matthews" and task != "cola":
         from tasks import matthews_corrcoef
 

@@ -292,7 +292,7 @@ def test_a_compare_job_reports_each_cell_and_its_table_is_served(client, home, t
     out = home.root / "runs" / job_id
     assert body["metrics"]["table"] == str(out / "table.md")
     results = json.loads((out / "results.json").read_text())
-    verdict = results["tasks"]["sst2"]["verdict_dev"]["verdict"]
+    verdict = results["tasks"]["sst2"]["verdict"]["text"]
     assert body["metrics"]["verdicts"] == {"sst2": verdict}
     png = client.get(f"/ui/runs/{job_id}/table.png")  # the plot, from the job's run folder
     assert png.status_code == 200 and png.content.startswith(b"\x89PNG")

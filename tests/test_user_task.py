@@ -422,9 +422,7 @@ def test_a_compare_job_on_an_inline_spec(tiny_bert_dir, tmp_path):
         body = client.get(f"/v1/jobs/{job['id']}", params={"tail": 50}).json()
     assert body["status"] == "done", body.get("error")
     results = json.loads((home.root / "runs" / job["id"] / "results.json").read_text())
-    assert body["metrics"]["verdicts"] == {
-        "films": results["tasks"]["films"]["verdict_dev"]["verdict"]
-    }
+    assert body["metrics"]["verdicts"] == {"films": results["tasks"]["films"]["verdict"]["text"]}
     assert results["tasks"]["films"]["baseline"]["method"].startswith("majority label")
 
 
