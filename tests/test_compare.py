@@ -169,7 +169,8 @@ def test_the_full_budget_tunes_fire_on_dev(tiny_bert_dir, tmp_path, monkeypatch)
     data = write_sst2(tmp_path / "data")
     out = tmp_path / "full"
     argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2", "--data", str(data),
-            "--out", str(out), "--budget", "full", "--heads", "linear", "--quiet"]  # fmt: skip
+            "--out", str(out), "--budget", "full", "--heads", "linear", "--seeds", "1",
+            "--quiet"]  # fmt: skip
     assert snowfire(argv) == 0
     grid = json.loads((out / "fire" / "sst2" / "seed0" / "grid.json").read_text())
     assert len(grid["cells"]) == 3 * 2 and grid["chosen"]["dev"] == max(

@@ -124,3 +124,22 @@ def test_cells_that_scored_other_examples_are_refused(tmp_path):
     path.write_text(path.read_text().replace(f"\t{gold[0]!r}\t", "\t9.99\t", 1))
     with pytest.raises(ValueError, match="did not score the same examples"):
         judge(get_task("stsb"), cells["snow"], cells["fire"], None, replicates=100)
+
+
+def test_the_budgets_caps_and_default_seeds():
+    from compare import CompareConfig
+    from tasks import DEMO_DATA_DIR
+
+    def cfg(**kw):
+        return CompareConfig(encoder="minilm", tasks=["sst2", "stsb"], data=str(DEMO_DATA_DIR),
+                             out="unused", **kw)  # fmt: skip
+
+    assert cfg().seeds == 1 and cfg(budget="standard").seeds == 3 and cfg(budget="full").seeds == 3
+    assert cfg(budget="standard", seeds=2).seeds == 2
+    std = cfg(budget="standard")
+    # SST-2's subsample is the same for both sides; STS-B trains on every example
+    assert std.caps("snow", "sst2")["max_train_examples"] == 20000
+    assert std.caps("fire", "sst2")["max_train_examples"] == 20000
+    assert "max_train_examples" not in std.caps("fire", "stsb")
+    assert std.caps("snow", "stsb") == {"epochs": 40, "patience": 4}
+    assert cfg().caps("fire", "sst2") == {"epochs": 2, "max_train_examples": 2000}
