@@ -3,7 +3,7 @@
 extract (SST-2 and STS-B samples, all 7 layers of all-MiniLM-L6-v2; STS-B pairs encoded each
 text alone) -> serve the store over REST -> train a ❄️ head on SST-2 from features fetched over
 REST (the encoder is not run) -> `snowfire compare` on STS-B, quick budget, 3 ❄️ seeds and 2 🔥
-seeds (so the verdict weighs Δ against the seeds' spread): the strongest ❄️ set-up that fits
+seeds (so Δ's interval holds the restarts' spread too): the strongest ❄️ set-up that fits
 (ESIM over pooled sentence vectors of separately encoded pairs), the zero-training baseline
 (cosine of the mean-pooled sentences) and 🔥 fine-tuning, both sides trained on the same
 examples -> compare's table.
