@@ -134,7 +134,9 @@ def export_mteb(out: str | Path, directory: str | Path) -> list[Path]:
                 "layers": None, "mix_weights": None, "dtype": None,
                 "pair_encoding": results.get("extraction", {}).get(task, {}).get("pair_encoding"),
                 "hparams": cfg.get("hparams") if mode == "snow" else None,
-                "verdict_dev": summary.get("verdict_dev"), "encoder": identity,
+                "verdict": {k: summary["verdict"][k] for k in ("verdict", "text", "split",
+                                                                 "delta")},
+                "encoder": identity,
                 "compare": str(out), "versions": versions(),
             }  # fmt: skip
             if mode == "snow":

@@ -113,9 +113,13 @@ class TaskVerdict:
     best_head: the ❄️ head chosen on dev
     snow/fire: {split: (mean, sd)} over seeds of the best ❄️ head and of 🔥 (sd None: one seed)
     heads:     {head: {split: (mean, sd)}} of every ❄️ head
-    delta:     🔥 − ❄️ on dev (means)
-    verdict:   the words of the verdict on dev ("❄️ ≈ 🔥", "🔥 better", ...)
+    delta:     🔥 − ❄️ on `split` (the seeds' means)
+    verdict:   the verdict's words ("🔥 > ❄️", "❄️ > 🔥", "❄️ ≈ 🔥", "budget-limited: no
+               verdict", or that neither side beats the no-training row)
     baseline:  the zero-training baseline ({"method", "dev", ...}) where the task has one
+    interval:  Δ's 95% interval (a paired bootstrap over examples and seeds)
+    split:     test where every cell scored a labelled test split, else dev
+    text:      the verdict with its numbers and notes, as table.md prints it
     """
 
     metric: str
@@ -126,6 +130,9 @@ class TaskVerdict:
     delta: float
     verdict: str
     baseline: dict[str, Any] | None = None
+    interval: tuple[float, float] | None = None  # Δ's 95% interval (compare/judge.py)
+    split: str = "dev"  # what Δ was measured on: test where every cell had one, else dev
+    text: str = ""  # the verdict with its numbers and notes, as table.md prints it
 
     @classmethod
     def from_summary(cls, s: dict[str, Any]) -> TaskVerdict:
@@ -138,9 +145,12 @@ class TaskVerdict:
             snow=pairs(s["snow"]),
             fire=pairs(s["fire"]),
             heads={h: pairs(v) for h, v in s["heads"].items()},
-            delta=s["verdict_dev"]["delta"],
-            verdict=s["verdict_dev"]["verdict"],
+            delta=s["verdict"]["delta"]["delta"],
+            verdict=s["verdict"]["verdict"],
             baseline=s.get("baseline"),
+            interval=(s["verdict"]["delta"]["low"], s["verdict"]["delta"]["high"]),
+            split=s["verdict"]["split"],
+            text=s["verdict"]["text"],
         )
 
 

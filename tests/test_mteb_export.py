@@ -187,7 +187,9 @@ def test_the_python_export_writes_the_same_files(exported, tmp_path):
     result = snowfire.compare(config, export_mteb=tmp_path / "again")  # finished: read back
     assert isinstance(result, snowfire.CompareResult) and result.out == out
     assert result.tasks["stsb"].best_head == "linear"
-    assert result.tasks["stsb"].verdict == result.results["tasks"]["stsb"]["verdict_dev"]["verdict"]
+    verdict = result.results["tasks"]["stsb"]["verdict"]
+    assert result.tasks["stsb"].verdict == verdict["verdict"]
+    assert result.tasks["stsb"].interval == (verdict["delta"]["low"], verdict["delta"]["high"])
     assert _files(tmp_path / "again") == _files(mteb_dir)
 
 
