@@ -435,6 +435,10 @@ def test_compare_table_says_why_a_tagging_task_has_no_training_row(tmp_path, mon
 
     cost = {"seconds": 1.0, "epochs": 1, "params": 10, "examples_per_s": 3.0}
     monkeypatch.setattr(report, "_cost", lambda cell: cost)  # no run directories here
+    judged = {"split": "dev", "verdict": "❄️ > 🔥", "text": "❄️ > 🔥", "metric": "span_f1",
+              "delta": {"delta": -0.5, "low": -0.6, "high": -0.4},
+              "restarts": {"snow": {"sd": None}, "fire": {"sd": None}}}  # fmt: skip
+    monkeypatch.setattr(report, "judge", lambda *args: judged)  # nor predictions to weigh
     words = [[("Kindle", "B-PROD"), ("from", "O"), ("Currys", "B-SHOP")]] * 3
     _conll(tmp_path / "p" / "train.txt", words)
     _conll(tmp_path / "p" / "dev.txt", words)
