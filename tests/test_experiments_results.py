@@ -65,8 +65,12 @@ def test_the_page_is_what_compare_and_analyze_wrote(tiny_bert_dir, data_dir, tmp
     assert all(line in page for line in mi if line.startswith("| "))
     # every plot it links was copied beside it, and is the one the command drew
     links = re.findall(r"\]\((results-[\w.-]+\.png)\)", page)
-    assert sorted(links) == ["results-layer_weights.png", "results-mi.png", "results-table.png"]
+    assert sorted(links) == ["results-curves-sst2.png", "results-curves-stsb.png",
+                             "results-layer_weights.png", "results-mi.png",
+                             "results-table.png"]  # fmt: skip
     assert (docs / "results-mi.png").read_bytes() == (work / "analyze" / "mi.png").read_bytes()
+    curves = (work / "compare" / "curves-stsb.png").read_bytes()  # the verdict's learning curves
+    assert (docs / "results-curves-stsb.png").read_bytes() == curves
     assert page.count("\n# ") == 0 and "## ❄️ or 🔥" in page  # one title, sections below it
 
 
