@@ -282,7 +282,12 @@ class Check:
                 if sorted(got) != sorted(exp):
                     diffs.append(f"files {sorted(got)}, outside {sorted(exp)}")
                 diffs += [f"{f} differs" for f in got if f in exp and got[f] != exp[f]
-                          and f not in ("config.json", "log.jsonl", ".lock")]  # fmt: skip
+                          and f not in ("config.json", "head.json", "log.jsonl",
+                                        ".lock")]  # fmt: skip
+                # head.json records the task's files by path: equal up to where the data is
+                head = json.loads(stack.exec("api", "cat", f"{run_dir}/head.json", step=step))
+                want_head = json.loads((want_dir / "head.json").read_text())
+                diffs += differences(head, want_head, places, "/head.json")
             if diffs:
                 raise StepFailed(step, f"{name} job {job['id']}: " + "; ".join(diffs),
                                  kind.service)  # fmt: skip
