@@ -148,18 +148,6 @@ def _examples(cfg: TrainConfig) -> dict[str, list]:
     return {s: read_split(spec, cfg.data, s) for s in splits}
 
 
-def _examples(cfg: TrainConfig) -> dict[str, list]:
-    """The examples of every split present (train and dev needed), each row checked."""
-    from tasks import available_splits, read_split
-
-    spec = cfg.spec
-    splits = available_splits(spec, cfg.data)
-    for needed in ("train", "dev"):
-        if needed not in splits:
-            raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
-    return {s: read_split(spec, cfg.data, s) for s in splits}
-
-
 def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, float]]:
     import torch
     from tqdm import tqdm
