@@ -1,5 +1,5 @@
-"""`snowfire predict`: a saved ❄️ run's head on features in a store, or on a text file. Its
-flags are `heads.PredictConfig`'s fields."""
+"""`snowfire predict`: a saved ❄️ run's head on features in a store, or on a text file; a
+saved 🔥 run (any method) on a text file. Its flags are `heads.PredictConfig`'s fields."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ def add_parser(sub) -> None:
     from heads import PredictConfig
 
     p = sub.add_parser(
-        "predict", help="predict with a saved ❄️ run (RUN/head.json + weights), no retraining"
+        "predict",
+        help="predict with a saved ❄️ run (RUN/head.json) or 🔥 run (RUN/best.pt), no retraining",
     )
     add_config_arguments(p, PredictConfig)
     p.set_defaults(func=run)

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .methods import insert_adapters, insert_lora, trained_by
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
 
@@ -50,9 +51,15 @@ class BertFinetuner(nn.Module):
         max_length: int = 128,
         crf: bool = False,
         lstm: int = 0,
+        method: str = "full",
+        adapter_size: int = 64,
+        lora_rank: int = 8,
+        lora_alpha: float = 8.0,
     ) -> None:
         """model_dir: a HF folder (or hub name); labels: class names or tags (index order),
-        None for regression; max_length: pieces per input, capped at the model's limit."""
+        None for regression; max_length: pieces per input, capped at the model's limit;
+        method: what trains besides the output layer (finetune/methods.py), with the
+        adapters' bottleneck width and LoRA's rank and alpha."""
         super().__init__()
         from transformers import AutoConfig, AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -77,6 +84,12 @@ class BertFinetuner(nn.Module):
                                   crf=crf and tagging, lstm=lstm if tagging else 0,
                                   pad_tag=pad_tag)  # fmt: skip
         self.label_index = {label: i for i, label in enumerate(labels or ())}
+        self.method = method
+        self.adapters = None
+        if method == "adapter":
+            self.adapters = insert_adapters(self.encoder, adapter_size)
+        elif method == "lora":
+            insert_lora(self.encoder, lora_rank, lora_alpha)
 
     # ------------------------------------------------------------------ data
     def collate(self, examples: Sequence[Any]) -> dict[str, torch.Tensor]:
@@ -144,15 +157,17 @@ class BertFinetuner(nn.Module):
         return self.output.predict(output)
 
     def layer_groups(self) -> list[LayerGroup]:
-        """Top-down: output layer, encoder layer N-1, ..., layer 0, embeddings.
+        """Top-down: output layer, encoder layer N-1, ..., layer 0, embeddings: the parameters
+        the method trains (finetune/methods.py), each layer's adapters with its layer.
 
         Parameters outside the numbered layers and the embeddings (e.g. a final norm) join the
-        top layer; the pooler is unused and frozen (it is in no group).
+        top layer; the pooler and every weight the method does not train are frozen (in no
+        group).
         """
         layers: dict[int, list[nn.Parameter]] = {}
         embeddings, extra = [], []
         for name, p in self.encoder.named_parameters():
-            if name.startswith("pooler."):
+            if name.startswith("pooler.") or not trained_by(self.method, name):
                 p.requires_grad_(False)
                 continue
             if m := _LAYER.search(name):
@@ -161,12 +176,26 @@ class BertFinetuner(nn.Module):
                 embeddings.append(p)
             else:
                 extra.append(p)
+        for key, adapter in (self.adapters or {}).items():  # "layer3_ffn"
+            layers.setdefault(int(key[5:].split("_")[0]), []).extend(adapter.parameters())
         top = max(layers) if layers else None
         groups: list[LayerGroup] = [("output", list(self.output.parameters()))]
         for i in sorted(layers, reverse=True):
             groups.append((f"layer{i}", layers[i] + (extra if i == top else [])))
-        groups.append(("embeddings", embeddings + (extra if top is None else [])))
+        if embeddings or (extra and top is None):
+            groups.append(("embeddings", embeddings + (extra if top is None else [])))
         return groups
+
+    def trained_state(self) -> dict[str, torch.Tensor]:
+        """What a run of a partial method keeps: the tensors it trained, by state-dict name
+        (the rest is the pretrained encoder, rebuilt from its identity); full: everything."""
+        state = self.state_dict()
+        if self.method == "full":
+            return state
+        names = {id(p) for _, params in self.layer_groups() for p in params}
+        return {n: p.detach() for n, p in self.named_parameters() if id(p) in names} | {
+            n: b for n, b in self.named_buffers() if n.startswith("output.")
+        }
 
     # ------------------------------------------------------------------ artifacts
     def save_encoder(self, folder: str | Path) -> None:

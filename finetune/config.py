@@ -20,6 +20,8 @@ from .recipe import (
     FAMILY_RECIPE,
     GRID_EPOCHS,
     GRID_MODES,
+    METHOD_LR,
+    METHODS,
     RECIPE_FIELDS,
     RECIPES,
     SCHEDULES,
@@ -124,6 +126,26 @@ class FinetuneConfig:
     progress: bool = option(
         True, "show a progress bar per epoch and one line per epoch", volatile=True
     )
+    method: str = option(
+        "full", "what trains besides the output layer: full (every encoder weight), bitfit "
+        "(the encoder's biases), adapter (Houlsby bottleneck adapters and the layer norms), "
+        "lora (rank-r updates of query and value); finetune/methods.py. BERT family only, "
+        "except full", choices=METHODS,
+    )  # fmt: skip
+    adapter_size: int = option(64, "method adapter: the bottleneck width m (Houlsby et al.: "
+                               "8-256)", ge=1)  # fmt: skip
+    lora_rank: int = option(8, "method lora: the rank r (Hu et al. GLUE: 8)", ge=1)
+    lora_alpha: float = option(8.0, "method lora: the update is scaled by alpha / r (Hu et al. "
+                               "GLUE: 8)", gt=0)  # fmt: skip
+    l2sp: float = option(
+        0.0, "λ of the pull λ ||θ − θ₀||² of the trained encoder weights towards the "
+        "pretrained ones, added to the loss (L2-SP, Li et al. 2018); 0: none", ge=0,
+    )  # fmt: skip
+    init_head: str | None = option(
+        None, "a finished ❄️ probe run (head probe, pool cls: the top layer's [CLS]) whose "
+        "weights start the output layer (LP-FT, Kumar et al. 2022); BERT family, "
+        "classification and regression",
+    )  # fmt: skip
     grid: str | None = option(
         None, "tune the peak rate and the epochs on dev over grid_lrs x grid_epochs and keep the "
         "best cell's run (finetune/grid.py): shared trains one run per rate and reads every "
@@ -158,6 +180,13 @@ class FinetuneConfig:
         except ValueError as err:
             raise ValueError(f"FinetuneConfig.encoder: {err}") from err
         self.spec  # noqa: B018 (resolved and checked now: the errors name the field)
+        if self.family != "hf" and (self.method != "full" or self.init_head):
+            what = f"method {self.method}" if self.method != "full" else "init_head"
+            raise ValueError(f"FinetuneConfig: {what} is for BERT-family encoders, not "
+                             f"{self.encoder}")  # fmt: skip
+        if self.init_head and self.spec.kind == "tagging":
+            raise ValueError("FinetuneConfig.init_head: a probe starts a classification or "
+                             "regression output layer, not tagging")  # fmt: skip
 
     @cached_property
     def spec(self):
@@ -180,6 +209,8 @@ class FinetuneConfig:
         """The optimisation settings in effect for this task: the recipe's, overridden by
         every one of `RECIPE_FIELDS` that is not None."""
         overrides = {name: getattr(self, name) for name in RECIPE_FIELDS}
+        if overrides["lr"] is None:  # a partial method's own rate (its paper's)
+            overrides["lr"] = METHOD_LR.get(self.method)
         return resolve(self.recipe_name, self.spec.pair, overrides)[1]
 
     def recipe_record(self) -> dict[str, Any]:
@@ -189,8 +220,10 @@ class FinetuneConfig:
 
     @property
     def peak_lr(self) -> float:
-        """`lr`, or the recipe's when it is None."""
-        return self.lr if self.lr is not None else RECIPES[self.recipe_name].lr
+        """`lr`, or the method's or the recipe's when it is None."""
+        if self.lr is not None:
+            return self.lr
+        return METHOD_LR.get(self.method, RECIPES[self.recipe_name].lr)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

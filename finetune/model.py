@@ -30,6 +30,10 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
             max_length=cfg.max_length,
             crf=bool(cfg.crf),  # None: the BERT family's softmax
             lstm=cfg.output_lstm,
+            method=cfg.method,
+            adapter_size=cfg.adapter_size,
+            lora_rank=cfg.lora_rank,
+            lora_alpha=cfg.lora_alpha,
         )
         # the extractor's identity of the starting encoder: the same hashes a store keys on
         config = model.encoder.config
@@ -61,6 +65,24 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
         "dim": model.bilm.output_dim,
     }
     return model, identity
+
+
+def trained_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """What RUN/best.pt keeps: a partial method's trained tensors, else the whole state."""
+    return model.trained_state() if hasattr(model, "trained_state") else model.state_dict()
+
+
+def load_trained(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Load `trained_state`'s tensors; a partial state must cover every trained tensor."""
+    if getattr(model, "method", "full") == "full":
+        model.load_state_dict(state)
+        return
+    expected = set(model.trained_state())
+    if set(state) != expected:
+        missing, extra = sorted(expected - set(state)), sorted(set(state) - expected)
+        raise ValueError(f"trained weights of method {model.method}: missing {missing[:5]}, "
+                         f"unexpected {extra[:5]}")  # fmt: skip
+    model.load_state_dict(state, strict=False)
 
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:

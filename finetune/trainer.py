@@ -49,7 +49,7 @@ from rundir import (
 from tasks import decode, describe, gold_of, write_predictions
 
 from .config import FinetuneConfig
-from .model import build_model, predict, to_device
+from .model import build_model, load_trained, predict, to_device, trained_state
 from .optim import lr_multiplier, param_groups, unfreeze
 
 log = logging.getLogger(__name__)
@@ -83,6 +83,7 @@ class _Fit:
     scaler: torch.amp.GradScaler
     device: torch.device
     amp: bool  # fp16 autocast + loss scaling (GPU only)
+    anchors: dict[str, torch.Tensor] | None = None  # L2-SP's θ₀ by parameter name
 
     def save(self, path: Path, cfg: FinetuneConfig, state: TrainState) -> None:
         rng = {
@@ -156,13 +157,28 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
 
     # -- model, optimiser, schedule
     model, identity = build_model(cfg, spec)
+    if cfg.init_head:  # LP-FT: the output layer starts at the ❄️ probe's weights
+        from .methods import load_probe
+
+        probe = load_probe(cfg.init_head, model.output.linear.in_features,
+                           model.output.linear.out_features)  # fmt: skip
+        model.output.linear.load_state_dict(probe)
     model.to(device)
+    # L2-SP's θ₀: the pretrained encoder weights, before any checkpoint is restored
+    anchors = ({n: p.detach().clone() for n, p in model.named_parameters()
+                if n.startswith(("encoder.", "bilm."))} if cfg.l2sp else None)  # fmt: skip
     if hasattr(model, "refresh_state"):
         model.refresh_state()  # on the device
     optimizer, scheduler = build_optimizer(model, cfg, total_steps)
     amp = device.type == "cuda"
     fit = _Fit(
-        model, optimizer, scheduler, torch.amp.GradScaler(device.type, enabled=amp), device, amp
+        model,
+        optimizer,
+        scheduler,
+        torch.amp.GradScaler(device.type, enabled=amp),
+        device,
+        amp,
+        anchors,
     )
     run_info = _run_info(cfg, spec, fit, identity, examples, total_steps)
     write_json(out_dir / CONFIG, run_info)
@@ -184,6 +200,38 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
         fit.save(ckpt_path, cfg, state)
 
     # -- loop
+    from .cost import PeakMemory
+
+    with PeakMemory(device) as peak:
+        _epochs(fit, cfg, spec, examples, state, out_dir, clock, zero, checkpoint, on_step)
+        metrics = _finish(fit, cfg, spec, examples, out_dir)
+    # a resumed run counts the time of the processes before it too (kept in the checkpoint)
+    seconds = clock() - started + earlier
+    run_info.update(best_epoch=state.best_epoch, seconds=round(seconds, 2),
+                    cost=_cost(fit, out_dir, examples, state, seconds) | peak.record())  # fmt: skip
+    write_json(out_dir / CONFIG, run_info)
+    write_json(out_dir / METRICS, metrics)  # last: its presence says the run is finished
+    ckpt_path.unlink(missing_ok=True)
+    return metrics
+
+
+def _cost(fit: _Fit, out_dir: Path, examples, state: TrainState, seconds: float):
+    """The run's cost: parameters trained, training examples per second, bytes it keeps."""
+    from .cost import saved_bytes
+
+    trained = sum(p.numel() for g in fit.optimizer.param_groups for p in g["params"])
+    seen = len(examples["train"]) * len(state.history)
+    return {
+        "trainable_params": trained,
+        "total_params": sum(p.numel() for p in fit.model.parameters()),
+        "examples_per_s": round(seen / seconds, 1) if seconds else None,
+        "saved_bytes": saved_bytes(out_dir, [BEST]),  # what reloads it on the pretrained encoder
+    }
+
+
+def _epochs(fit: _Fit, cfg, spec, examples, state, out_dir, clock, zero, checkpoint, on_step):
+    """Train from `state` to the last epoch or early stopping, logging each epoch."""
+    model = fit.model
     for epoch in range(state.epoch, cfg.epochs + 1):
         if state.stopped:
             break
@@ -200,15 +248,6 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
             )
         state.epoch, state.batch, state.loss_sum, state.loss_n = epoch + 1, 0, 0.0, 0
         checkpoint()
-
-    metrics = _finish(fit, cfg, spec, examples, out_dir)
-    # a resumed run counts the time of the processes before it too (kept in the checkpoint)
-    seconds = clock() - started + earlier
-    run_info.update(best_epoch=state.best_epoch, seconds=round(seconds, 2))
-    write_json(out_dir / CONFIG, run_info)
-    write_json(out_dir / METRICS, metrics)  # last: its presence says the run is finished
-    ckpt_path.unlink(missing_ok=True)
-    return metrics
 
 
 def _examples(cfg: FinetuneConfig):
@@ -277,6 +316,12 @@ def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, check
         batch = to_device(model.collate([train_set[j] for j in idx]), device)
         with torch.autocast(device.type, dtype=torch.float16, enabled=fit.amp):
             _, loss = model(batch)
+        task_loss = loss.item()
+        if fit.anchors is not None:  # L2-SP: λ ||θ − θ₀||² over the trained encoder weights
+            from .methods import l2sp_penalty
+
+            params = [(n, p) for n, p in model.named_parameters() if n in fit.anchors]
+            loss = loss + cfg.l2sp * l2sp_penalty(params, fit.anchors)
         fit.optimizer.zero_grad(set_to_none=True)
         fit.scaler.scale(loss).backward()
         if cfg.max_grad_norm > 0:
@@ -289,7 +334,7 @@ def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, check
         fit.scheduler.step()
         state.step += 1
         state.batch = i + 1
-        state.loss_sum += loss.item() * len(idx)
+        state.loss_sum += task_loss * len(idx)
         state.loss_n += len(idx)
         bar.update(len(idx))
         bar.set_postfix(loss=f"{state.loss_sum / state.loss_n:.4f}")
@@ -311,7 +356,7 @@ def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out
     key = -math.inf if math.isnan(score) else score  # a constant prediction has no pearson
     if key > state.best or state.best_epoch is None:
         state.best, state.best_epoch, state.bad = key, epoch, 0
-        save_torch(out_dir / BEST, fit.model.state_dict())
+        save_torch(out_dir / BEST, trained_state(fit.model))
     else:
         state.bad += 1
         state.stopped = state.bad >= cfg.patience
@@ -330,7 +375,7 @@ def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path) -> dict[str, dict[str
     from tasks import evaluate
 
     model = fit.model
-    model.load_state_dict(torch.load(out_dir / BEST, map_location=fit.device, weights_only=True))
+    load_trained(model, torch.load(out_dir / BEST, map_location=fit.device, weights_only=True))
     metrics = {}
     for split, split_examples in examples.items():
         preds = decode(spec, predict(model, split_examples, cfg.batch_size, fit.device))
@@ -338,7 +383,8 @@ def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path) -> dict[str, dict[str
         gold = gold_of(spec, split_examples)
         if gold is not None:
             metrics[split] = evaluate(spec, gold, preds)
-    model.save_encoder(out_dir / ENCODER)
+    if getattr(model, "method", "full") == "full":  # partial: best.pt is all it keeps
+        model.save_encoder(out_dir / ENCODER)
     return metrics
 
 

@@ -27,6 +27,19 @@ from .sequence import masked_mean
 POOLS = ("mean", "cls")
 
 
+def pool_tokens(x: torch.Tensor, batch: HeadBatch, pool: str) -> torch.Tensor:
+    """(B, S, D) -> (B, D): the masked mean over the real tokens, or the [CLS] state (refused
+    where the first token is a word piece: features of an encoder without special tokens)."""
+    if pool == "mean":
+        return masked_mean(x, batch.mask)
+    if bool((batch.word_ids[:, 0] >= 0).any()):
+        raise ValueError(
+            "pool cls: an example's first token is a word piece, not [CLS] (features of "
+            "an encoder without special tokens, e.g. ELMo): use pool mean"
+        )
+    return x[:, 0]
+
+
 class PooledHead(Head):
     """Mean-pooled scalar mix into a linear layer (`hidden=0`) or a one-hidden-layer MLP."""
 
@@ -71,15 +84,7 @@ class PooledHead(Head):
     def forward(self, batch: HeadBatch) -> tuple[torch.Tensor, torch.Tensor | None]:
         self.check_batch(batch)
         x = self.mix(batch.features)  # (B, S, D)
-        if self.pool == "cls":
-            if bool((batch.word_ids[:, 0] >= 0).any()):
-                raise ValueError(
-                    "pool cls: an example's first token is a word piece, not [CLS] (features of "
-                    "an encoder without special tokens, e.g. ELMo): use pool mean"
-                )
-            v = x[:, 0]  # (B, D)
-        else:
-            v = masked_mean(x, batch.mask)  # (B, D)
+        v = pool_tokens(x, batch, self.pool)  # (B, D)
         z = self.out(self.dropout(v))  # (B, K)
         if self.kind == "regression":
             z = z.squeeze(-1)  # (B,)

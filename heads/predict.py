@@ -29,7 +29,8 @@ from tasks import Example, decode, get_task, read_split, spec_from_record, write
 class PredictConfig:
     """One `snowfire predict`: a saved ❄️ run's head on a feature set or on a text file."""
 
-    run: str = option(help="a finished `snowfire train` run directory")
+    run: str = option(help="a finished `snowfire train` run directory, or a `snowfire finetune` "
+                      "one (any method; texts only: --input)")  # fmt: skip
     out: str = option(help="predictions file (the run's .tsv format)")
     featureset: str | None = option(None, "feature-set id in --store (see snowfire ls)")
     input: str | None = option(None, "a text file: the run's encoder extracts it first")

@@ -100,10 +100,23 @@ def compare(
 
 def predict(config: PredictConfig) -> PredictResult:
     """`snowfire predict`: a saved ❄️ run's head on a feature set of a store, or on a text
-    file its encoder extracts first; writes `config.out` and returns the predictions."""
+    file its encoder extracts first; a saved 🔥 run of any method (finetune/predict.py) on a
+    text file. Writes `config.out` and returns the predictions."""
+    import json
+
     from heads import PredictConfig, run_predict
+    from rundir import CONFIG
 
     from .results import PredictResult
 
     _expect(config, PredictConfig, "predict")
+    recorded = Path(config.run) / CONFIG
+    if recorded.is_file() and "finetune" in json.loads(recorded.read_text()):
+        from finetune import predict_run_texts
+
+        if config.input is None:
+            raise ValueError(f"predict: {config.run} is a 🔥 run: it reads texts (--input FILE), "
+                             "not stored features (--featureset)")  # fmt: skip
+        labels = predict_run_texts(config.run, config.input, config.out, device=config.device)
+        return PredictResult(out=Path(config.out), predictions=labels)
     return PredictResult(out=Path(config.out), predictions=run_predict(config))
