@@ -88,6 +88,14 @@ class CompareConfig:
         help='options of every ❄️ head as JSON (with --heads), e.g. {"pooled": true}',
         factory=dict,
     )  # fmt: skip
+    arms: list[str] | None = option(
+        None, "what to compare, comma-separated: snow and fire (always), adapter, lora, bitfit, "
+        "l2sp, lpft, seq (compare/arms.py); default: snow,fire",
+    )  # fmt: skip
+    intermediate: str | None = option(
+        None, "arm seq: the task fine-tuned first (a registered task, e.g. mnli, read from "
+        "--data) or a finished 🔥 run directory",
+    )  # fmt: skip
     device: str | None = option(None, "cpu, cuda (default: the GPU when present)")
     progress: bool = option(True, "show progress bars")
     ray: str | None = option(
@@ -126,6 +134,40 @@ class CompareConfig:
             )
         if self.heads is not None:
             object.__setattr__(self, "heads", [h for item in self.heads for h in item.split(",")])
+        from .arms import parse_arms
+
+        object.__setattr__(self, "arms", parse_arms(self.arms))
+        self._check_arms()
+
+    def _check_arms(self) -> None:
+        from extractor import encoder_family
+
+        extra = [a for a in self.arms if a not in ("snow", "fire")]
+        if extra and encoder_family(self.encoder) != "hf":
+            raise ValueError(f"CompareConfig.arms: {', '.join(extra)} are for BERT-family "
+                             f"encoders, not {self.encoder}")  # fmt: skip
+        if "seq" in self.arms and not self.intermediate:
+            raise ValueError("CompareConfig.intermediate: arm seq needs the task to fine-tune "
+                             "first (e.g. mnli) or a finished 🔥 run directory")  # fmt: skip
+        if self.intermediate and "seq" not in self.arms:
+            raise ValueError("CompareConfig.intermediate: only for arm seq (add it to arms)")
+        if "lpft" in self.arms:
+            kinds = [n for n, s in self.specs.items() if s.kind == "tagging"]
+            if kinds:
+                raise ValueError(f"CompareConfig.arms: lpft starts from a probe of [CLS], not "
+                                 f"for tagging ({', '.join(kinds)})")  # fmt: skip
+            if self.pair_encoding_used != "joint" and any(s.pair for s in self.specs.values()):
+                raise ValueError("CompareConfig.arms: lpft's probe must read what 🔥 reads, "
+                                 "pairs encoded joint (not --pair-encoding separate)")  # fmt: skip
+        if self.intermediate:
+            from pathlib import Path
+
+            from tasks import TASK_NAMES
+
+            if self.intermediate not in TASK_NAMES and not Path(self.intermediate).is_dir():
+                raise ValueError(f"CompareConfig.intermediate: {self.intermediate!r} is neither "
+                                 f"a registered task ({', '.join(TASK_NAMES)}) nor a run "
+                                 "directory")  # fmt: skip
 
     def _all_names(self) -> list[str]:
         return list(self.tasks) + [self._user(ref).name for ref in self.task_spec or []]

@@ -9,6 +9,8 @@ curves     every cell's dev score per epoch (RUN/log.jsonl), marked by
 restarts   each side's seeds' spread and degenerate restarts (compare/restarts.py)
 verdict    `verdict.task_verdict`: no call from a cell still improving, the zero-training
            words where neither side beats it, else the call from Δ's 95% interval
+arms       each other arm (--arms) in the same bootstrap: its score, its Δ against ❄️ and
+           against 🔥 with their 95% intervals, its curves and whether every cell converged
 """
 
 from __future__ import annotations
@@ -72,16 +74,21 @@ def _predictions(cells: list[dict[str, Any]], split: str, kind: str) -> tuple[li
 
 
 def judge(spec, snow: list[dict], fire: list[dict], baseline: dict | None,
-          replicates: int | None = None) -> dict[str, Any]:  # fmt: skip
+          replicates: int | None = None, arms: dict[str, list[dict]] | None = None
+          ) -> dict[str, Any]:  # fmt: skip
     """The task's verdict (see the module docstring) from its best ❄️ head's cells and its 🔥
-    cells, each a finished cell of compare/run.py (`run`, `seed`, `metrics`)."""
-    split = eval_split(snow + fire)
+    cells, each a finished cell of compare/run.py (`run`, `seed`, `metrics`); `arms`: the other
+    arms' cells by arm."""
+    arms = arms or {}
+    split = eval_split(snow + fire + [c for cells in arms.values() for c in cells])
     metric = spec.metric
     gold, snow_preds = _predictions(snow, split, spec.kind)
     _, fire_preds = _predictions(fire, split, spec.kind)
+    others = {arm: _predictions(cells, split, spec.kind)[1] for arm, cells in arms.items()}
     base_preds = (baseline or {}).get("predictions", {}).get(split)
     words = BASELINE_WORDS.get(spec.kind) if base_preds is not None else None
-    boot = weigh(metric, gold, snow_preds, fire_preds, baseline=base_preds, replicates=replicates)
+    boot = weigh(metric, gold, snow_preds, fire_preds, baseline=base_preds, replicates=replicates,
+                 others=others)  # fmt: skip
     curves = {}
     marks = {}
     for side, cells in (("snow", snow), ("fire", fire)):
@@ -104,4 +111,22 @@ def judge(spec, snow: list[dict], fire: list[dict], baseline: dict | None,
         out["notes"] = [*out["notes"], *degenerate]
         out["text"] = f"{out['verdict']} ({'; '.join(out['notes'])})"
     out.update(split=split, metric=metric, curves=curves)
+    out["arms"] = {arm: _arm(boot, arm, cells, metric) for arm, cells in arms.items()}
     return out
+
+
+def _arm(boot, arm: str, cells: list[dict], metric: str) -> dict[str, Any]:
+    """One arm's evidence: its seeds' mean and scores, Δ against ❄️ and 🔥 (arm − side) with
+    the 95% interval, its curves and their marks."""
+    pairs = [convergence(c, metric) for c in cells]
+    return {
+        "score": boot.point[arm],
+        "scores": boot.scores[arm],
+        "vs_snow": boot.interval("snow", arm).to_json(),
+        "vs_fire": boot.interval("fire", arm).to_json(),
+        "converged": all(mark.converged for _, mark in pairs),
+        "curves": [
+            {"seed": c["seed"], "curve": curve, **mark.to_json()}
+            for c, (curve, mark) in zip(cells, pairs, strict=True)
+        ],  # fmt: skip
+    }

@@ -22,6 +22,8 @@ from rundir import (
     write_json,
 )
 
+from .arms import ARM_NAMES, fine_tuning_arms
+from .arms_report import arm_lines, cost_file, plot_cost
 from .baseline import why_none
 from .config import BUDGETS, CompareConfig
 from .judge import judge
@@ -52,14 +54,18 @@ def _cost(cell: dict[str, Any]) -> dict[str, Any]:
         seconds = sum(float(c.get("seconds", 0.0)) for c in sub_runs)
         run = Path(config["grid"]["chosen"]["run"])
     epochs = sum(1 for line in (run / LOG).read_text().splitlines() if line)
-    if cell["mode"] == "snow":
+    if cell["mode"] in ("snow", "probe"):
         n_train = config.get("train_examples", config.get("featureset", {}).get("num_examples", 0))
         params = _params_snow(run)
+        kept = (run / WEIGHTS).stat().st_size
     else:  # a grid's RUN/config.json is its chosen run's, with "grid" added
         n_train = config["num_examples"]["train"]
         params = sum(g["parameters"] for g in config["layer_groups"])
+        kept = config.get("cost", {}).get("saved_bytes")
     rate = round(n_train * epochs / seconds, 1) if seconds else None
-    return {"seconds": seconds, "epochs": epochs, "params": params, "examples_per_s": rate}
+    peak = config.get("cost", {}).get("peak_rss_mb")
+    return {"seconds": seconds, "epochs": epochs, "params": params, "examples_per_s": rate,
+            "saved_bytes": kept, "peak_rss_mb": peak}  # fmt: skip
 
 
 def summarise(cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None) -> dict[str, Any]:
@@ -80,20 +86,27 @@ def summarise(cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None) -
         best = max(heads, key=lambda h: heads[h]["dev"][0])  # chosen on dev only
         snow = [c for c in mine if c["mode"] == "snow" and c["head"] == best]
         fire = [c for c in mine if c["mode"] == "fire"]
+        arms = {a: [c for c in mine if c["mode"] == a] for a in fine_tuning_arms(cfg.arms)}
+        arms = {a: cs for a, cs in arms.items() if cs}  # seq: not after its own task
         out[task] = {
             "metric": metric,
             "heads": heads,
             "best_head": best,
             "snow": {s: mean_sd(scores(snow, s)) for s in ("dev", "test") if scores(snow, s)},
             "fire": {s: mean_sd(scores(fire, s)) for s in ("dev", "test") if scores(fire, s)},
-            "cost": {"snow": _cost(snow[0]), "fire": _cost(fire[0])},
+            "cost": {"snow": _cost(snow[0]), "fire": _cost(fire[0])}
+            | {a: _cost(cs[0]) for a, cs in arms.items()},
+            "arms": {
+                a: {s: mean_sd(scores(cs, s)) for s in ("dev", "test") if scores(cs, s)}
+                for a, cs in arms.items()
+            },  # fmt: skip
         }
         base = (baselines or {}).get(task)
         if base:
             out[task]["baseline"] = {"method": base["method"]} | {
                 s: base[s][metric] for s in ("dev", "test") if s in base
             }
-        out[task]["verdict"] = judge(cfg.specs[task], snow, fire, base)
+        out[task]["verdict"] = judge(cfg.specs[task], snow, fire, base, arms=arms)
     return out
 
 
@@ -164,6 +177,12 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
             cells = [_cell(summary[t][mode][split]) if split in summary[t][mode] else "–"
                      for t in tasks]  # fmt: skip
             rows.append(f"| {cfg.encoder} (ours) | {icon} | {split} | " + " | ".join(cells) + " |")
+        for arm in fine_tuning_arms(cfg.arms):
+            got = [summary[t]["arms"].get(arm, {}) for t in tasks]
+            if any(split in g for g in got):
+                cells = [_cell(g[split]) if split in g else "–" for g in got]
+                rows.append(f"| {cfg.encoder} (ours) | {ARM_NAMES[arm]} | {split} | "
+                            + " | ".join(cells) + " |")  # fmt: skip
         base = [summary[t].get("baseline", {}) for t in tasks]
         shown = any(split in summary[t][m] for t in tasks for m in ("snow", "fire"))
         if shown or any(split in b for b in base):  # "–": a task with no such answer
@@ -248,6 +267,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         spread = "; ".join(_restarts(side, v["restarts"][side]) for side in ("snow", "fire"))
         lines += [f"- **{t}** ({v['split']} {v['metric']}): {v['text']}. Restarts: {spread}. "
                   f"![{t} learning curves]({curves_file(t)})"]  # fmt: skip
+    lines += arm_lines(cfg, summary)
     lines += ["", f"![❄️ vs 🔥]({TABLE_PLOT})", "", f"![layer weights]({LAYER_PLOT})", ""]
     return "\n".join(lines)
 
@@ -282,6 +302,8 @@ def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[
     _plot_layers(cfg, summary, cells, out / LAYER_PLOT)
     for task, s in summary.items():
         _plot_task_curves(cfg, task, s, out / curves_file(task))
+        if len(cfg.arms) > 2:
+            plot_cost(cfg, task, s, out / cost_file(task))
     return {"table": str(out / TABLE), "results": str(out / RESULTS),
             "verdicts": {t: s["verdict"]["text"] for t, s in summary.items()}}  # fmt: skip
 

@@ -4,6 +4,9 @@ heads and the 🔥 baseline, for every seed; then the report (compare/report.py)
     OUT/store/                          the features (or --store)
     OUT/snow/<task>/<head>/seed<k>/     ❄️ runs (`snowfire train` run directories)
     OUT/fire/<task>/seed<k>/            🔥 runs (`snowfire finetune` run directories)
+    OUT/<arm>/<task>/seed<k>/           the other arms' runs (--arms, compare/arms.py)
+    OUT/snow/<task>/probe-cls/seed<k>/  arm lpft: the ❄️ probe its output layer starts from
+    OUT/intermediate/<task>/seed0/      arm seq: 🔥 on --intermediate, once
     OUT/extract/<task>.json             what the extraction cost (kept, so a rerun reports it)
     OUT/baseline/<task>.json            the zero-training baseline (compare/baseline.py)
     OUT/results.json, table.md, table.png, layer_weights.png
@@ -41,9 +44,12 @@ def task_fields(spec) -> dict[str, Any]:
 def check_tasks(cfg: CompareConfig) -> None:
     """Read every split of every task (each row checked) before anything is written: a bad
     row stops the comparison with its file and line, the store and OUT untouched."""
-    from tasks import available_splits, read_split
+    from tasks import TASK_NAMES, available_splits, get_task, read_split
 
-    for spec in cfg.specs.values():
+    specs = list(cfg.specs.values())
+    if cfg.intermediate in TASK_NAMES:  # arm seq fine-tunes on it first
+        specs.append(get_task(cfg.intermediate))
+    for spec in specs:
         splits = available_splits(spec, cfg.data)
         for needed in ("train", "dev"):
             if needed not in splits:
@@ -119,9 +125,28 @@ def find_or_extract(encoder: str, store: str, task, data: str | None, split: str
         return find()
 
 
+def intermediate_run(cfg: CompareConfig) -> str | None:
+    """Arm seq's starting encoder's run: --intermediate's run directory, or where compare runs
+    the registered task it names."""
+    from tasks import TASK_NAMES
+
+    if not cfg.intermediate:
+        return None
+    if cfg.intermediate in TASK_NAMES:
+        return str(Path(cfg.out) / "intermediate" / cfg.intermediate / "seed0")
+    return cfg.intermediate
+
+
 def plan(cfg: CompareConfig) -> list[dict[str, Any]]:
     """Every cell of the comparison, in the order they run."""
+    from tasks import TASK_NAMES
+
+    from .arms import PROBE, fine_tuning_arms
+
     cells = []
+    if cfg.intermediate in TASK_NAMES:  # arm seq's first stage, before every task
+        cells.append({"mode": "intermediate", "task": cfg.intermediate, "head": None,
+                      "seed": 0, "run": intermediate_run(cfg)})  # fmt: skip
     for task in cfg.names:
         for seed in range(cfg.seeds):
             for head in cfg.heads_for(task):
@@ -132,29 +157,53 @@ def plan(cfg: CompareConfig) -> list[dict[str, Any]]:
             out = Path(cfg.out) / "fire" / task / f"seed{seed}"
             cells.append({"mode": "fire", "task": task, "head": None, "seed": seed,
                           "run": str(out)})  # fmt: skip
+        for arm in fine_tuning_arms(cfg.arms):
+            if arm == "seq" and task == cfg.intermediate:
+                continue  # a task after itself is just more epochs
+            for seed in range(cfg.seeds_fire):
+                if arm == "lpft":
+                    probe = Path(cfg.out) / "snow" / task / PROBE["dir"] / f"seed{seed}"
+                    cells.append({"mode": "probe", "task": task, "head": PROBE["head"],
+                                  "seed": seed, "run": str(probe)})  # fmt: skip
+                out = Path(cfg.out) / arm / task / f"seed{seed}"
+                cells.append({"mode": arm, "task": task, "head": None, "seed": seed,
+                              "run": str(out)})  # fmt: skip
     return cells
 
 
 def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> dict[str, Any]:
     """Train one cell (or return its finished run): {split: {metric: value}}."""
+    from .arms import ARM_OPTIONS, PROBE
+
     caps = {mode: cfg.caps(mode, cell["task"]) for mode in ("snow", "fire")}
-    task = task_fields(cfg.specs[cell["task"]])
-    if cell["mode"] == "snow":
+    spec = cfg.specs.get(cell["task"])
+    task = task_fields(spec) if spec is not None else {"task": cell["task"]}
+    if cell["mode"] in ("snow", "probe"):
         from heads import TrainConfig, train
 
+        hparams = PROBE["hparams"] if cell["mode"] == "probe" else cfg.hparams
         return train(TrainConfig(
             store=_store(cfg), encoder=cfg.encoder, head=cell["head"], data=cfg.data,
             out=cell["run"], seed=cell["seed"], pair_encoding=pair_encoding, progress=cfg.progress,
-            device=cfg.device, hparams=dict(cfg.hparams), **task, **caps["snow"],
+            device=cfg.device, hparams=dict(hparams), **task, **caps["snow"],
         ))  # fmt: skip
     from finetune import FinetuneConfig
     from finetune import train as finetune
 
     # full: the rate and epochs tuned on dev as the paper did (`snowfire finetune --grid shared`)
     grid = "shared" if cfg.budget == "full" else None
+    options = dict(ARM_OPTIONS.get(cell["mode"], {}))
+    encoder = cfg.encoder
+    if cell["mode"] == "lpft":
+        probe = Path(cfg.out) / "snow" / cell["task"] / PROBE["dir"] / f"seed{cell['seed']}"
+        options["init_head"] = str(probe)
+    if cell["mode"] == "seq":
+        encoder = f"hf:{Path(intermediate_run(cfg)) / 'encoder'}"
+    if options.get("method") or cell["mode"] == "intermediate":
+        grid = None  # a grid tunes 🔥 alone; the other arms run their papers' recipes
     return finetune(FinetuneConfig(
-        encoder=cfg.encoder, data=cfg.data, out=cell["run"], seed=cell["seed"],
-        progress=cfg.progress, device=cfg.device, grid=grid, **task, **caps["fire"],
+        encoder=encoder, data=cfg.data, out=cell["run"], seed=cell["seed"],
+        progress=cfg.progress, device=cfg.device, grid=grid, **task, **caps["fire"], **options,
     ))  # fmt: skip
 
 
@@ -168,7 +217,8 @@ def run_compare(cfg: CompareConfig) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     cells = plan(cfg)
     extraction, baselines = {}, {}
-    done = 0
+    first = [c for c in cells if c["mode"] == "intermediate"]  # arm seq's first stage
+    done = _run_stage(cfg, first, {"pair_encoding": cfg.pair_encoding_used}, 0, len(cells))
     for task in cfg.names:
         print(f"compare {task}: features of {cfg.encoder}", flush=True)
         extraction[task] = extract_task(cfg, task)
@@ -177,18 +227,32 @@ def run_compare(cfg: CompareConfig) -> dict[str, Any]:
             shown = ", ".join(f"{k} {v:.4f}" for k, v in baselines[task].get("dev", {}).items())
             print(f"compare {task}: no training, {baselines[task]['method']}: dev {shown}",
                   flush=True)  # fmt: skip
-        mine = [c for c in cells if c["task"] == task]
-        runs = (
-            _on_ray(cfg, mine, extraction[task]) if cfg.ray else _here(cfg, mine, extraction[task])
-        )
-        for cell, (metrics, seconds) in runs:
-            cell["metrics"] = metrics
-            done += 1
-            what = f"❄️ {cell['head']}" if cell["mode"] == "snow" else "🔥 fine-tuning"
-            shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.get("dev", {}).items())
-            print(f"[{done}/{len(cells)}] {task} {what} seed {cell['seed']}: dev {shown} "
-                  f"({seconds:.0f} s)", flush=True)  # fmt: skip
+        mine = [c for c in cells if c["task"] == task and c["mode"] != "intermediate"]
+        # lpft's probes before the arms that start from them (Ray runs a stage's cells at once)
+        for stage in ([c for c in mine if c["mode"] == "probe"],
+                      [c for c in mine if c["mode"] != "probe"]):  # fmt: skip
+            done = _run_stage(cfg, stage, extraction[task], done, len(cells))
     return write_report(cfg, cells, extraction, baselines)
+
+
+def _run_stage(cfg: CompareConfig, cells: list[dict], extraction: dict, done: int,
+               total: int) -> int:  # fmt: skip
+    """Run `cells` (at once on Ray, else in turn), printing each as it finishes."""
+    from .arms import ARM_NAMES
+
+    if not cells:
+        return done
+    runs = _on_ray(cfg, cells, extraction) if cfg.ray else _here(cfg, cells, extraction)
+    for cell, (metrics, seconds) in runs:
+        cell["metrics"] = metrics
+        done += 1
+        what = {"snow": f"❄️ {cell['head']}", "probe": "❄️ probe (LP-FT's start)",
+                "intermediate": "🔥 intermediate (arm seq's start)"}.get(
+                    cell["mode"], ARM_NAMES.get(cell["mode"], cell["mode"]))  # fmt: skip
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.get("dev", {}).items())
+        print(f"[{done}/{total}] {cell['task']} {what} seed {cell['seed']}: dev {shown} "
+              f"({seconds:.0f} s)", flush=True)  # fmt: skip
+    return done
 
 
 def _timed(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> tuple[dict, float]:

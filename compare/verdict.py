@@ -63,12 +63,14 @@ def zero_training_words(snow_gain, fire_gain, baseline: str = BASELINE_WORDS["re
 
 
 def weigh(metric: str, gold, snow, fire, baseline=None, replicates: int | None = None,
-          seed: int = 0):  # fmt: skip
+          seed: int = 0, others=None):  # fmt: skip
     """One bootstrap (compare/interval.py) of ❄️'s and 🔥's seeds, one prediction list per seed,
-    and of the zero-training baseline's predictions where given (deterministic: one list)."""
+    of the zero-training baseline's predictions where given (deterministic: one list), and of
+    `others` {arm: seeds' predictions} after them (adding arms leaves ❄️/🔥's draws as they are)."""
     from .interval import REPLICATES, bootstrap
 
     sides = {"snow": snow, "fire": fire} | ({} if baseline is None else {"baseline": [baseline]})
+    sides |= others or {}
     return bootstrap(metric, gold, sides, replicates or REPLICATES, seed)
 
 

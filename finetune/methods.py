@@ -124,7 +124,7 @@ def load_probe(run: str | Path, dim: int, num_labels: int) -> dict[str, torch.Te
     if head.get("pool") != "cls" or layer != top:
         raise ValueError(
             f"init_head {run}: the probe must read the top layer's [CLS] state, what the 🔥 "
-            f"output layer reads (train it with --head probe --hparams '{{\"pool\": \"cls\"}}'); "
+            f'output layer reads (train it with --head probe --hparams \'{{"pool": "cls"}}\'); '
             f"got pool {head.get('pool')!r}, layer {layer} of 0..{top}"
         )
     weights = load_file(str(run / WEIGHTS))

@@ -206,6 +206,9 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
     history: list[dict] = []  # RUN/log.jsonl, rewritten whole after every epoch
 
     # -- loop
+    from rundir.cost import PeakMemory
+
+    peak = PeakMemory(device).start()
     best, best_state, bad, started = -float("inf"), None, 0, time.perf_counter()
     n_train = sources["train"].num_examples
     for epoch in range(1, cfg.epochs + 1):
@@ -265,12 +268,13 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
         if gold is not None:  # a test split without labels gets predictions only
             metrics[split] = evaluate(spec, gold, preds)
         write_predictions(prediction_file(out_dir, split), spec, examples[split], preds)
-    _write_run(out_dir, cfg, head, info, metrics, time.perf_counter() - started, layers)
+    cost = peak.stop().record()
+    _write_run(out_dir, cfg, head, info, metrics, time.perf_counter() - started, layers, cost)
     return metrics
 
 
 def _write_run(
-    out_dir: Path, cfg: TrainConfig, head, info, metrics, seconds: float, layers
+    out_dir: Path, cfg: TrainConfig, head, info, metrics, seconds: float, layers, cost=None
 ) -> None:
     from safetensors.torch import save
 
@@ -307,6 +311,7 @@ def _write_run(
         "train_examples": min(cfg.max_train_examples or info.num_examples, info.num_examples),
         "features_manifest": info.manifest | {"keys": None},
         "seconds": round(seconds, 2),
+        "cost": cost or {},  # the peak memory while it trained (rundir/cost.py)
     }
     write_json(out_dir / CONFIG, config)
     write_json(out_dir / METRICS, metrics)  # last: its presence says the run is finished

@@ -24,8 +24,8 @@ def _rss() -> int:
 
 
 class PeakMemory:
-    """`with PeakMemory(device) as peak: ...` then `peak.record()`: {"peak_rss_mb",
-    "peak_gpu_mb" (GPU only)}."""
+    """`with PeakMemory(device) as peak: ...` (or start() ... stop()), then `peak.record()`:
+    {"peak_rss_mb", "peak_gpu_mb" (GPU only)}."""
 
     def __init__(self, device, interval: float = 0.05) -> None:
         self.device, self.interval = device, interval
@@ -37,6 +37,12 @@ class PeakMemory:
             self.peak = max(self.peak, _rss())
 
     def __enter__(self) -> PeakMemory:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> PeakMemory:
         import torch
 
         if self.device.type == "cuda":
@@ -46,10 +52,11 @@ class PeakMemory:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> PeakMemory:
         self._stop.set()
         self._thread.join()
         self.peak = max(self.peak, _rss())
+        return self
 
     def record(self) -> dict[str, float]:
         import torch

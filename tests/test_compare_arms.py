@@ -1,0 +1,137 @@
+"""`snowfire compare --arms`: every arm's cells on the tiny BERT, its Δ against ❄️ and 🔥 from
+the verdict's bootstrap, its cost, the cost plot, predict on its saved run, and a rerun that
+recomputes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compare import CompareConfig
+from compare.interval import bootstrap
+from tasks import read_predictions
+from tests.helpers.tasks import write_sst2, write_stsb
+
+ARMS = ["adapter", "lora", "bitfit", "l2sp", "lpft", "seq"]
+
+
+@pytest.fixture(scope="module")
+def arms_run(tiny_bert_dir, tmp_path_factory):
+    from cli.main import main as snowfire
+
+    root = tmp_path_factory.mktemp("arms")
+    data = root / "data"
+    write_stsb(data)
+    write_sst2(data)
+    out = root / "cmp"
+    argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "stsb", "--data",
+            str(data), "--out", str(out), "--budget", "quick", "--heads", "linear", "--seeds",
+            "2", "--arms", ",".join(ARMS), "--intermediate", "sst2", "--quiet"]  # fmt: skip
+    assert snowfire(argv) == 0
+    return out, data, argv
+
+
+def test_every_arm_runs_its_cells_and_is_weighed_against_both_poles(arms_run):
+    out, _, _ = arms_run
+    results = json.loads((out / "results.json").read_text())
+    cells = results["cells"]
+    for arm in ARMS:
+        mine = [c for c in cells if c["mode"] == arm]
+        assert [c["seed"] for c in mine] == [0, 1]
+        for c in mine:
+            assert Path(c["run"]) == out / arm / "stsb" / f"seed{c['seed']}"
+    s = results["tasks"]["stsb"]
+    v = s["verdict"]
+    assert set(v["arms"]) == set(ARMS)
+    # the arm's Δ against ❄️ and 🔥 is the same bootstrap's (recomputed from the predictions)
+    split = v["split"]
+
+    def preds(mode):
+        runs = [c for c in cells if c["mode"] == mode and (mode != "snow" or c["head"] == "linear")]
+        return [read_predictions(Path(c["run"]) / "predictions" / f"{split}.tsv",
+                                 "regression") for c in runs]  # fmt: skip
+
+    gold = preds("fire")[0][0]
+    sides = {m: [p for _, p in preds(m)] for m in ["snow", "fire"]}
+    base = results["baselines"]["stsb"]["predictions"][split]
+    sides["baseline"] = [base]
+    sides |= {a: [p for _, p in preds(a)] for a in ARMS}
+    boot = bootstrap("pearson", gold, sides)
+    for arm in ARMS:
+        a = v["arms"][arm]
+        assert a["score"] == pytest.approx(boot.point[arm])
+        for side in ("snow", "fire"):
+            want = boot.interval(side, arm)
+            got = a[f"vs_{side}"]
+            assert got["delta"] == pytest.approx(want.estimate)
+            assert (got["low"], got["high"]) == pytest.approx((want.low, want.high))
+        assert len(a["curves"]) == 2 and isinstance(a["converged"], bool)
+    # cost per arm: the partial methods train and keep a small share of 🔥
+    cost = s["cost"]
+    for arm in ("adapter", "lora", "bitfit"):
+        assert 0 < cost[arm]["params"] < cost["fire"]["params"]
+        assert 0 < cost[arm]["saved_bytes"] < cost["fire"]["saved_bytes"]
+        assert cost[arm]["peak_rss_mb"] > 0 and cost[arm]["seconds"] > 0
+    for arm in ("l2sp", "lpft", "seq"):  # full fine-tuning, started or pulled otherwise
+        assert cost[arm]["params"] == cost["fire"]["params"]
+
+
+def test_the_arms_table_and_the_cost_plot(arms_run):
+    out, _, _ = arms_run
+    table = (out / "table.md").read_text()
+    for words in ("adapters (Houlsby)", "LoRA", "BitFit", "🔥 + L2-SP", "LP-FT", "sequential 🔥"):
+        assert f"| stsb | {words} |" in table
+        assert f"(ours) | {words} | dev |" in table
+    assert "![stsb: score against cost](cost-stsb.png)" in table
+    assert (out / "cost-stsb.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_lpft_starts_from_its_probe_and_seq_from_the_intermediate(arms_run):
+    out, _, _ = arms_run
+    for seed in (0, 1):
+        lpft = json.loads((out / "lpft" / "stsb" / f"seed{seed}" / "config.json").read_text())
+        probe = out / "snow" / "stsb" / "probe-cls" / f"seed{seed}"
+        assert lpft["finetune"]["init_head"] == str(probe)
+        assert json.loads((probe / "head.json").read_text())["head"]["pool"] == "cls"
+        seq = json.loads((out / "seq" / "stsb" / f"seed{seed}" / "config.json").read_text())
+        assert seq["finetune"]["encoder"] == f"hf:{out / 'intermediate' / 'sst2' / 'seed0'}/encoder"
+    assert (out / "intermediate" / "sst2" / "seed0" / "metrics.json").is_file()
+
+
+def test_predict_works_on_every_arms_saved_run(arms_run, tmp_path):
+    from heads import PredictConfig
+    from snowfire import predict
+
+    out, _, _ = arms_run
+    texts = tmp_path / "pairs.jsonl"
+    texts.write_text('{"text_a": "a dog runs", "text_b": "a dog is running"}\n'
+                     '{"text_a": "the man sings", "text_b": "a cat sleeps"}\n')  # fmt: skip
+    for arm in ["fire", *ARMS]:
+        got = predict(PredictConfig(run=str(out / arm / "stsb" / "seed0"), input=str(texts),
+                                    out=str(tmp_path / f"{arm}.tsv"))).predictions  # fmt: skip
+        assert len(got) == 2 and all(isinstance(x, float) for x in got)
+
+
+def test_a_rerun_recomputes_nothing(arms_run, capsys):
+    from cli.main import main as snowfire
+
+    out, _, argv = arms_run
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("metrics.json")}
+    assert snowfire(argv) == 0
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("metrics.json")} == before
+
+
+def test_arms_are_checked_when_configured():
+    with pytest.raises(ValueError, match="unknown \\['lorax'\\]"):
+        CompareConfig(encoder="minilm", tasks=["stsb"], data="d", out="o", arms=["lorax"])
+    with pytest.raises(ValueError, match="arm seq needs"):
+        CompareConfig(encoder="minilm", tasks=["stsb"], data="d", out="o", arms=["seq"])
+    with pytest.raises(ValueError, match="are for BERT-family encoders"):
+        CompareConfig(encoder="elmo:o.json,w.hdf5", tasks=["stsb"], data="d", out="o",
+                      arms=["lora"])  # fmt: skip
+    with pytest.raises(ValueError, match="lpft starts from a probe of \\[CLS\\], not for tagging"):
+        CompareConfig(encoder="minilm", tasks=["conll2003"], data="d", out="o", arms=["lpft"])
+    cfg = CompareConfig(encoder="minilm", tasks=["stsb"], data="d", out="o", arms=["lora,snow"])
+    assert cfg.arms == ["snow", "fire", "lora"]
