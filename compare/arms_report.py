@@ -50,7 +50,7 @@ def arm_lines(cfg, summary: dict[str, Any]) -> list[str]:
         "paired bootstrap as the verdict), and its cost: parameters trained, share of 🔥's, "
         "training time, examples/s, what a task keeps on disk beside the shared encoder "
         "(❄️: the head; 🔥: the whole model; partial methods: what they trained), peak resident "
-        "memory.",
+        "memory. Sequential 🔥's cost leaves out its intermediate run, made once for every task.",
         "",
         "| task | arm | score | Δ vs ❄️ [95%] | Δ vs 🔥 [95%] | params trained | of 🔥 | train (s) "
         "| examples/s | kept (MB) | peak RSS (MB) | converged |",

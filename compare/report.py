@@ -68,7 +68,25 @@ def _cost(cell: dict[str, Any]) -> dict[str, Any]:
             "saved_bytes": kept, "peak_rss_mb": peak}  # fmt: skip
 
 
-def summarise(cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None) -> dict[str, Any]:
+def task_hours(cells: list[dict[str, Any]], extraction: dict[str, Any]) -> dict[str, Any]:
+    """What a task cost in all: its extraction and every cell of every seed and arm (a 🔥 grid:
+    all its runs), in wall hours and, where the runs recorded it, CPU hours (every thread)."""
+    wall, cpu = extraction.get("seconds", 0.0), extraction.get("cpu_seconds", 0.0)
+    known = "cpu_seconds" in extraction or not extraction.get("splits")  # none made: in store
+    for cell in cells:
+        run = Path(cell["run"])
+        runs = list(run.glob(f"{GRID}/*/{CONFIG}")) or [run / CONFIG]
+        for path in runs:
+            config = json.loads(path.read_text())
+            wall += float(config.get("seconds", 0.0))
+            got = config.get("cost", {}).get("cpu_seconds")
+            known, cpu = known and got is not None, cpu + (got or 0.0)
+    return {"wall_hours": round(wall / 3600, 2), "cpu_hours": round(cpu / 3600, 2) if known
+            else None}  # fmt: skip
+
+
+def summarise(cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None,
+              extraction=None) -> dict[str, Any]:  # fmt: skip
     """Per task: each ❄️ head's dev/test mean and sd, the best head (on dev), 🔥, Δ, verdict, and
     the zero-training baseline's scores (compare/baseline.py) where the task has one."""
     out = {}
@@ -107,6 +125,7 @@ def summarise(cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None) -
                 s: base[s][metric] for s in ("dev", "test") if s in base
             }
         out[task]["verdict"] = judge(cfg.specs[task], snow, fire, base, arms=arms)
+        out[task]["hours"] = task_hours(mine, (extraction or {}).get(task, {}))
     return out
 
 
@@ -265,7 +284,12 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
     for t in tasks:
         v = summary[t]["verdict"]
         spread = "; ".join(_restarts(side, v["restarts"][side]) for side in ("snow", "fire"))
+        h = summary[t]["hours"]
+        spent = f"{h['wall_hours']:.2f} h wall" + (
+            f", {h['cpu_hours']:.2f} CPU-h" if h["cpu_hours"] is not None else ""
+        )
         lines += [f"- **{t}** ({v['split']} {v['metric']}): {v['text']}. Restarts: {spread}. "
+                  f"Cost: {spent} (extraction and every cell). "
                   f"![{t} learning curves]({curves_file(t)})"]  # fmt: skip
     lines += arm_lines(cfg, summary)
     lines += ["", f"![❄️ vs 🔥]({TABLE_PLOT})", "", f"![layer weights]({LAYER_PLOT})", ""]
@@ -277,7 +301,7 @@ def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[
     from tasks import describe
 
     out = Path(cfg.out)
-    summary = summarise(cfg, cells, baselines)
+    summary = summarise(cfg, cells, baselines, extraction)
     identity = None
     fire_config = Path(next(c["run"] for c in cells if c["mode"] == "fire")) / CONFIG
     snow_config = Path(next(c["run"] for c in cells if c["mode"] == "snow")) / CONFIG

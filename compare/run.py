@@ -80,7 +80,7 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
         except (FeatureSetNotFoundError, ValueError):
             missing.append(split)
     if missing:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         made = run_extract(ExtractConfig(
             encoder=cfg.encoder, store=_store(cfg), data=cfg.data, split=missing,
             pair_encoding=pair_encoding, device=cfg.device, progress=cfg.progress,
@@ -88,6 +88,7 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
         ))  # fmt: skip
         record = {
             "seconds": round(time.perf_counter() - started + record.get("seconds", 0.0), 2),
+            "cpu_seconds": round(time.process_time() - cpu + record.get("cpu_seconds", 0.0), 1),
             "splits": sorted(set(record.get("splits", [])) | set(missing)),
             "examples": record.get("examples", 0) + sum(i.num_examples for i in made),
         }

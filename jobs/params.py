@@ -185,6 +185,13 @@ def _run_dirs(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
     p["data"] = home.path(p["data"] or "tasks")
     _spec_path(p, home)
     p["out"] = home.path(p["out"] or f"runs/{job_id}")
+    if p.get("init_head"):  # finetune's LP-FT probe run: a path, kept where jobs may read
+        p["init_head"] = home.path(p["init_head"])
+    if p.get("intermediate"):  # compare's arm seq: a registered task, or a run directory
+        from tasks import TASK_NAMES
+
+        if p["intermediate"] not in TASK_NAMES:
+            p["intermediate"] = home.path(p["intermediate"])
     return p
 
 

@@ -1,4 +1,5 @@
-"""What a 🔥 run costs besides time: the peak memory while it trained and the bytes it keeps.
+"""What a run costs besides wall time: the peak memory and CPU time while it trained, and
+the bytes it keeps.
 
 Peak memory is the process's resident set sampled every 50 ms (Linux /proc/self/statm; else
 the process's lifetime maximum from getrusage), and on a GPU the allocator's peak. A process
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import resource
 import threading
+import time
 from pathlib import Path
 
 _STATM = Path("/proc/self/statm")
@@ -25,7 +27,8 @@ def _rss() -> int:
 
 class PeakMemory:
     """`with PeakMemory(device) as peak: ...` (or start() ... stop()), then `peak.record()`:
-    {"peak_rss_mb", "peak_gpu_mb" (GPU only)}."""
+    {"peak_rss_mb", "cpu_seconds" (the process's CPU time over every thread meanwhile),
+    "peak_gpu_mb" (GPU only)}."""
 
     def __init__(self, device, interval: float = 0.05) -> None:
         self.device, self.interval = device, interval
@@ -48,6 +51,7 @@ class PeakMemory:
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
         self.peak = _rss()
+        self.cpu = time.process_time()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
         return self
@@ -56,12 +60,13 @@ class PeakMemory:
         self._stop.set()
         self._thread.join()
         self.peak = max(self.peak, _rss())
+        self.cpu = time.process_time() - self.cpu
         return self
 
     def record(self) -> dict[str, float]:
         import torch
 
-        out = {"peak_rss_mb": round(self.peak / 2**20, 1)}
+        out = {"peak_rss_mb": round(self.peak / 2**20, 1), "cpu_seconds": round(self.cpu, 1)}
         if self.device.type == "cuda":
             out["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated(self.device) / 2**20, 1)
         return out

@@ -192,6 +192,38 @@ def test_grid_params_are_checked_at_submission(client, home):
     assert client.get("/v1/jobs").json() == []
 
 
+def test_a_compare_job_runs_the_arms_and_predict_reads_their_runs(client, home, tiny_bert_dir,
+                                                                  tmp_path):  # fmt: skip
+    from heads import PredictConfig
+    from jobs.worker import Worker
+    from snowfire import predict
+
+    params = {"encoder": f"hf:{tiny_bert_dir}", "tasks": ["stsb"], "heads": ["linear"],
+              "budget": "quick", "progress": False, "arms": ["bitfit", "lora", "lpft"]}  # fmt: skip
+    r = client.post("/v1/jobs", json={"kind": "compare", "params": params})
+    assert r.status_code == 202, r.text
+    job_id = r.json()["id"]
+    assert Worker(home, "compare", poll=0.2).run(once=True) == 1
+    body = client.get(f"/v1/jobs/{job_id}", params={"tail": 50}).json()
+    assert body["status"] == "done", body.get("error")
+    cells = [line.split(":")[0] for line in body["log"] if line.startswith("[")]
+    assert cells == ["[1/6] stsb ❄️ probe (LP-FT's start) seed 0", "[2/6] stsb ❄️ linear seed 0",
+                     "[3/6] stsb 🔥 fine-tuning seed 0", "[4/6] stsb LoRA seed 0",
+                     "[5/6] stsb BitFit seed 0", "[6/6] stsb LP-FT seed 0"]  # fmt: skip
+    out = home.root / "runs" / job_id
+    arms = json.loads((out / "results.json").read_text())["tasks"]["stsb"]["verdict"]["arms"]
+    assert set(arms) == {"bitfit", "lora", "lpft"}
+    texts = tmp_path / "pairs.jsonl"
+    texts.write_text('{"text_a": "a dog runs", "text_b": "a dog is running"}\n')
+    for arm in ("lora", "bitfit", "lpft"):
+        got = predict(PredictConfig(run=str(out / arm / "stsb" / "seed0"), input=str(texts),
+                                    out=str(tmp_path / f"{arm}.tsv")))  # fmt: skip
+        assert len(got.predictions) == 1
+    outside = client.post("/v1/jobs", json={"kind": "compare", "params": {
+        **params, "arms": ["seq"], "intermediate": "/etc"}})  # fmt: skip
+    assert outside.status_code == 422 and "outside the data directory" in outside.text
+
+
 @pytest.mark.subprocess  # a real worker runs the job in its own runner process
 def test_a_finetune_job_with_grid_params_runs_the_grid(client, home, tiny_bert_dir):
     from jobs.worker import Worker
