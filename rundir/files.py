@@ -15,14 +15,18 @@ A 🔥 fine-tuning run (`snowfire finetune`, finetune/trainer.py):
 
     RUN/config.json             {"finetune": FinetuneConfig, "recipe", "peak_lr", "layer_groups",
                                 "encoder", "task", "num_examples", "total_steps", "seed",
-                                "versions"}; "best_epoch" and "seconds" once finished
+                                "versions"}; "best_epoch", "seconds" and "cost" (trainable
+                                params, examples/s, bytes kept, peak memory, CPU seconds:
+                                rundir/cost.py) once finished
     RUN/metrics.json            {split: {metric: value}} for every split with gold labels;
                                 written last: the run is finished
     RUN/log.jsonl               one line per epoch: train loss, dev metrics, trainable groups
     RUN/predictions/<split>.tsv as above
-    RUN/encoder/                the fine-tuned encoder (HF folder, or ELMo options + HDF5)
+    RUN/encoder/                the fine-tuned encoder (HF folder, or ELMo options + HDF5);
+                                method full only
     RUN/checkpoint.pt           everything needed to resume; removed once the run finished
-    RUN/best.pt                 model weights of the best dev epoch
+    RUN/best.pt                 model weights of the best dev epoch (methods bitfit, adapter,
+                                lora: only what they trained; finetune/methods.py)
 
 A 🔥 grid (`snowfire finetune --grid`, finetune/grid.py): RUN/grid/<cell>/ one 🔥 run per
 sub-run, RUN/grid.json, grid.md, grid.png, and the chosen run's config.json (with "grid"),
