@@ -102,7 +102,9 @@ def export_mteb(out: str | Path, directory: str | Path) -> list[Path]:
     written: list[Path] = []
     arms: dict[str, list[dict[str, Any]]] = {}
     for c in results["cells"]:
-        arm = f"snow-{c['head']}" if c["mode"] == "snow" else "fire"
+        if c["mode"] in ("probe", "intermediate"):  # an arm's first stage, not an arm
+            continue
+        arm = f"snow-{c['head']}" if c["mode"] == "snow" else c["mode"]  # fire, lora, ...
         arms.setdefault(arm, []).append(c)
     for arm, cells in arms.items():
         name, revision = _model(identity, arm)
@@ -129,7 +131,8 @@ def export_mteb(out: str | Path, directory: str | Path) -> list[Path]:
             summary = results["tasks"][task]
             block = {
                 "arm": mode, "head": mine[0]["head"], "budget": cfg["budget"],
-                "caps": BUDGETS[cfg["budget"]][mode], "metric": summary["metric"],
+                "caps": BUDGETS[cfg["budget"]]["snow" if mode == "snow" else "fire"],
+                "metric": summary["metric"],
                 "seeds": [c["seed"] for c in mine], "runs": [c["run"] for c in mine],
                 "layers": None, "mix_weights": None, "dtype": None,
                 "pair_encoding": results.get("extraction", {}).get(task, {}).get("pair_encoding"),
