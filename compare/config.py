@@ -28,17 +28,18 @@ ALL_TASKS = ("conll2003", "sst2", "mnli", "sick-e", "sick-r", "mrpc", "stsb")
 #:             weights kept (patience 2); no grid.
 #:   full      the commands' defaults, and 🔥 with its rate and epochs tuned on dev (`snowfire
 #:             finetune --grid shared`: 3 rates x 2, 3, 4 epochs).
+#: Every budget scores 🔥's dev twice within each epoch too (curve_points), for its curve.
 BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
     "quick": {
         "snow": {"epochs": 3, "patience": 2, "max_train_examples": 2000},
-        "fire": {"epochs": 2, "max_train_examples": 2000},
+        "fire": {"epochs": 2, "max_train_examples": 2000, "curve_points": 2},
     },
     "standard": {
         "snow": {"epochs": 40, "patience": 4},
-        "fire": {"epochs": 6, "patience": 2},
+        "fire": {"epochs": 6, "patience": 2, "curve_points": 2},
         "subsample": {"sst2": 20000, "mnli": 20000},
     },
-    "full": {"snow": {}, "fire": {}},
+    "full": {"snow": {}, "fire": {"curve_points": 2}},
 }
 #: Seeds per side when --seeds is not given: a first look runs one; a budget meant to give a
 #: verdict runs enough restarts for their spread to enter Δ's interval.
@@ -204,6 +205,10 @@ class CompareConfig:
         caps = dict(budget[mode])
         if task in budget.get("subsample", {}):
             caps.setdefault("max_train_examples", budget["subsample"][task])
+        from extractor import encoder_family
+
+        if encoder_family(self.encoder) != "hf":
+            caps.pop("curve_points", None)  # ELMo: scored at epoch ends only (its state)
         return caps
 
     @property

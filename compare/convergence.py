@@ -128,10 +128,13 @@ def mark_curve(
 
 def curve_of(records: Iterable[Mapping], metric: str) -> list[tuple[float, float]]:
     """(epoch, dev score) pairs from a run's per-epoch log records (RUN/log.jsonl lines of the ❄️
-    and 🔥 trainers: {"epoch": ..., "dev": {metric: ...}, ...})."""
+    and 🔥 trainers: {"epoch": ..., "dev": {metric: ...}, ...}; a 🔥 record's "within": the
+    points scored inside that epoch, same form, before it)."""
     curve = []
     for i, record in enumerate(records):
         try:
+            for point in record.get("within", ()):
+                curve.append((float(point["epoch"]), float(point["dev"][metric])))
             curve.append((float(record["epoch"]), float(record["dev"][metric])))
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"learning curve: record {i}: expected 'epoch' and 'dev' with "

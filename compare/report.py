@@ -231,7 +231,12 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         "(classification), nothing trained; the row a trained answer has to beat (– where no "
         "such answer says anything: tagging, regression of one text).",
         f"Budget {cfg.budget}: ❄️ {caps['snow'] or 'the defaults of snowfire train'}; 🔥 "
-        f"{caps['fire'] or 'rate and epochs tuned on dev (snowfire finetune --grid shared)'}"
+        f"{caps['fire']}"
+        + (
+            " with rate and epochs tuned on dev (snowfire finetune --grid shared)"
+            if cfg.budget == "full"
+            else ""
+        )
         + "".join(
             f"; {t}: {n:,} training examples drawn, both sides"
             for t, n in caps.get("subsample", {}).items()

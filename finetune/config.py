@@ -119,6 +119,11 @@ class FinetuneConfig:
         0, "tagging: a BiLSTM of this many units per direction under the output layer "
         "(0: none; the paper's Table 5 adds one)", ge=0,
     )  # fmt: skip
+    curve_points: int = option(
+        0, "also score dev this many times within each epoch, evenly spaced, for the learning "
+        "curve only (the best weights are still chosen at epoch ends); BERT family (ELMo's "
+        "state would change)", ge=0, volatile=True,
+    )  # fmt: skip
     checkpoint_every: int = option(
         0, "also write RUN/checkpoint.pt every this many steps (0: once per epoch)", ge=0,
         volatile=True,
@@ -184,6 +189,9 @@ class FinetuneConfig:
             what = f"method {self.method}" if self.method != "full" else "init_head"
             raise ValueError(f"FinetuneConfig: {what} is for BERT-family encoders, not "
                              f"{self.encoder}")  # fmt: skip
+        if self.curve_points and self.family != "hf":
+            raise ValueError("FinetuneConfig.curve_points: for BERT-family encoders (scoring dev "
+                             "mid-epoch would change ELMo's warm-up state)")  # fmt: skip
         if self.init_head and self.spec.kind == "tagging":
             raise ValueError("FinetuneConfig.init_head: a probe starts a classification or "
                              "regression output layer, not tagging")  # fmt: skip

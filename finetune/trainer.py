@@ -71,6 +71,7 @@ class TrainState:
     loss_sum: float = 0.0  # this epoch's summed training loss ...
     loss_n: int = 0  # ... over this many examples
     seconds: float = 0.0  # training time before this process
+    within: list[dict[str, Any]] = field(default_factory=list)  # this epoch's mid-epoch points
 
 
 @dataclass
@@ -236,9 +237,12 @@ def _epochs(fit: _Fit, cfg, spec, examples, state, out_dir, clock, zero, checkpo
         if state.stopped:
             break
         trainable = unfreeze(model.layer_groups(), epoch, cfg.settings()["gradual_unfreezing"])
-        _train_epoch(fit, cfg, examples["train"], epoch, state, checkpoint, on_step)
+        _train_epoch(fit, cfg, examples["train"], epoch, state, checkpoint, on_step,
+                     examples["dev"])  # fmt: skip
         record = _end_epoch(fit, cfg, spec, examples["dev"], epoch, state, out_dir)
         record.update(trainable=trainable, seconds=round(clock() - zero, 2))
+        if state.within:
+            record["within"], state.within = state.within, []
         state.history.append(record)
         write_lines(out_dir / LOG, state.history)
         if cfg.progress:
@@ -293,9 +297,11 @@ def _run_info(cfg: FinetuneConfig, spec, fit: _Fit, identity, examples, total_st
     }
 
 
-def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, checkpoint, on_step):
+def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, checkpoint, on_step,
+                 dev_set=None):  # fmt: skip
     """The batches of `epoch` from `state.batch` on (the order is a function of seed and
-    epoch, so a resumed epoch sees the same batches)."""
+    epoch, so a resumed epoch sees the same batches); dev scored `cfg.curve_points` times
+    within it for the learning curve."""
     from tqdm import tqdm
 
     model, device = fit.model, fit.device
@@ -311,7 +317,10 @@ def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, check
         disable=not cfg.progress,
         leave=False,
     )
-    for i in range(state.batch, math.ceil(len(train_set) / cfg.batch_size)):
+    n_batches = math.ceil(len(train_set) / cfg.batch_size)
+    marks = {round(k * n_batches / (cfg.curve_points + 1)) for k in range(1, cfg.curve_points + 1)}
+    marks -= {0, n_batches}  # the epoch's end is scored anyway
+    for i in range(state.batch, n_batches):
         idx = order[i * cfg.batch_size : (i + 1) * cfg.batch_size]
         batch = to_device(model.collate([train_set[j] for j in idx]), device)
         with torch.autocast(device.type, dtype=torch.float16, enabled=fit.amp):
@@ -338,11 +347,24 @@ def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, check
         state.loss_n += len(idx)
         bar.update(len(idx))
         bar.set_postfix(loss=f"{state.loss_sum / state.loss_n:.4f}")
+        if (i + 1) in marks:  # a point of the learning curve within the epoch
+            state.within.append(_curve_point(fit, cfg, dev_set, epoch - 1 + (i + 1) / n_batches))
         if cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0:
             checkpoint()
         if on_step is not None:
             on_step(state.step, model)
     bar.close()
+
+
+def _curve_point(fit: _Fit, cfg, dev_set, at: float) -> dict[str, Any]:
+    """Dev scored mid-epoch at position `at` (epochs), for the curve only; training resumes
+    unchanged (BERT family: no state, no random numbers drawn)."""
+    from tasks import evaluate
+
+    spec = cfg.spec
+    preds = decode(spec, predict(fit.model, dev_set, cfg.batch_size, fit.device))
+    fit.model.train()
+    return {"epoch": round(at, 4), "dev": evaluate(spec, gold_of(spec, dev_set), preds)}
 
 
 def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out_dir: Path):

@@ -23,7 +23,7 @@ def arms_run(tiny_bert_dir, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("arms")
     data = root / "data"
-    write_stsb(data)
+    write_stsb(data, sizes=(("train", 96), ("dev", 10), ("test", 10)))  # 3 batches an epoch
     write_sst2(data)
     out = root / "cmp"
     argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "stsb", "--data",
@@ -68,6 +68,10 @@ def test_every_arm_runs_its_cells_and_is_weighed_against_both_poles(arms_run):
             assert got["delta"] == pytest.approx(want.estimate)
             assert (got["low"], got["high"]) == pytest.approx((want.low, want.high))
         assert len(a["curves"]) == 2 and isinstance(a["converged"], bool)
+        # every fine-tuning cell's curve has points within its epochs too (curve_points 2)
+        assert any(x % 1 for x, _ in a["curves"][0]["curve"])
+    assert any(x % 1 for x, _ in v["curves"]["fire"][0]["curve"])
+    assert all(x % 1 == 0 for x, _ in v["curves"]["snow"][0]["curve"])
     # cost per arm: the partial methods train and keep a small share of 🔥
     cost = s["cost"]
     for arm in ("adapter", "lora", "bitfit"):

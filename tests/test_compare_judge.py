@@ -142,4 +142,7 @@ def test_the_budgets_caps_and_default_seeds():
     assert std.caps("fire", "sst2")["max_train_examples"] == 20000
     assert "max_train_examples" not in std.caps("fire", "stsb")
     assert std.caps("snow", "stsb") == {"epochs": 40, "patience": 4}
-    assert cfg().caps("fire", "sst2") == {"epochs": 2, "max_train_examples": 2000}
+    assert cfg().caps("fire", "sst2") == {"epochs": 2, "max_train_examples": 2000,
+                                          "curve_points": 2}  # fmt: skip
+    elmo = CompareConfig(encoder="elmo:o.json,w.hdf5", tasks=["stsb"], data="d", out="o")
+    assert "curve_points" not in elmo.caps("fire", "stsb")  # ELMo: epoch ends only

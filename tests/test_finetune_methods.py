@@ -102,7 +102,10 @@ def test_the_adapter_is_houlsbys_definition():
     expected = x + gelu @ w_up.T + b_up
     np.testing.assert_allclose(a(h).detach().numpy(), expected, rtol=1e-5, atol=1e-6)
     # near-identity start: weights N(0, 0.01²) truncated at 2 sd, biases 0
-    assert float(a.down.weight.detach().abs().max()) <= 0.02 and float(a.up.bias.detach().abs().max()) == 0.0
+    assert (
+        float(a.down.weight.detach().abs().max()) <= 0.02
+        and float(a.up.bias.detach().abs().max()) == 0.0
+    )
     assert float((a(h) - h).detach().abs().max()) < 0.05
 
 
@@ -234,3 +237,26 @@ def test_methods_are_refused_where_they_do_not_apply(data_dir, tmp_path):
         finetune_config("elmo:a.json,b.hdf5", "stsb", data_dir, tmp_path / "e", method="lora")
     with pytest.raises(ValueError, match="init_head: a probe starts"):
         finetune_config("minilm", "conll2003", data_dir, tmp_path / "t", init_head="x")
+
+
+def test_curve_points_within_an_epoch_leave_the_training_unchanged(tiny_bert_dir, data_dir,
+                                                                    tmp_path):  # fmt: skip
+    """Dev scored twice inside each epoch: the log holds those points before the epoch's, at
+    the batches' fractions, and the weights and metrics equal a run without them."""
+    from compare.convergence import read_curve
+
+    plain = finetune(finetune_config(f"hf:{tiny_bert_dir}", "stsb", data_dir, tmp_path / "a"))
+    run = tmp_path / "b"
+    dense = finetune(finetune_config(f"hf:{tiny_bert_dir}", "stsb", data_dir, run,
+                                     curve_points=2))  # fmt: skip
+    assert dense == plain
+    a = torch.load(tmp_path / "a" / "best.pt", weights_only=True)
+    b = torch.load(run / "best.pt", weights_only=True)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    batches = 10  # 80 training pairs in batches of 8
+    marks = [round(k * batches / 3) / batches for k in (1, 2)]
+    assert [x for x, _ in read_curve(run, "pearson")] == [
+        e + m for e in (0, 1) for m in (*marks, 1.0)
+    ]
+    with pytest.raises(ValueError, match="curve_points: for BERT-family"):
+        finetune_config("elmo:a.json,b.hdf5", "stsb", data_dir, tmp_path / "e", curve_points=2)

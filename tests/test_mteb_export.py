@@ -137,7 +137,7 @@ def test_snowfires_own_fields_are_in_their_block(exported):
     (fire,) = mteb_dir.glob(f"results/snowfire__{stem}-fire/*/stsb.json")
     fire_block = json.loads(fire.read_text())["snowfire"]
     assert (fire_block["arm"], fire_block["head"], fire_block["caps"]) == (
-        "fire", None, {"epochs": 2, "max_train_examples": 2000})  # fmt: skip
+        "fire", None, {"epochs": 2, "max_train_examples": 2000, "curve_points": 2})  # fmt: skip
 
 
 def test_the_files_match_mtebs_documented_schema(exported):
