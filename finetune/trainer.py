@@ -201,7 +201,7 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
         fit.save(ckpt_path, cfg, state)
 
     # -- loop
-    from rundir.cost import PeakMemory
+    from rundir import PeakMemory
 
     with PeakMemory(device) as peak:
         _epochs(fit, cfg, spec, examples, state, out_dir, clock, zero, checkpoint, on_step)
@@ -218,7 +218,7 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
 
 def _cost(fit: _Fit, out_dir: Path, examples, state: TrainState, seconds: float):
     """The run's cost: parameters trained, training examples per second, bytes it keeps."""
-    from rundir.cost import saved_bytes
+    from rundir import saved_bytes
 
     trained = sum(p.numel() for g in fit.optimizer.param_groups for p in g["params"])
     seen = len(examples["train"]) * len(state.history)

@@ -206,7 +206,7 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
     history: list[dict] = []  # RUN/log.jsonl, rewritten whole after every epoch
 
     # -- loop
-    from rundir.cost import PeakMemory
+    from rundir import PeakMemory
 
     peak = PeakMemory(device).start()
     best, best_state, bad, started = -float("inf"), None, 0, time.perf_counter()

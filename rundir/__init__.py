@@ -14,6 +14,7 @@ which config fields may change between attempts from the fields themselves (`vol
 Imports `cache` (the atomic writer, when a file is written) and `options`, nothing else.
 """
 
+from .cost import PeakMemory, saved_bytes
 from .files import (
     BEST,
     CHECKPOINT,
@@ -42,6 +43,8 @@ from .reuse import RunConfigError, check_same_config, config_changes, finished_o
 from .write import atomic_write, save_torch, write_json, write_lines
 
 __all__ = [
+    "PeakMemory",
+    "saved_bytes",
     "BEST",
     "CHECKPOINT",
     "CONFIG",
