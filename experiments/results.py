@@ -1,17 +1,20 @@
 """docs/results.md from `snowfire compare` and `snowfire analyze`: a thin caller of the two
 commands, then one page made of what they wrote.
 
-    python experiments/results.py --data ../shared/data --work WORK [--seeds 3] [--fire-seeds 1]
-        [--analysis-seeds 1] [--budget quick] [--analyses mi,probes,pairs,ner-params]
-        [--encoder minilm] [--docs docs] [--note TEXT]
+    python experiments/results.py --data ../shared/data --work WORK [--tasks all] [--seeds 3]
+        [--fire-seeds F] [--analysis-seeds 1] [--budget quick] [--arms snow,fire,...]
+        [--intermediate TASK] [--analyses mi,probes,pairs,ner-params] [--encoder minilm]
+        [--docs docs] [--note TEXT] [--append FILE]
 
-1. `snowfire compare --encoder E --tasks all --data DATA --out WORK/compare --seeds S
-   --fire-seeds F --budget B` (Table 2: every task, ❄️ heads and 🔥, verdicts, cost);
+1. `snowfire compare --encoder E --tasks T --data DATA --out WORK/compare --seeds S
+   [--fire-seeds F] --budget B [--arms A]` (Table 2: ❄️ heads, 🔥 and the other arms,
+   verdicts, cost);
 2. `snowfire analyze NAME --store WORK/compare/store --out WORK/analyze ...` for each analysis,
    with the budget's caps (quick: epochs 3, 2,000 training examples; probes also probe each
    compare 🔥 run's saved encoder);
 3. DOCS/results.md: the commands, the machine, then compare's table.md and each analysis' .md,
-   their plots copied beside it as results-*.png.
+   their plots copied beside it as results-*.png; then `--append FILE` as it is (e.g. the
+   sections of an earlier page that this run did not remake, under a heading that says so).
 
 Both commands keep every finished run, so this script can be killed and rerun at any point:
 only what is missing is computed. `--compose-only` rebuilds the page from WORK as it is.
@@ -37,9 +40,16 @@ QUICK = {"epochs": 3, "max_train_examples": 2000}  # compare's quick caps (compa
 def commands(args: argparse.Namespace) -> list[list[str]]:
     """The snowfire command lines this page is made of, in order."""
     work, store = Path(args.work), str(Path(args.work) / "compare" / "store")
-    cmds = [["compare", "--encoder", args.encoder, "--tasks", "all", "--data", args.data,
-             "--out", str(work / "compare"), "--seeds", str(args.seeds),
-             "--fire-seeds", str(args.fire_seeds), "--budget", args.budget]]  # fmt: skip
+    compare = ["compare", "--encoder", args.encoder, "--tasks", args.tasks, "--data", args.data,
+               "--out", str(work / "compare"), "--seeds", str(args.seeds)]  # fmt: skip
+    if args.fire_seeds is not None:
+        compare += ["--fire-seeds", str(args.fire_seeds)]
+    compare += ["--budget", args.budget]
+    if args.arms:
+        compare += ["--arms", args.arms]
+    if args.intermediate:
+        compare += ["--intermediate", args.intermediate]
+    cmds = [compare]
     caps = []
     if args.budget == "quick":
         caps = ["--epochs", str(QUICK["epochs"])]
@@ -65,12 +75,11 @@ def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
 
     work, docs = Path(args.work), Path(args.docs)
     places = {str(work): "WORK", str(args.data): "DATA"}  # the page names no machine's paths
+    made_by = shlex.join(_placeholder(a, places) for a in args.argv)
     parts = [
         f"# Results: ❄️ and 🔥 with {args.encoder}",
         "",
-        f"Made by `python experiments/results.py --data DATA --work WORK --seeds "
-        f"{args.seeds} --fire-seeds {args.fire_seeds} --analysis-seeds {args.analysis_seeds} "
-        f"--budget {args.budget} --analyses {','.join(args.analyses)}`, which ran:",
+        f"Made by `python experiments/results.py {made_by}`, which ran:",
         "",
         *[f"    snowfire {shlex.join(_placeholder(a, places) for a in c)}" for c in cmds],
         "",
@@ -81,6 +90,7 @@ def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
         "back), x100.",
         "",
     ]
+    tail = [Path(args.append).read_text().rstrip(), ""] if args.append else []
     if args.note:
         parts += [args.note, ""]
     sections = [(work / "compare", "table.md")] + [
@@ -93,7 +103,7 @@ def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
             r"\]\(([\w.-]+\.png)\)", lambda m, f=folder: f"]({_copy(f, m[1], docs)})", text
         )
         parts += [text.rstrip(), ""]
-    return "\n".join(parts)
+    return "\n".join(parts + tail)
 
 
 def _placeholder(arg: str, places: dict[str, str]) -> str:
@@ -122,11 +132,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", required=True)
     p.add_argument("--work", required=True, help="where the commands keep their runs")
     p.add_argument("--encoder", default="minilm")
+    p.add_argument("--tasks", default="all", help="compare's tasks (comma-separated, or all)")
     p.add_argument("--seeds", type=int, default=3, help="❄️ seeds (and the analyses')")
-    p.add_argument("--fire-seeds", type=int, default=1, help="🔥 seeds")
+    p.add_argument("--fire-seeds", type=int, default=None,
+                   help="🔥 seeds (default: --seeds)")  # fmt: skip
     p.add_argument("--analysis-seeds", type=int, default=1,
                    help="seeds per cell of pairs and ner-params (each a full run)")  # fmt: skip
-    p.add_argument("--budget", choices=("quick", "full"), default="quick")
+    p.add_argument("--budget", choices=("quick", "standard", "full"), default="quick")
+    p.add_argument("--arms", default="", help="compare's --arms (default: snow,fire)")
+    p.add_argument("--intermediate", default="", help="compare's --intermediate (arm seq)")
+    p.add_argument("--append", default="", help="a markdown file added at the page's end")
     p.add_argument("--analyses", default=",".join(ANALYSES),
                    help=f"comma-separated, of {', '.join(ANALYSES)}")  # fmt: skip
     p.add_argument("--docs", default=str(ROOT / "docs"), help="where results.md goes")
@@ -134,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--note", default="", help="a paragraph for the page (how the runs were made, "
                    "e.g. on a shared machine), under the commands")  # fmt: skip
     args = p.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     args.analyses = [a for a in args.analyses.split(",") if a]
     unknown = sorted(set(args.analyses) - set(ANALYSES))
     if unknown:

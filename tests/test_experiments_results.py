@@ -43,7 +43,9 @@ def test_the_page_is_what_compare_and_analyze_wrote(tiny_bert_dir, data_dir, tmp
                      "--store", str(work / "compare" / "store")]) == 0  # fmt: skip
     argv = ["--data", data, "--work", str(work), "--encoder", encoder, "--seeds", "1",
             "--analyses", "mi", "--docs", str(docs), "--compose-only",
-            "--note", "Made on a shared machine."]  # fmt: skip
+            "--note", "Made on a shared machine.",
+            "--append", str(work / "earlier.md")]  # fmt: skip
+    (work / "earlier.md").write_text("## Earlier page\n\nkept as it was\n")
     assert results.main(argv) == 0
     page = (docs / "results.md").read_text()
 
@@ -72,6 +74,8 @@ def test_the_page_is_what_compare_and_analyze_wrote(tiny_bert_dir, data_dir, tmp
     curves = (work / "compare" / "curves-stsb.png").read_bytes()  # the verdict's learning curves
     assert (docs / "results-curves-stsb.png").read_bytes() == curves
     assert page.count("\n# ") == 0 and "## ❄️ or 🔥" in page  # one title, sections below it
+    assert page.endswith("## Earlier page\n\nkept as it was\n")  # --append: last, as it is
+    assert "--append WORK/earlier.md" in page
 
 
 def test_the_commands_carry_the_budget_and_the_fire_runs(tmp_path):
@@ -89,6 +93,9 @@ def test_the_commands_carry_the_budget_and_the_fire_runs(tmp_path):
         fire_seeds=1,
         budget="quick",
         analyses=["probes", "pairs"],
+        tasks="all",
+        arms="",
+        intermediate="",
     )
     compare, probes, pairs = results.commands(args)
     assert compare[:2] == ["compare", "--encoder"] and compare[-6:] == [
@@ -98,3 +105,7 @@ def test_the_commands_carry_the_budget_and_the_fire_runs(tmp_path):
     assert pairs[-6:] == ["--seeds", "2", "--epochs", "3", "--max-train-examples", "2000"]
     args.budget = "full"
     assert "--max-train-examples" not in results.commands(args)[2]
+    args.tasks, args.arms, args.intermediate, args.fire_seeds = "stsb", "lora,seq", "mnli", None
+    compare = results.commands(args)[0]
+    assert compare[compare.index("--tasks") + 1] == "stsb" and "--fire-seeds" not in compare
+    assert compare[-4:] == ["--arms", "lora,seq", "--intermediate", "mnli"]
