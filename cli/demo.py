@@ -49,7 +49,7 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> No
 
 def run_demo(out: Path, port: int = 0) -> int:
     """Run the demo into `out`; library errors propagate to the caller (the CLI reports them)."""
-    from compare import CompareConfig, run_compare
+    from compare import BUDGET_LIMITED, CompareConfig, run_compare
     from extractor import ExtractConfig, run_extract
     from heads import TrainConfig
     from heads import train as train_head
@@ -91,7 +91,11 @@ def run_demo(out: Path, port: int = 0) -> int:
                                         store=str(store), **DEMO_COMPARE))  # fmt: skip
     print()
     print(Path(summary["table"]).read_text().split("\n\n")[1])  # Table 2's rows
-    print(f"\n   ❄️ or 🔥 on the STS-B sample: {summary['verdicts']['stsb']}; the whole "
-          f"table: {summary['table']}")  # fmt: skip
+    verdict = summary["verdicts"]["stsb"]
+    print(f"\n   ❄️ or 🔥 on the STS-B sample: {verdict}; the whole table: {summary['table']}")
+    if verdict.startswith(BUDGET_LIMITED):
+        print("   The quick budget's few epochs leave cells still improving, so it makes no call: "
+              "`snowfire compare --budget standard` trains until the curves flatten and gives "
+              "one (about 1-2 h for STS-B on 2 cores).")  # fmt: skip
     print(f"   runs in {runs} and {out / 'compare'}; total {time.perf_counter() - started:.0f} s")
     return 0
