@@ -75,7 +75,8 @@ def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
 
     work, docs = Path(args.work), Path(args.docs)
     places = {str(work): "WORK", str(args.data): "DATA"}  # the page names no machine's paths
-    made_by = shlex.join(_placeholder(a, places) for a in args.argv)
+    # the command that remakes the page (--compose-only only rebuilt it from WORK as it was)
+    made_by = shlex.join(_placeholder(a, places) for a in args.argv if a != "--compose-only")
     parts = [
         f"# Results: ❄️ and 🔥 with {args.encoder}",
         "",

@@ -187,7 +187,8 @@ def _run_configs():
     from heads.config import TrainConfig
 
     return {TrainConfig: {"out", "progress", "device", "max_memory_gb"},
-            FinetuneConfig: {"out", "progress", "device", "checkpoint_every"},
+            FinetuneConfig: {"out", "progress", "device", "checkpoint_every",
+                             "curve_points"},  # scored for the curve only: same weights
             # not reused as a whole (its cells are runs): nothing of it is volatile
             CompareConfig: set()}  # fmt: skip
 
