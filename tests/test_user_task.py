@@ -438,7 +438,8 @@ def test_compare_table_says_why_a_tagging_task_has_no_training_row(tmp_path, mon
     judged = {"split": "dev", "verdict": "❄️ > 🔥", "text": "❄️ > 🔥", "metric": "span_f1",
               "delta": {"delta": -0.5, "low": -0.6, "high": -0.4},
               "restarts": {"snow": {"sd": None}, "fire": {"sd": None}}}  # fmt: skip
-    monkeypatch.setattr(report, "judge", lambda *args: judged)  # nor predictions to weigh
+    monkeypatch.setattr(report, "judge", lambda *args, **kw: judged)  # nor predictions to weigh
+    monkeypatch.setattr(report, "task_hours", lambda *args: {"wall_hours": 0.0, "cpu_hours": None})
     words = [[("Kindle", "B-PROD"), ("from", "O"), ("Currys", "B-SHOP")]] * 3
     _conll(tmp_path / "p" / "train.txt", words)
     _conll(tmp_path / "p" / "dev.txt", words)
