@@ -29,7 +29,7 @@ CUT = {
 #: Config fields that name where things are (a job's are under /data): not compared.
 PATHS = ("data", "store", "out")
 #: Keys of results that say how long something took or where and with what Python it ran.
-INCIDENTAL = ("seconds", "cost", "made_by", "config", "versions", *PATHS)
+INCIDENTAL = ("seconds", "cpu_seconds", "hours", "cost", "made_by", "config", "versions", *PATHS)
 
 
 @dataclass(frozen=True)
