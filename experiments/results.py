@@ -76,7 +76,10 @@ def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
     work, docs = Path(args.work), Path(args.docs)
     places = {str(work): "WORK", str(args.data): "DATA"}  # the page names no machine's paths
     # the command that remakes the page (--compose-only only rebuilt it from WORK as it was)
-    made_by = shlex.join(_placeholder(a, places) for a in args.argv if a != "--compose-only")
+    # and without the --note's prose, which the page prints below the commands
+    shown = [a for i, a in enumerate(args.argv) if a != "--compose-only"
+             and a != "--note" and (i == 0 or args.argv[i - 1] != "--note")]  # fmt: skip
+    made_by = shlex.join(_placeholder(a, places) for a in shown)
     parts = [
         f"# Results: ❄️ and 🔥 with {args.encoder}",
         "",
