@@ -192,20 +192,28 @@ def test_grid_params_are_checked_at_submission(client, home):
     assert client.get("/v1/jobs").json() == []
 
 
-def test_a_compare_job_runs_the_arms_and_predict_reads_their_runs(client, home, tiny_bert_dir,
-                                                                  tmp_path):  # fmt: skip
-    from heads import PredictConfig
+def _run_compare_job(client, home, params):
+    """Submit a compare job, run it with one worker pass: (its id, its body with 50 log lines),
+    checked done."""
     from jobs.worker import Worker
-    from snowfire import predict
 
-    params = {"encoder": f"hf:{tiny_bert_dir}", "tasks": ["stsb"], "heads": ["linear"],
-              "budget": "quick", "progress": False, "arms": ["bitfit", "lora", "lpft"]}  # fmt: skip
     r = client.post("/v1/jobs", json={"kind": "compare", "params": params})
     assert r.status_code == 202, r.text
     job_id = r.json()["id"]
     assert Worker(home, "compare", poll=0.2).run(once=True) == 1
     body = client.get(f"/v1/jobs/{job_id}", params={"tail": 50}).json()
     assert body["status"] == "done", body.get("error")
+    return job_id, body
+
+
+def test_a_compare_job_runs_the_arms_and_predict_reads_their_runs(client, home, tiny_bert_dir,
+                                                                  tmp_path):  # fmt: skip
+    from heads import PredictConfig
+    from snowfire import predict
+
+    params = {"encoder": f"hf:{tiny_bert_dir}", "tasks": ["stsb"], "heads": ["linear"],
+              "budget": "quick", "progress": False, "arms": ["bitfit", "lora", "lpft"]}  # fmt: skip
+    job_id, body = _run_compare_job(client, home, params)
     cells = [line.split(":")[0] for line in body["log"] if line.startswith("[")]
     assert cells == ["[1/6] stsb ❄️ probe (LP-FT's start) seed 0", "[2/6] stsb ❄️ linear seed 0",
                      "[3/6] stsb 🔥 fine-tuning seed 0", "[4/6] stsb LoRA seed 0",
@@ -308,16 +316,9 @@ def test_an_allowed_directory_outside_home_is_accepted(client, home, tmp_path_fa
 
 @pytest.mark.subprocess  # a real worker runs the job in its own runner process
 def test_a_compare_job_reports_each_cell_and_its_table_is_served(client, home, tiny_bert_dir):
-    from jobs.worker import Worker
-
     params = {"encoder": f"hf:{tiny_bert_dir}", "tasks": ["sst2"], "heads": ["linear"],
               "budget": "quick", "progress": False}  # fmt: skip
-    r = client.post("/v1/jobs", json={"kind": "compare", "params": params})
-    assert r.status_code == 202, r.text
-    job_id = r.json()["id"]
-    assert Worker(home, "compare", poll=0.2).run(once=True) == 1
-    body = client.get(f"/v1/jobs/{job_id}", params={"tail": 50}).json()
-    assert body["status"] == "done", body.get("error")
+    job_id, body = _run_compare_job(client, home, params)
     cells = [line for line in body["log"] if line.startswith("[")]  # a progress line per cell
     assert [c.split(":")[0] for c in cells] == ["[1/2] sst2 ❄️ linear seed 0",
                                                 "[2/2] sst2 🔥 fine-tuning seed 0"]  # fmt: skip
