@@ -317,6 +317,10 @@ def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, check
         disable=not cfg.progress,
         leave=False,
     )
+    from .methods import l2sp_penalty
+
+    # the weights L2-SP pulls, found once per epoch rather than per batch
+    pulled = [(n, p) for n, p in model.named_parameters() if n in (fit.anchors or ())]
     n_batches = math.ceil(len(train_set) / cfg.batch_size)
     marks = {round(k * n_batches / (cfg.curve_points + 1)) for k in range(1, cfg.curve_points + 1)}
     marks -= {0, n_batches}  # the epoch's end is scored anyway
@@ -326,11 +330,8 @@ def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, check
         with torch.autocast(device.type, dtype=torch.float16, enabled=fit.amp):
             _, loss = model(batch)
         task_loss = loss.item()
-        if fit.anchors is not None:  # L2-SP: λ ||θ − θ₀||² over the trained encoder weights
-            from .methods import l2sp_penalty
-
-            params = [(n, p) for n, p in model.named_parameters() if n in fit.anchors]
-            loss = loss + cfg.l2sp * l2sp_penalty(params, fit.anchors)
+        if pulled:  # L2-SP: λ ||θ − θ₀||² over the trained encoder weights
+            loss = loss + cfg.l2sp * l2sp_penalty(pulled, fit.anchors)
         fit.optimizer.zero_grad(set_to_none=True)
         fit.scaler.scale(loss).backward()
         if cfg.max_grad_norm > 0:
