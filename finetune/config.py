@@ -119,6 +119,12 @@ class FinetuneConfig:
         0, "tagging: a BiLSTM of this many units per direction under the output layer "
         "(0: none; the paper's Table 5 adds one)", ge=0,
     )  # fmt: skip
+    bucket_pool: int = option(
+        50, "length-bucketed batches: each epoch's shuffled examples are cut into pools of "
+        "this many batches, a pool is sorted by length and cut into batches, and the batches "
+        "are shuffled (far less padding: STS-B's random batches of 32 are 60% padding); 0: "
+        "random batches, as runs made before this field", ge=0, absent=0,
+    )  # fmt: skip
     curve_points: int = option(
         0, "also score dev this many times within each epoch, evenly spaced, for the learning "
         "curve only (the best weights are still chosen at epoch ends); BERT family (ELMo's "

@@ -1,10 +1,12 @@
 """Which 🔥 model an encoder spec builds (`BertFinetuner` for "minilm" / "hf:...",
-`ElmoFinetuner` for "elmo:..."), and running a model over examples for predictions."""
+`ElmoFinetuner` for "elmo:..."), the batches of a training epoch, and running a model over
+examples for predictions."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -89,6 +91,33 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str,
     return {k: v.to(device) for k, v in batch.items()}
 
 
+def length(example) -> int:
+    """Words in an example (both texts of a pair): the sort key of length-bucketed batches."""
+    return len(example.words_a) + len(example.words_b or ())
+
+
+def epoch_batches(lengths, batch_size: int, pool: int, seed: int, epoch: int) -> list[np.ndarray]:
+    """The training batches of `epoch` (arrays of example indices), a function of seed and
+    epoch only, so a resumed epoch sees the same batches; ceil(n / batch_size) of them.
+
+    pool 0: consecutive slices of a random permutation. pool N: that permutation cut into
+    pools of N batches; each pool sorted by length and cut into batches; the batches shuffled.
+    Batches are then nearly free of padding yet still random (AllenNLP's bucket iterator, the
+    `group_by_length` of transformers' Trainer).
+    """
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(len(lengths))
+    if pool == 0:
+        return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    lengths = np.asarray(lengths)
+    batches = []
+    for start in range(0, len(order), pool * batch_size):
+        chunk = order[start : start + pool * batch_size]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
+    return [batches[b] for b in rng.permutation(len(batches))]
+
+
 def predict(model: nn.Module, examples: list, batch_size: int, device: torch.device) -> list:
     """The model's predictions (indices, floats or tag-index lists) for `examples`, in order.
 
@@ -98,10 +127,7 @@ def predict(model: nn.Module, examples: list, batch_size: int, device: torch.dev
     model.eval()
     if hasattr(model, "refresh_state"):
         model.refresh_state()  # ELMo: the warm-up state of the current weights
-    order = sorted(
-        range(len(examples)),
-        key=lambda i: len(examples[i].words_a) + len(examples[i].words_b or ()),
-    )
+    order = sorted(range(len(examples)), key=lambda i: length(examples[i]))
     preds: list = [None] * len(examples)
     with (
         torch.inference_mode(),

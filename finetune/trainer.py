@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -49,7 +48,15 @@ from rundir import (
 from tasks import decode, describe, gold_of, write_predictions
 
 from .config import FinetuneConfig
-from .model import build_model, load_trained, predict, to_device, trained_state
+from .model import (
+    build_model,
+    epoch_batches,
+    length,
+    load_trained,
+    predict,
+    to_device,
+    trained_state,
+)
 from .optim import lr_multiplier, param_groups, unfreeze
 
 log = logging.getLogger(__name__)
@@ -308,10 +315,11 @@ def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, check
     if state.batch == 0 and hasattr(model, "refresh_state"):
         model.refresh_state()  # ELMo: mid-epoch resumption keeps the restored state
     model.train()
-    order = np.random.default_rng([cfg.seed, epoch]).permutation(len(train_set))
+    batches = epoch_batches([length(e) for e in train_set], cfg.batch_size, cfg.bucket_pool,
+                            cfg.seed, epoch)  # fmt: skip
     bar = tqdm(
         total=len(train_set),
-        initial=min(state.batch * cfg.batch_size, len(train_set)),
+        initial=sum(len(b) for b in batches[: state.batch]),
         desc=f"epoch {epoch}",
         unit="ex",
         disable=not cfg.progress,
@@ -321,11 +329,11 @@ def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, check
 
     # the weights L2-SP pulls, found once per epoch rather than per batch
     pulled = [(n, p) for n, p in model.named_parameters() if n in (fit.anchors or ())]
-    n_batches = math.ceil(len(train_set) / cfg.batch_size)
+    n_batches = len(batches)
     marks = {round(k * n_batches / (cfg.curve_points + 1)) for k in range(1, cfg.curve_points + 1)}
     marks -= {0, n_batches}  # the epoch's end is scored anyway
     for i in range(state.batch, n_batches):
-        idx = order[i * cfg.batch_size : (i + 1) * cfg.batch_size]
+        idx = batches[i]
         batch = to_device(model.collate([train_set[j] for j in idx]), device)
         with torch.autocast(device.type, dtype=torch.float16, enabled=fit.amp):
             _, loss = model(batch)

@@ -36,16 +36,20 @@ def option(
     choices: tuple | None = None,
     factory: Any = dataclasses.MISSING,
     volatile: bool = False,
+    absent: Any = dataclasses.MISSING,
     **bounds: float,
 ) -> Any:
     """A dataclass field with `help`, optional `choices` and bounds (ge, gt, le, lt);
-    `volatile`: the field may change between attempts of the same run."""
+    `volatile`: the field may change between attempts of the same run; `absent`: the value a
+    run saved before the field existed behaved as (default: the field's default)."""
     unknown = set(bounds) - set(_BOUNDS)
     if unknown:
         raise TypeError(f"option: unknown bounds {sorted(unknown)}; expected {sorted(_BOUNDS)}")
     if not help:
         raise TypeError("option: every field needs a help text")
     metadata = {"help": help, "choices": choices, "bounds": bounds, "volatile": volatile}
+    if absent is not dataclasses.MISSING:
+        metadata["absent"] = absent
     return dataclasses.field(default=default, default_factory=factory, metadata=metadata)
 
 

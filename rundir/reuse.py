@@ -8,8 +8,9 @@ A run is finished when RUN/metrics.json exists (every run writes it last). Its c
 `section` of RUN/config.json. The two agree when every field of the config agrees, except the
 fields marked `volatile=True` on the config class (options.option): those may change between
 attempts (out, device, progress, ...). A field the saved config lacks (a run written before
-the field existed) agrees when the new value is the field's default. A disagreement is a
-`RunConfigError` naming each field with its saved and its new value.
+the field existed) agrees when the new value is how such runs behaved: the field's `absent`
+value where it declares one (a new default that changes results), else its default. A
+disagreement is a `RunConfigError` naming each field with its saved and its new value.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def _default(field: dataclasses.Field) -> Any:
+    if "absent" in field.metadata:
+        return field.metadata["absent"]
     if field.default is not dataclasses.MISSING:
         return field.default
     if field.default_factory is not dataclasses.MISSING:

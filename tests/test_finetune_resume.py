@@ -74,6 +74,21 @@ def test_bert_resume_after_kill_equals_uninterrupted(tiny_bert_dir, tmp_path, ki
     _same(_outputs(tmp_path / "a"), _outputs(tmp_path / "b"))
 
 
+def test_bucketed_batches_resume_mid_epoch(tiny_bert_dir, tmp_path):
+    """28 examples in pools of 2 batches of 8: 16 | 8 + 4, the short batch anywhere in the
+    epoch; killed mid-epoch after a step checkpoint, the run ends as an uninterrupted one."""
+    from finetune import train
+
+    data = write_sst2(tmp_path / "data", sizes=(("train", 28), ("dev", 8)))
+    kw = dict(epochs=2, checkpoint_every=2, bucket_pool=2, patience=10)
+    reference = train(finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "a", **kw))
+    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "b", **kw)
+    with pytest.raises(Killed):
+        train(cfg, on_step=_kill_after(3))
+    assert train(cfg) == reference
+    _same(_outputs(tmp_path / "a"), _outputs(tmp_path / "b"))
+
+
 def test_elmo_resume_mid_epoch_equals_uninterrupted(tmp_path):
     """ELMo: the warm-up state buffers come back from the checkpoint mid-epoch."""
     from finetune import train
