@@ -161,14 +161,22 @@ class BertFinetuner(nn.Module):
         the method trains (finetune/methods.py), each layer's adapters with its layer.
 
         Parameters outside the numbered layers and the embeddings (e.g. a final norm) join the
-        top layer; the pooler and every weight the method does not train are frozen (in no
-        group).
+        top layer; the pooler and every weight the method does not train are frozen here (in
+        no group).
         """
+        groups = self._groups()
+        trained = {id(p) for _, params in groups for p in params}
+        for p in self.encoder.parameters():
+            if id(p) not in trained:
+                p.requires_grad_(False)
+        return groups
+
+    def _groups(self) -> list[LayerGroup]:
+        """layer_groups without freezing anything: what the method trains, grouped."""
         layers: dict[int, list[nn.Parameter]] = {}
         embeddings, extra = [], []
         for name, p in self.encoder.named_parameters():
             if name.startswith("pooler.") or not trained_by(self.method, name):
-                p.requires_grad_(False)
                 continue
             if m := _LAYER.search(name):
                 layers.setdefault(int(m.group(1)), []).append(p)
@@ -192,7 +200,7 @@ class BertFinetuner(nn.Module):
         state = self.state_dict()
         if self.method == "full":
             return state
-        names = {id(p) for _, params in self.layer_groups() for p in params}
+        names = {id(p) for _, params in self._groups() for p in params}
         return {n: p.detach() for n, p in self.named_parameters() if id(p) in names} | {
             n: b for n, b in self.named_buffers() if n.startswith("output.")
         }

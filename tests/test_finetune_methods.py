@@ -84,7 +84,11 @@ def test_a_partial_method_counts_only_what_it_trains(tiny_bert_dir):
         model = _model(tiny_bert_dir, method)
         trained = sum(p.numel() for _, ps in model.layer_groups() for p in ps)
         assert 0 < trained < full
-        assert set(model.trained_state()) == {
+        for p in model.parameters():  # e.g. a caller that unfroze all: a getter changes nothing
+            p.requires_grad_(True)
+        kept = set(model.trained_state())
+        assert all(p.requires_grad for p in model.parameters())
+        assert kept == {
             n for n, p in model.named_parameters() if any(p is q for _, ps in
                                                           model.layer_groups() for q in ps)
         }  # fmt: skip
