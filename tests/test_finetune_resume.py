@@ -54,54 +54,45 @@ def _same(a: dict, b: dict) -> None:
         assert torch.equal(a["best"][key], b["best"][key]), key
 
 
+def _killed_then_resumed(encoder: str, task: str, data: Path, tmp_path: Path, kill_after: int,
+                         **kw) -> None:  # fmt: skip
+    """A run killed after step `kill_after` and started again ends as an uninterrupted one:
+    same metrics, log, predictions, encoder files and best weights."""
+    from finetune import train
+
+    reference = train(finetune_config(encoder, task, data, tmp_path / "a", **kw))
+    cfg = finetune_config(encoder, task, data, tmp_path / "b", **kw)
+    with pytest.raises(Killed):
+        train(cfg, on_step=_kill_after(kill_after))
+    assert not (tmp_path / "b" / "metrics.json").exists()
+    assert train(cfg) == reference
+    _same(_outputs(tmp_path / "a"), _outputs(tmp_path / "b"))
+
+
 # 24 examples, batch 8: 3 steps per epoch, 3 epochs; checkpoints every 2 steps and each epoch.
 # Kill after step 1 (nothing saved yet), 3 (last step of epoch 1, before its evaluation),
 # 5 (mid epoch 2, just after a step checkpoint at 4 -> resumes mid-epoch), 7.
 @pytest.mark.parametrize("kill_after", [1, 3, 5, 7])
 def test_bert_resume_after_kill_equals_uninterrupted(tiny_bert_dir, tmp_path, kill_after):
-    from finetune import train
-
     data = write_sst2(tmp_path / "data", sizes=(("train", 24), ("dev", 8), ("test", 8)))
-    kw = dict(epochs=3, checkpoint_every=2, dropout=0.3, patience=10)
-    reference = train(finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "a", **kw))
-
-    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "b", **kw)
-    with pytest.raises(Killed):
-        train(cfg, on_step=_kill_after(kill_after))
-    assert not (tmp_path / "b" / "metrics.json").exists()
-    resumed = train(cfg)
-    assert resumed == reference
-    _same(_outputs(tmp_path / "a"), _outputs(tmp_path / "b"))
+    _killed_then_resumed(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path, kill_after, epochs=3,
+                         checkpoint_every=2, dropout=0.3, patience=10)  # fmt: skip
 
 
 def test_bucketed_batches_resume_mid_epoch(tiny_bert_dir, tmp_path):
     """28 examples in pools of 2 batches of 8: 16 | 8 + 4, the short batch anywhere in the
-    epoch; killed mid-epoch after a step checkpoint, the run ends as an uninterrupted one."""
-    from finetune import train
-
+    epoch; killed mid-epoch after a step checkpoint."""
     data = write_sst2(tmp_path / "data", sizes=(("train", 28), ("dev", 8)))
-    kw = dict(epochs=2, checkpoint_every=2, bucket_pool=2, patience=10)
-    reference = train(finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "a", **kw))
-    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "b", **kw)
-    with pytest.raises(Killed):
-        train(cfg, on_step=_kill_after(3))
-    assert train(cfg) == reference
-    _same(_outputs(tmp_path / "a"), _outputs(tmp_path / "b"))
+    _killed_then_resumed(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path, 3, epochs=2,
+                         checkpoint_every=2, bucket_pool=2, patience=10)  # fmt: skip
 
 
 def test_elmo_resume_mid_epoch_equals_uninterrupted(tmp_path):
     """ELMo: the warm-up state buffers come back from the checkpoint mid-epoch."""
-    from finetune import train
-
     elmo = need_shared(FIXTURES / "allennlp_elmo")
     data = write_stsb(tmp_path / "data", sizes=(("train", 16), ("dev", 6)))
-    kw = dict(epochs=2, batch_size=4, checkpoint_every=1, lr=3e-3, patience=10)
-    reference = train(finetune_config(f"elmo:{elmo}", "stsb", data, tmp_path / "a", **kw))
-    cfg = finetune_config(f"elmo:{elmo}", "stsb", data, tmp_path / "b", **kw)
-    with pytest.raises(Killed):
-        train(cfg, on_step=_kill_after(6))
-    assert train(cfg) == reference
-    _same(_outputs(tmp_path / "a"), _outputs(tmp_path / "b"))
+    _killed_then_resumed(f"elmo:{elmo}", "stsb", data, tmp_path, 6, epochs=2, batch_size=4,
+                         checkpoint_every=1, lr=3e-3, patience=10)  # fmt: skip
 
 
 def test_resume_with_another_config_is_refused(tiny_bert_dir, tmp_path):
