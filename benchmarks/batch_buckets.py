@@ -28,8 +28,7 @@ def main() -> None:
     import numpy as np
     import torch
 
-    from finetune import FinetuneConfig
-    from finetune.model import build_model, epoch_batches, length, to_device
+    from finetune import FinetuneConfig, build_model, epoch_batches, example_length, to_device
     from tasks import DEMO_DATA_DIR, get_task, read_split
 
     data = args.data or str(DEMO_DATA_DIR)
@@ -39,7 +38,7 @@ def main() -> None:
     model, _ = build_model(cfg, spec)
     model.train()
     optimizer = torch.optim.AdamW([q for q in model.parameters() if q.requires_grad], lr=1e-5)
-    lengths = [length(e) for e in train]
+    lengths = [example_length(e) for e in train]
     plans, padding = {}, {}
     for name, pool in (("random", 0), ("bucketed", 50)):
         batches = epoch_batches(lengths, 32, pool, args.seed, 1)[: args.steps]

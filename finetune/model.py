@@ -91,7 +91,7 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str,
     return {k: v.to(device) for k, v in batch.items()}
 
 
-def length(example) -> int:
+def example_length(example) -> int:
     """Words in an example (both texts of a pair): the sort key of length-bucketed batches."""
     return len(example.words_a) + len(example.words_b or ())
 
@@ -127,7 +127,7 @@ def predict(model: nn.Module, examples: list, batch_size: int, device: torch.dev
     model.eval()
     if hasattr(model, "refresh_state"):
         model.refresh_state()  # ELMo: the warm-up state of the current weights
-    order = sorted(range(len(examples)), key=lambda i: length(examples[i]))
+    order = sorted(range(len(examples)), key=lambda i: example_length(examples[i]))
     preds: list = [None] * len(examples)
     with (
         torch.inference_mode(),

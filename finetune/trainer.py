@@ -51,7 +51,7 @@ from .config import FinetuneConfig
 from .model import (
     build_model,
     epoch_batches,
-    length,
+    example_length,
     load_trained,
     predict,
     to_device,
@@ -315,7 +315,7 @@ def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, check
     if state.batch == 0 and hasattr(model, "refresh_state"):
         model.refresh_state()  # ELMo: mid-epoch resumption keeps the restored state
     model.train()
-    batches = epoch_batches([length(e) for e in train_set], cfg.batch_size, cfg.bucket_pool,
+    batches = epoch_batches([example_length(e) for e in train_set], cfg.batch_size, cfg.bucket_pool,
                             cfg.seed, epoch)  # fmt: skip
     bar = tqdm(
         total=len(train_set),

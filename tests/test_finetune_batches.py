@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from finetune import FinetuneConfig
-from finetune.model import epoch_batches
+from finetune import FinetuneConfig, epoch_batches
 from rundir.reuse import config_changes
 
 
