@@ -83,8 +83,8 @@ def clients(endpoint: str, repeats: int, seed: int) -> tuple[list[dict], dict[st
     body = rng.bytes(shard // tc * L * tile)  # 11 MB, tiles back to back
     client = from_url("s3://bench/clients")
     obstore.put(client, "shard", body)
-    starts_of = []  # per repeat: one 40-token example = 2 chunks x L layers of tiles
-    for _ in range(repeats):
+    starts_of = []  # per round (2 warm-up rounds too): one 40-token example = 2 chunks x L tiles
+    for _ in range(max(repeats, 2)):
         c = int(rng.integers(0, shard // tc - 1))
         starts_of.append([((c + k) * L + layer) * tile for k in (0, 1) for layer in range(L)])
     cases = {
@@ -180,9 +180,11 @@ def main() -> int:
     p.add_argument("--singles", type=int, default=100)
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--batches", type=int, default=8)
-    p.add_argument("--repeats", type=int, default=30, help="client comparison rounds")
+    p.add_argument("--repeats", type=int, default=30, help="client comparison rounds (>= 1)")
     p.add_argument("--clients-only", action="store_true", help="(b) only")
     args = p.parse_args()
+    if args.repeats < 1:
+        p.error(f"--repeats: at least 1 round, got {args.repeats}")
     endpoint = local_s3()
     rows, ratios = [], {}
     if not args.clients_only:
