@@ -48,9 +48,10 @@ def arm_lines(cfg, summary: dict[str, Any]) -> list[str]:
         "Arms between ❄️ and 🔥 (compare/arms.py): each arm's score on the verdict's split "
         "(mean of its seeds), Δ = arm − ❄️ and arm − 🔥 with their 95% intervals (the same "
         "paired bootstrap as the verdict), and its cost: parameters trained, share of 🔥's, "
-        "training time, examples/s, what a task keeps on disk beside the shared encoder "
-        "(❄️: the head; 🔥: the whole model; partial methods: what they trained), peak resident "
-        "memory. Sequential 🔥's cost leaves out its intermediate run, made once for every task.",
+        "training time and examples/s (the seeds' means), what a task keeps on disk beside the "
+        "shared encoder (❄️: the head; 🔥: the whole model; partial methods: what they trained), "
+        "peak resident memory (the seeds' highest). Sequential 🔥's cost leaves out its "
+        "intermediate run, made once for every task.",
         "",
         "| task | arm | score | Δ vs ❄️ [95%] | Δ vs 🔥 [95%] | params trained | of 🔥 | train (s) "
         "| examples/s | kept (MB) | peak RSS (MB) | converged |",

@@ -68,6 +68,22 @@ def _cost(cell: dict[str, Any]) -> dict[str, Any]:
             "saved_bytes": kept, "peak_rss_mb": peak}  # fmt: skip
 
 
+def cost_of(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """One side's cost over its seeds: time, epochs and examples/s are the seeds' means, peak
+    memory their highest; parameters and bytes kept are one run's (the same in every seed)."""
+    each = [_cost(c) for c in cells]
+    out = dict(each[0])
+    for key in ("seconds", "epochs", "examples_per_s"):
+        known = [c[key] for c in each if c[key] is not None]
+        out[key] = sum(known) / len(known) if known else None
+    if out["examples_per_s"] is not None:
+        out["examples_per_s"] = round(out["examples_per_s"], 1)
+    peaks = [c["peak_rss_mb"] for c in each if c["peak_rss_mb"] is not None]
+    out["peak_rss_mb"] = max(peaks) if peaks else None
+    out["seeds"] = len(each)
+    return out
+
+
 def task_hours(cells: list[dict[str, Any]], extraction: dict[str, Any]) -> dict[str, Any]:
     """What a task cost in all: its extraction and every cell of every seed and arm (a 🔥 grid:
     all its runs), in wall hours and, where the runs recorded it, CPU hours (every thread)."""
@@ -112,8 +128,8 @@ def summarise(cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None,
             "best_head": best,
             "snow": {s: mean_sd(scores(snow, s)) for s in ("dev", "test") if scores(snow, s)},
             "fire": {s: mean_sd(scores(fire, s)) for s in ("dev", "test") if scores(fire, s)},
-            "cost": {"snow": _cost(snow[0]), "fire": _cost(fire[0])}
-            | {a: _cost(cs[0]) for a, cs in arms.items()},
+            "cost": {"snow": cost_of(snow), "fire": cost_of(fire)}
+            | {a: cost_of(cs) for a, cs in arms.items()},
             "arms": {
                 a: {s: mean_sd(scores(cs, s)) for s in ("dev", "test") if scores(cs, s)}
                 for a, cs in arms.items()
@@ -247,7 +263,8 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
             if any(cfg.specs[t].pair for t in tasks)
             else ""
         )
-        + (f"; head options {json.dumps(cfg.hparams)}." if cfg.hparams else "."),
+        + (f"; head options {json.dumps(cfg.hparams)}." if cfg.hparams else ".")
+        + " Train (s) and examples/s: the seeds' means.",
         "",
         "| task | metric | ❄️ head | dev | test | train (s) | examples/s | params "
         "| extraction (s) |",

@@ -80,6 +80,12 @@ def test_every_arm_runs_its_cells_and_is_weighed_against_both_poles(arms_run):
         assert cost[arm]["peak_rss_mb"] > 0 and cost[arm]["seconds"] > 0
     for arm in ("l2sp", "lpft", "seq"):  # full fine-tuning, started or pulled otherwise
         assert cost[arm]["params"] == cost["fire"]["params"]
+    # time is the seeds' mean, peak memory their highest (not seed 0's alone)
+    runs = [json.loads((out / "adapter" / "stsb" / f"seed{i}" / "config.json").read_text())
+            for i in (0, 1)]  # fmt: skip
+    assert cost["adapter"]["seeds"] == 2
+    assert cost["adapter"]["seconds"] == pytest.approx(sum(r["seconds"] for r in runs) / 2)
+    assert cost["adapter"]["peak_rss_mb"] == max(r["cost"]["peak_rss_mb"] for r in runs)
 
 
 def test_the_arms_table_and_the_cost_plot(arms_run):
