@@ -10,6 +10,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from tasks import example_length, length_batches
+
 from .config import FinetuneConfig
 
 
@@ -91,31 +93,10 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str,
     return {k: v.to(device) for k, v in batch.items()}
 
 
-def example_length(example) -> int:
-    """Words in an example (both texts of a pair): the sort key of length-bucketed batches."""
-    return len(example.words_a) + len(example.words_b or ())
-
-
 def epoch_batches(lengths, batch_size: int, pool: int, seed: int, epoch: int) -> list[np.ndarray]:
-    """The training batches of `epoch` (arrays of example indices), a function of seed and
-    epoch only, so a resumed epoch sees the same batches; ceil(n / batch_size) of them.
-
-    pool 0: consecutive slices of a random permutation. pool N: that permutation cut into
-    pools of N batches; each pool sorted by length and cut into batches; the batches shuffled.
-    Batches are then nearly free of padding yet still random (AllenNLP's bucket iterator, the
-    `group_by_length` of transformers' Trainer).
-    """
-    rng = np.random.default_rng([seed, epoch])
-    order = rng.permutation(len(lengths))
-    if pool == 0:
-        return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-    lengths = np.asarray(lengths)
-    batches = []
-    for start in range(0, len(order), pool * batch_size):
-        chunk = order[start : start + pool * batch_size]
-        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
-        batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
-    return [batches[b] for b in rng.permutation(len(batches))]
+    """The training batches of `epoch` (tasks.length_batches), a function of seed and epoch
+    only, so that a resumed epoch sees the same batches."""
+    return length_batches(lengths, batch_size, pool, np.random.default_rng([seed, epoch]))
 
 
 def predict(model: nn.Module, examples: list, batch_size: int, device: torch.device) -> list:

@@ -45,13 +45,12 @@ from rundir import (
     write_json,
     write_lines,
 )
-from tasks import decode, describe, gold_of, write_predictions
+from tasks import decode, describe, example_length, gold_of, write_predictions
 
 from .config import FinetuneConfig
 from .model import (
     build_model,
     epoch_batches,
-    example_length,
     load_trained,
     predict,
     to_device,

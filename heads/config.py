@@ -38,6 +38,12 @@ class TrainConfig:
         20, "passes over the training data (the maximum, with early stopping)", ge=1
     )
     batch_size: int = option(32, "examples per optimiser step", ge=1)
+    bucket_pool: int = option(
+        50, "length-bucketed batches (tasks.length_batches): each epoch's shuffled examples are "
+        "cut into pools of this many batches, a pool is sorted by tokens and cut into batches, "
+        "and the batches are shuffled (far less padding in the heads' BiLSTMs); 0: random "
+        "batches, as runs made before this field", ge=0, absent=0,
+    )  # fmt: skip
     lr: float = option(1e-3, "learning rate (AdamW)", gt=0)
     weight_decay: float = option(0.01, "AdamW's decoupled weight decay", ge=0)
     patience: int = option(3, "epochs without a better dev metric before stopping", ge=1)

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from cache import ExampleBatch, FeatureSetInfo, Reader
-from tasks import gold_of
+from tasks import gold_of, length_batches
 
 log = logging.getLogger(__name__)
 
@@ -102,14 +102,18 @@ class FeatureSource:
         dtype = "int8" if self.info.dtype == "int8" else None
         return self.reader.read(self.info.id, indices=indices, layers=self.layers, dtype=dtype)
 
-    def iterate(self, batch_size: int, rng: np.random.Generator | None = None):
+    def iterate(self, batch_size: int, rng: np.random.Generator | None = None, pool: int = 0):
         """Yield (indices, ExampleBatch); shuffled when `rng` is given, else a fixed order.
-        Indices are the feature set's example numbers."""
+        Indices are the feature set's example numbers. `pool` (with `rng`): length-bucketed
+        batches of similar token counts (tasks.length_batches), within each streamed block."""
         n = self.num_examples
         if self.all is not None:
-            order = rng.permutation(n) if rng is not None else np.arange(n)
-            for i in range(0, n, batch_size):
-                pos = order[i : i + batch_size].tolist()
+            if rng is None:
+                batches = [np.arange(i, min(i + batch_size, n)) for i in range(0, n, batch_size)]
+            else:
+                batches = length_batches(np.diff(self.all.offsets), batch_size, pool, rng)
+            for pos in batches:
+                pos = pos.tolist()
                 yield [self.examples[p] for p in pos], _floats(take(self.all, pos))
             return
         blocks = [self.order[i : i + self.block_examples] for i in range(0, n, self.block_examples)]
@@ -120,7 +124,11 @@ class FeatureSource:
             data = pending.result()
             if b + 1 < len(blocks):
                 pending = self._pool.submit(self._read, blocks[b + 1])
-            pos = rng.permutation(len(block)) if rng is not None else np.arange(len(block))
-            for i in range(0, len(block), batch_size):
-                chosen = pos[i : i + batch_size].tolist()
+            if rng is None:
+                batches = [np.arange(i, min(i + batch_size, len(block)))
+                           for i in range(0, len(block), batch_size)]  # fmt: skip
+            else:
+                batches = length_batches(np.diff(data.offsets), batch_size, pool, rng)
+            for chosen in batches:
+                chosen = chosen.tolist()
                 yield [block[j] for j in chosen], _floats(take(data, chosen))

@@ -217,7 +217,7 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
         bar = tqdm(
             total=n_train, desc=f"epoch {epoch}", unit="ex", disable=not cfg.progress, leave=False
         )
-        for idx, eb in sources["train"].iterate(cfg.batch_size, rng):
+        for idx, eb in sources["train"].iterate(cfg.batch_size, rng, cfg.bucket_pool):
             batch = collate(
                 eb, _subset(targets["train"], idx), kind=spec.kind, word_level=word_level
             )

@@ -11,6 +11,7 @@ for each format, checks of every row, and scoring.
 
 from pathlib import Path
 
+from .batches import example_length, length_batches
 from .check import TaskReport, check_task
 from .describe import (
     describe,
@@ -63,9 +64,11 @@ __all__ = [
     "decode",
     "describe",
     "evaluate",
+    "example_length",
     "file_digest",
     "get_task",
     "gold_of",
+    "length_batches",
     "load_spec_file",
     "macro_f1",
     "matthews_corrcoef",

@@ -118,7 +118,8 @@ def test_sick_r_trains_on_the_features_extracted_for_sick_e(
 
 @pytest.mark.parametrize("max_bytes", [0, 10**9], ids=["streaming", "in-memory"])
 @pytest.mark.parametrize("capped", [False, True], ids=["all", "capped"])
-def test_a_source_reads_each_of_its_examples_once(store_dir, max_bytes, capped):
+@pytest.mark.parametrize("pool", [0, 2], ids=["random", "bucketed"])
+def test_a_source_reads_each_of_its_examples_once(store_dir, max_bytes, capped, pool):
     from tasks import train_subset
 
     store = Store(store_dir)
@@ -133,11 +134,65 @@ def test_a_source_reads_each_of_its_examples_once(store_dir, max_bytes, capped):
     direct = store.read(info.id, indices=list(range(info.num_examples)))
     for rng in (None, np.random.default_rng(1)):
         seen = []
-        for idx, eb in src.iterate(7, rng):
+        for idx, eb in src.iterate(7, rng, pool):
             for j, i in enumerate(idx):
                 np.testing.assert_array_equal(eb.example(j), direct.example(i))
             seen += idx
         assert sorted(seen) == want
+
+
+@pytest.mark.parametrize("max_bytes", [0, 10**9], ids=["streaming", "in-memory"])
+def test_pool_zero_serves_the_batches_of_runs_made_before_buckets(store_dir, data_dir, max_bytes):
+    """bucket_pool 0 draws what the source drew before the field: per epoch (per streamed
+    block) one permutation, cut into consecutive batches; a saved run reads as pool 0."""
+    from heads import TrainConfig
+    from rundir.reuse import config_changes
+
+    store = Store(store_dir)
+    info = store.find_featureset(
+        encoder=store.list_featuresets()[0].encoder["spec"], task="sst2", split="train"
+    )
+    src = FeatureSource(store, info, None, max_bytes=max_bytes, block_examples=16)
+    got = [idx for idx, _ in src.iterate(5, np.random.default_rng(9), 0)]
+    rng, want = np.random.default_rng(9), []
+    if src.streaming:
+        blocks = [src.order[i : i + 16] for i in range(0, len(src.order), 16)]
+        for block in [blocks[b] for b in rng.permutation(len(blocks))]:
+            pos = rng.permutation(len(block))
+            want += [[block[j] for j in pos[i : i + 5]] for i in range(0, len(block), 5)]
+    else:
+        order = rng.permutation(src.num_examples)
+        want = [order[i : i + 5].tolist() for i in range(0, src.num_examples, 5)]
+    assert got == want
+    cfg = TrainConfig(store="s", encoder="minilm", head="esim", task="stsb", data=str(data_dir),
+                      out="o")  # fmt: skip
+    saved = cfg.to_json()
+    del saved["bucket_pool"]
+    assert config_changes(saved, cfg) == {"bucket_pool": ("(not saved)", 50)}
+
+
+@pytest.mark.parametrize("max_bytes", [0, 10**9], ids=["streaming", "in-memory"])
+def test_bucketed_batches_hold_examples_of_similar_length(store_dir, max_bytes):
+    store = Store(store_dir)
+    info = store.find_featureset(
+        encoder=store.list_featuresets()[0].encoder["spec"], task="sst2", split="train"
+    )
+    src = FeatureSource(store, info, None, max_bytes=max_bytes, block_examples=32)
+    lengths = np.diff(store.read(info.id, indices=list(range(info.num_examples))).offsets)
+
+    def padded(pool):
+        return sum(int(lengths[idx].max()) * len(idx)
+                   for idx, _ in src.iterate(4, np.random.default_rng(0), pool))  # fmt: skip
+
+    assert padded(8) < padded(0)
+    # one pool holding a whole block (streaming) or the whole set (in memory): its batches are
+    # cut from one sorted run, so their length ranges never overlap
+    batches = [idx for idx, _ in src.iterate(4, np.random.default_rng(0), 1000)]
+    groups = [batches[i : i + 8] for i in range(0, len(batches), 8)] if src.streaming else [batches]
+    for group in groups:
+        spans = sorted((int(lengths[b].min()), int(lengths[b].max())) for b in group)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False)), spans
+    assert sorted(sum(batches, [])) == list(range(info.num_examples))
 
 
 def test_a_capped_head_and_fire_train_on_the_same_examples(
