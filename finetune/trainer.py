@@ -77,6 +77,7 @@ class TrainState:
     loss_sum: float = 0.0  # this epoch's summed training loss ...
     loss_n: int = 0  # ... over this many examples
     seconds: float = 0.0  # training time before this process
+    cpu_seconds: float = 0.0  # CPU time (every thread) of the processes before this one
     within: list[dict[str, Any]] = field(default_factory=list)  # this epoch's mid-epoch points
 
 
@@ -201,9 +202,11 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
             on_step(0, model)
     zero = clock() - state.seconds  # when the run would have started, had it never stopped
     earlier = state.seconds  # trained by the processes before this one (0 when fresh)
+    earlier_cpu, cpu0 = state.cpu_seconds, time.process_time()
 
     def checkpoint() -> None:
         state.seconds = clock() - zero
+        state.cpu_seconds = earlier_cpu + time.process_time() - cpu0
         fit.save(ckpt_path, cfg, state)
 
     # -- loop
@@ -214,8 +217,9 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
         metrics = _finish(fit, cfg, spec, examples, out_dir)
     # a resumed run counts the time of the processes before it too (kept in the checkpoint)
     seconds = clock() - started + earlier
-    run_info.update(best_epoch=state.best_epoch, seconds=round(seconds, 2),
-                    cost=_cost(fit, out_dir, examples, state, seconds) | peak.record())  # fmt: skip
+    cost = _cost(fit, out_dir, examples, state, seconds) | peak.record()
+    cost["cpu_seconds"] = round(cost["cpu_seconds"] + earlier_cpu, 1)
+    run_info.update(best_epoch=state.best_epoch, seconds=round(seconds, 2), cost=cost)
     write_json(out_dir / CONFIG, run_info)
     write_json(out_dir / METRICS, metrics)  # last: its presence says the run is finished
     ckpt_path.unlink(missing_ok=True)

@@ -65,8 +65,16 @@ def _killed_then_resumed(encoder: str, task: str, data: Path, tmp_path: Path, ki
     with pytest.raises(Killed):
         train(cfg, on_step=_kill_after(kill_after))
     assert not (tmp_path / "b" / "metrics.json").exists()
+    ckpt, earlier = tmp_path / "b" / "checkpoint.pt", 0.0
+    if ckpt.exists():  # the killed process's CPU time is kept and counted by the resumed one
+        saved = torch.load(ckpt, weights_only=True)
+        assert saved["state"]["cpu_seconds"] > 0
+        earlier = saved["state"]["cpu_seconds"] = 1e6  # marked, to be found in the total
+        torch.save(saved, ckpt)
     assert train(cfg) == reference
     _same(_outputs(tmp_path / "a"), _outputs(tmp_path / "b"))
+    cpu = json.loads((tmp_path / "b" / "config.json").read_text())["cost"]["cpu_seconds"]
+    assert earlier <= cpu < earlier + 600
 
 
 # 24 examples, batch 8: 3 steps per epoch, 3 epochs; checkpoints every 2 steps and each epoch.
