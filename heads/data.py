@@ -52,6 +52,14 @@ def _floats(eb: ExampleBatch) -> ExampleBatch:
     return eb if eb.scales is None else eb.dequantized("float32")
 
 
+def _batches(lengths: np.ndarray, batch_size: int, rng, pool: int) -> list[np.ndarray]:
+    """Positions in batches: in order without `rng`, else an epoch's (tasks.length_batches)."""
+    if rng is None:
+        n = len(lengths)
+        return [np.arange(i, min(i + batch_size, n)) for i in range(0, n, batch_size)]
+    return length_batches(lengths, batch_size, pool, rng)
+
+
 class FeatureSource:
     """Batches of one feature set for a trainer, never the whole set in memory unless it fits.
 
@@ -108,11 +116,7 @@ class FeatureSource:
         batches of similar token counts (tasks.length_batches), within each streamed block."""
         n = self.num_examples
         if self.all is not None:
-            if rng is None:
-                batches = [np.arange(i, min(i + batch_size, n)) for i in range(0, n, batch_size)]
-            else:
-                batches = length_batches(np.diff(self.all.offsets), batch_size, pool, rng)
-            for pos in batches:
+            for pos in _batches(np.diff(self.all.offsets), batch_size, rng, pool):
                 pos = pos.tolist()
                 yield [self.examples[p] for p in pos], _floats(take(self.all, pos))
             return
@@ -124,11 +128,6 @@ class FeatureSource:
             data = pending.result()
             if b + 1 < len(blocks):
                 pending = self._pool.submit(self._read, blocks[b + 1])
-            if rng is None:
-                batches = [np.arange(i, min(i + batch_size, len(block)))
-                           for i in range(0, len(block), batch_size)]  # fmt: skip
-            else:
-                batches = length_batches(np.diff(data.offsets), batch_size, pool, rng)
-            for chosen in batches:
+            for chosen in _batches(np.diff(data.offsets), batch_size, rng, pool):
                 chosen = chosen.tolist()
                 yield [block[j] for j in chosen], _floats(take(data, chosen))
