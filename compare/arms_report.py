@@ -75,6 +75,13 @@ def arm_lines(cfg, summary: dict[str, Any]) -> list[str]:
                 f"| {c['examples_per_s']} | {_mb(c.get('saved_bytes'))} "
                 f"| {c.get('peak_rss_mb') or '–'} | {'yes' if converged else 'no'} |"
             )
+    if cfg.seeds_fire == 1:
+        lines += [
+            "",
+            "One seed per arm (🔥 included): each Δ's interval holds the spread over the "
+            "examples only, not the restarts' (seeds); a few tenths of a point apart may be "
+            "one seed's luck. Run `--fire-seeds 2` or more to weigh them.",
+        ]
     lines += [""] + [f"![{t}: score against cost]({cost_file(t)})" for t in summary]
     return lines
 

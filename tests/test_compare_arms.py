@@ -96,6 +96,16 @@ def test_the_arms_table_and_the_cost_plot(arms_run):
         assert f"(ours) | {words} | dev |" in table
     assert "![stsb: score against cost](cost-stsb.png)" in table
     assert (out / "cost-stsb.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # two seeds a side here; with one, the table says its intervals hold no restart spread
+    from types import SimpleNamespace
+
+    from compare.arms_report import arm_lines
+
+    caveat = "One seed per arm"
+    assert caveat not in table
+    summary = json.loads((out / "results.json").read_text())["tasks"]
+    one = SimpleNamespace(arms=ARMS + ["snow", "fire"], seeds_fire=1)
+    assert any(line.startswith(caveat) for line in arm_lines(one, summary))
 
 
 def test_lpft_starts_from_its_probe_and_seq_from_the_intermediate(arms_run):
