@@ -74,6 +74,7 @@ def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
     import torch
 
     work, docs = Path(args.work), Path(args.docs)
+    docs.mkdir(parents=True, exist_ok=True)
     places = {str(work): "WORK", str(args.data): "DATA"}  # the page names no machine's paths
     # the command that remakes the page (--compose-only only rebuilt it from WORK as it was)
     # and without the --note's prose, which the page prints below the commands
