@@ -8,7 +8,7 @@ forward, loss, backward, AdamW step. ❄️: the same split's all-layer features
 temporary store, then the first `--steps` batches of `FeatureSource.iterate` (what `snowfire
 train` draws) through the paper's ESIM head: collate, forward, loss, backward, AdamW step.
 Printed per side: examples/s of each plan, its share of padding (🔥: word pieces of the joint
-input; ❄️: tokens of the longer text of each pair, which ESIM's BiLSTMs run over), and
+input; ❄️: tokens of the longer text of each pair, the length ESIM pads both texts to), and
 bucketed / random examples/s.
 
     python benchmarks/batch_buckets.py [--steps 12] [--repeats 3] [--data DIR] [--side both]

@@ -41,7 +41,7 @@ class TrainConfig:
     bucket_pool: int = option(
         50, "length-bucketed batches (tasks.length_batches): each epoch's shuffled examples are "
         "cut into pools of this many batches, a pool is sorted by tokens and cut into batches, "
-        "and the batches are shuffled (far less padding in the heads' BiLSTMs); 0: random "
+        "and the batches are shuffled (far less padding in the heads' tensors); 0: random "
         "batches, as runs made before this field", ge=0, absent=0,
     )  # fmt: skip
     lr: float = option(1e-3, "learning rate (AdamW)", gt=0)
