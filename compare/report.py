@@ -78,7 +78,7 @@ def cost_of(cells: list[dict[str, Any]]) -> dict[str, Any]:
         out[key] = sum(known) / len(known) if known else None
     if out["examples_per_s"] is not None:
         out["examples_per_s"] = round(out["examples_per_s"], 1)
-    peaks = [c["peak_rss_mb"] for c in each if c["peak_rss_mb"] is not None]
+    peaks = [c["peak_rss_mb"] for c in each if c.get("peak_rss_mb") is not None]
     out["peak_rss_mb"] = max(peaks) if peaks else None
     out["seeds"] = len(each)
     return out

@@ -31,6 +31,8 @@ def test_public_api_is_the_contract_plus_metrics():
             "span_scores",
             "tag_spans",
             "train_subset",
+            "example_length",  # the batches of an epoch, ❄️ and 🔥 alike (tasks/batches.py)
+            "length_batches",
             "decode",
             "gold_of",
             "read_predictions",
