@@ -14,7 +14,7 @@ from .config import (
 )
 from .embed import EmbedBusyError, EmbedWorker
 from .encoders import MINILM_NAME, encoder_name, load_encoder, minilm_dir
-from .hf import hf_identity, resolve_model_dir
+from .hf import hf_identity, resolve_model_dir, weights_sha256
 from .inputs import InputSet, gather_inputs, run_extract
 from .migrate import MigrateConfig, migrate_store
 from .ray_run import cluster_gpus, connect_ray
@@ -65,6 +65,7 @@ __all__ = [
     "resolve_model_dir",
     "run_extract",
     "warmup_state",
+    "weights_sha256",
 ]
 
 

@@ -71,6 +71,12 @@ def _hash_files(paths: list[Path]) -> str:
     return h.hexdigest()
 
 
+def weights_sha256(model_dir: str | os.PathLike) -> str:
+    """The hash of a model folder's weight files (what `hf_identity` records as
+    `weights_sha256`), without loading the model."""
+    return _hash_files([p for p in Path(model_dir).iterdir() if p.suffix in _WEIGHT_SUFFIXES])
+
+
 def hf_identity(
     model_dir: Path,
     config,
@@ -87,7 +93,6 @@ def hf_identity(
     window length, the precision policy ("float32", or "float16-autocast" on a GPU) and the
     extractor version. `name` and `spec` are labels (cache.keys.LABEL_FIELDS), not hashed."""
     model_dir = Path(model_dir)
-    weights = [p for p in model_dir.iterdir() if p.suffix in _WEIGHT_SUFFIXES]
     tok_files = [model_dir / f for f in _TOKENIZER_FILES if (model_dir / f).is_file()]
     return {
         "kind": "hf",
@@ -95,7 +100,7 @@ def hf_identity(
         "spec": spec,
         "revision": revision or getattr(config, "_commit_hash", None),
         "model_type": config.model_type,
-        "weights_sha256": _hash_files(weights),
+        "weights_sha256": weights_sha256(model_dir),
         "tokenizer_sha256": _hash_files(tok_files),
         "config_sha256": _hash_files([model_dir / "config.json"]),
         "num_layers": config.num_hidden_layers + 1,

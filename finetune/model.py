@@ -71,6 +71,57 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
     return model, identity
 
 
+def start_hashes(cfg: FinetuneConfig) -> dict[str, str]:
+    """What a run starts from, by content, where its config names it only by place: the
+    encoder's weights when they are local files (the bundled MiniLM, a model folder, arm seq's
+    intermediate run, an ELMo file) and an LP-FT probe's weights. A folder can be retrained in
+    place, so a finished or checkpointed run is reused only when these are unchanged
+    (`check_start`). Nothing is loaded and the hub is never asked: a hub name's run keeps its
+    revision in its record instead."""
+    from cache import file_sha256
+
+    start = {}
+    if cfg.family == "hf":
+        from extractor import minilm_dir, weights_sha256
+
+        name = cfg.encoder.split(":", 1)[-1]
+        folder = minilm_dir() if cfg.encoder == "minilm" else Path(name).expanduser()
+        if folder.is_dir():
+            start["encoder_weights_sha256"] = weights_sha256(folder)
+    else:
+        from extractor import resolve_elmo_spec
+
+        _, weights = resolve_elmo_spec(cfg.encoder.split(":", 1)[1])
+        start["encoder_weights_sha256"] = file_sha256(weights)
+    if cfg.init_head:
+        from rundir import WEIGHTS
+
+        probe = Path(cfg.init_head) / WEIGHTS
+        start["init_head_sha256"] = file_sha256(probe) if probe.is_file() else "(missing)"
+    return start
+
+
+def saved_start(record: dict) -> dict[str, str]:
+    """`start_hashes` as a run's RUN/config.json (or checkpoint) saved them; a run made before
+    they were saved has its encoder's weights hash in its `encoder` identity, and no probe's."""
+    start = {"encoder_weights_sha256": (record.get("encoder") or {}).get("weights_sha256")}
+    return start | record.get("start", {})
+
+
+def check_start(saved: dict[str, str], start: dict[str, str], what: str) -> None:
+    """Refuse (rundir.RunConfigError) a run whose saved start differs from `start`; the message
+    starts with `what` and names each hash, saved and now."""
+    from rundir import RunConfigError
+
+    changed = {k: (saved.get(k, "(not saved)"), v) for k, v in start.items() if saved.get(k) != v}
+    if changed:
+        detail = "; ".join(f"{k}: saved {old}, now {new}" for k, (old, new) in changed.items())
+        raise RunConfigError(
+            f"{what} other starting weights ({detail}): they were retrained or replaced since; "
+            "use a new --out (or restore the weights the run started from)"
+        )
+
+
 def trained_state(model: nn.Module) -> dict[str, torch.Tensor]:
     """What RUN/best.pt keeps: a partial method's trained tensors, else the whole state."""
     return model.trained_state() if hasattr(model, "trained_state") else model.state_dict()

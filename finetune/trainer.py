@@ -12,11 +12,13 @@ function of seed and epoch) and the early-stopping state, so it ends with the sa
 A finished run drops its checkpoint (the encoder's size times three, with AdamW's moments);
 started again with the same config it returns the saved metrics without training. A checkpoint
 or a finished run of another config is refused (rundir.check_same_config: the config fields
-marked volatile may differ).
+marked volatile may differ), and so is one that started from other weights than the config's
+paths now hold (model.start_hashes: a retrained LP-FT probe or intermediate encoder).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -50,9 +52,12 @@ from tasks import decode, describe, example_length, gold_of, write_predictions
 from .config import FinetuneConfig
 from .model import (
     build_model,
+    check_start,
     epoch_batches,
     load_trained,
     predict,
+    saved_start,
+    start_hashes,
     to_device,
     trained_state,
 )
@@ -93,7 +98,7 @@ class _Fit:
     amp: bool  # fp16 autocast + loss scaling (GPU only)
     anchors: dict[str, torch.Tensor] | None = None  # L2-SP's θ₀ by parameter name
 
-    def save(self, path: Path, cfg: FinetuneConfig, state: TrainState) -> None:
+    def save(self, path: Path, cfg: FinetuneConfig, state: TrainState, start: dict) -> None:
         rng = {
             "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if self.amp else None,
@@ -102,6 +107,7 @@ class _Fit:
             path,
             {
                 "config": cfg.to_json(),
+                "start": start,  # the hashes of the weights it started from
                 "model": self.model.state_dict(),
                 "optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(),
@@ -111,9 +117,10 @@ class _Fit:
             },
         )
 
-    def restore(self, path: Path, cfg: FinetuneConfig) -> TrainState:
+    def restore(self, path: Path, cfg: FinetuneConfig, start: dict) -> TrainState:
         ckpt = torch.load(path, map_location=self.device, weights_only=True)
         check_same_config(ckpt["config"], cfg, f"{path} was written by")
+        check_start(ckpt.get("start", start), start, f"{path} was written by a run from")
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.scheduler.load_state_dict(ckpt["scheduler"])
@@ -154,8 +161,11 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
     torch.manual_seed(cfg.seed)
     device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     out_dir = Path(cfg.out)
+    start = start_hashes(cfg)  # the weights it starts from, by content
     finished = finished_or_refuse(out_dir, cfg, "finetune")
     if finished is not None:
+        saved = saved_start(json.loads((out_dir / CONFIG).read_text()))
+        check_start(saved, start, f"{out_dir} holds a finished run from")
         (out_dir / CHECKPOINT).unlink(missing_ok=True)  # killed just before it was dropped
         return finished
     (out_dir / PREDICTIONS).mkdir(parents=True, exist_ok=True)
@@ -188,13 +198,13 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
         amp,
         anchors,
     )
-    run_info = _run_info(cfg, spec, fit, identity, examples, total_steps)
+    run_info = _run_info(cfg, spec, fit, identity, examples, total_steps) | {"start": start}
     write_json(out_dir / CONFIG, run_info)
 
     # -- resume, or start fresh
     ckpt_path = out_dir / CHECKPOINT
     if ckpt_path.is_file():
-        state = fit.restore(ckpt_path, cfg)
+        state = fit.restore(ckpt_path, cfg, start)
         log.info("resuming %s at epoch %d, batch %d", out_dir, state.epoch, state.batch)
     else:
         state = TrainState()
@@ -207,7 +217,7 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
     def checkpoint() -> None:
         state.seconds = clock() - zero
         state.cpu_seconds = earlier_cpu + time.process_time() - cpu0
-        fit.save(ckpt_path, cfg, state)
+        fit.save(ckpt_path, cfg, state, start)
 
     # -- loop
     from rundir import PeakMemory

@@ -14,6 +14,7 @@ import torch
 
 from finetune import Adapter, BertFinetuner, l2sp_penalty, load_run
 from finetune import train as finetune
+from rundir import RunConfigError
 from tasks import Example, read_predictions, read_split
 from tests.helpers.store import train_cli
 from tests.helpers.tasks import finetune_config
@@ -156,7 +157,7 @@ def test_an_l2sp_run_adds_lambda_times_the_penalty(tiny_bert_dir, data_dir, tmp_
 
 
 def test_lp_ft_starts_at_the_probes_weights(tiny_bert_dir, data_dir, tmp_path):
-    from safetensors.torch import load_file
+    from safetensors.torch import load_file, save_file
 
     from cli.main import main as snowfire
 
@@ -178,6 +179,27 @@ def test_lp_ft_starts_at_the_probes_weights(tiny_bert_dir, data_dir, tmp_path):
     weights = load_file(str(probe / "weights.safetensors"))
     torch.testing.assert_close(seen["weight"], weights["out.weight"].float(), rtol=0, atol=0)
     torch.testing.assert_close(seen["bias"], weights["out.bias"].float(), rtol=0, atol=0)
+    # the probe's weights are part of what the run is: a rerun reuses it while they are the
+    # same, and refuses it once the probe was retrained in place (finished and checkpointed)
+    assert finetune(cfg, on_step=lambda s, m: pytest.fail("trained again")) is not None
+    killed = finetune_config(f"hf:{tiny_bert_dir}", "stsb", data_dir, tmp_path / "killed",
+                             epochs=1, init_head=str(probe), checkpoint_every=1)  # fmt: skip
+
+    def kill(step, model):
+        if step == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        finetune(killed, on_step=kill)
+    assert (tmp_path / "killed" / "checkpoint.pt").is_file()
+    retrained = {k: v + 0.5 for k, v in weights.items()}
+    save_file(retrained, str(probe / "weights.safetensors"))
+    with pytest.raises(RunConfigError, match="holds a finished run from other starting weights "
+                       r"\(init_head_sha256: saved \w{64}, now \w{64}\)"):  # fmt: skip
+        finetune(cfg)
+    with pytest.raises(RunConfigError, match="checkpoint.pt was written by a run from other "
+                       "starting weights .init_head_sha256"):  # fmt: skip
+        finetune(killed)
     mean_probe = tmp_path / "probe-mean"
     train_cli(tiny_bert_dir, data_dir, store, mean_probe, "stsb", "probe")
     with pytest.raises(ValueError, match="top layer's \\[CLS\\] state"):
@@ -196,6 +218,7 @@ def test_a_sequential_run_starts_from_the_intermediate_encoder(tiny_bert_dir, da
 
     finetune(finetune_config(f"hf:{first / 'encoder'}", "stsb", data_dir, tmp_path / "then",
                              epochs=1), on_step=on_step)  # fmt: skip
+    from safetensors.torch import save_file
     from transformers import AutoModel
 
     intermediate = AutoModel.from_pretrained(first / "encoder").state_dict()
@@ -203,6 +226,13 @@ def test_a_sequential_run_starts_from_the_intermediate_encoder(tiny_bert_dir, da
     assert seen.keys() == intermediate.keys()
     assert all(torch.equal(seen[k], intermediate[k]) for k in seen)
     assert not all(torch.equal(seen[k], pretrained[k]) for k in seen)
+    # the intermediate run trained again in place: the run that started from it is not reused
+    then = finetune_config(f"hf:{first / 'encoder'}", "stsb", data_dir, tmp_path / "then", epochs=1)
+    assert finetune(then, on_step=lambda s, m: pytest.fail("trained again")) is not None
+    save_file({k: v + 0.01 for k, v in intermediate.items()},
+              str(first / "encoder" / "model.safetensors"))  # fmt: skip
+    with pytest.raises(RunConfigError, match="encoder_weights_sha256: saved"):
+        finetune(then)
 
 
 @pytest.mark.parametrize("method", ["adapter", "lora", "bitfit"])
