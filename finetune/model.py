@@ -71,17 +71,20 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
     return model, identity
 
 
-def start_hashes(cfg: FinetuneConfig) -> dict[str, str]:
+def start_hashes(cfg: FinetuneConfig, identity: dict | None = None) -> dict[str, str]:
     """What a run starts from, by content, where its config names it only by place: the
-    encoder's weights when they are local files (the bundled MiniLM, a model folder, arm seq's
-    intermediate run, an ELMo file) and an LP-FT probe's weights. A folder can be retrained in
-    place, so a finished or checkpointed run is reused only when these are unchanged
-    (`check_start`). Nothing is loaded and the hub is never asked: a hub name's run keeps its
-    revision in its record instead."""
+    encoder's weights and an LP-FT probe's weights. A folder can be retrained in place (arm
+    seq's intermediate run, a probe), so a finished or checkpointed run is reused only when
+    these are unchanged (`check_start`). `identity`: the built model's (`build_model`), whose
+    weights hash is taken as it is. Without it nothing is loaded and the hub is never asked:
+    only an encoder in local files (the bundled MiniLM, a model folder, an ELMo file) is hashed,
+    and a hub name's run keeps its revision in its record instead."""
     from cache import file_sha256
 
     start = {}
-    if cfg.family == "hf":
+    if identity is not None:
+        start["encoder_weights_sha256"] = identity["weights_sha256"]
+    elif cfg.family == "hf":
         from extractor import minilm_dir, weights_sha256
 
         name = cfg.encoder.split(":", 1)[-1]

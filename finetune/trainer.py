@@ -161,11 +161,10 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
     torch.manual_seed(cfg.seed)
     device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     out_dir = Path(cfg.out)
-    start = start_hashes(cfg)  # the weights it starts from, by content
     finished = finished_or_refuse(out_dir, cfg, "finetune")
-    if finished is not None:
+    if finished is not None:  # and started from the weights the config's paths hold now
         saved = saved_start(json.loads((out_dir / CONFIG).read_text()))
-        check_start(saved, start, f"{out_dir} holds a finished run from")
+        check_start(saved, start_hashes(cfg), f"{out_dir} holds a finished run from")
         (out_dir / CHECKPOINT).unlink(missing_ok=True)  # killed just before it was dropped
         return finished
     (out_dir / PREDICTIONS).mkdir(parents=True, exist_ok=True)
@@ -175,6 +174,7 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
 
     # -- model, optimiser, schedule
     model, identity = build_model(cfg, spec)
+    start = start_hashes(cfg, identity)  # the weights it starts from, by content
     if cfg.init_head:  # LP-FT: the output layer starts at the ❄️ probe's weights
         from .methods import load_probe
 
