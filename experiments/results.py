@@ -76,10 +76,13 @@ def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
     work, docs = Path(args.work), Path(args.docs)
     docs.mkdir(parents=True, exist_ok=True)
     places = {str(work): "WORK", str(args.data): "DATA"}  # the page names no machine's paths
-    # the command that remakes the page (--compose-only only rebuilt it from WORK as it was)
-    # and without the --note's prose, which the page prints below the commands
+    # the command that remakes the page (--compose-only only rebuilt it from WORK as it was),
+    # without the --note's prose, which the page prints below the commands, and without
+    # --docs: where the page was written says nothing of how it was made
+    hidden = ("--note", "--docs")
     shown = [a for i, a in enumerate(args.argv) if a != "--compose-only"
-             and a != "--note" and (i == 0 or args.argv[i - 1] != "--note")]  # fmt: skip
+             and a.split("=")[0] not in hidden
+             and (i == 0 or args.argv[i - 1] not in hidden)]  # fmt: skip
     made_by = shlex.join(_placeholder(a, places) for a in shown)
     parts = [
         f"# Results: ❄️ and 🔥 with {args.encoder}",

@@ -55,7 +55,7 @@ def test_the_page_is_what_compare_and_analyze_wrote(tiny_bert_dir, data_dir, tmp
     assert f"snowfire analyze mi --encoder {encoder}" in page
     assert "\nMade on a shared machine.\n" in page  # --note, under the commands
     # the commands name the data and work directories by placeholder, never this machine's paths
-    assert str(work) not in page and data not in page
+    assert str(work) not in page and data not in page and str(docs) not in page
     assert "--data DATA --work WORK" in page and "--data DATA --out WORK/compare " in page
     assert "--out WORK/analyze --store WORK/compare/store" in page
     table = (work / "compare" / "table.md").read_text()
