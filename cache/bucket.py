@@ -5,7 +5,8 @@ directory hold the same bytes and zarr opens either. Credentials, region and end
 from the usual environment variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
 AWS_ENDPOINT_URL; AWS_ALLOW_HTTP=true for a plain-http endpoint such as a local MinIO).
 Failures that may pass are retried by obstore under the readers' one `RetryPolicy` (retry.py);
-a body cut short, which obstore does not always retry, is asked for again here (`attempt`).
+a body cut short, or a request that never left (a pooled connection the server had reset),
+both of which obstore may report without retrying, is asked for again here (`attempt`).
 
 Atomicity without rename (docs/scale.md): a PUT makes a whole object visible or nothing.
     a segment    its files are put first, its checksums.json last: a segment without one is
@@ -85,16 +86,23 @@ def reaching(url: str, what: str) -> Iterator[None]:
 #: resumes itself at times (up to max_retries), and reports otherwise. So a body cut again
 #: and again costs up to attempts x attempts requests, within about twice the deadline.
 _BODY_CUT = re.compile(r"body error|decoding response body")
+#: A request that could not be sent, reported on its first try (object_store names its
+#: retries when it made any): hyper cancels a request whose pooled connection the server has
+#: just reset, and object_store does not count that error among those it retries.
+_NOT_SENT = re.compile(r"error sending request")
+_RETRIED = re.compile(r"after \d+ retries")
 
 
 class _Cut(Exception):
-    """An obstore call whose answer's body was cut short: asked for again."""
+    """An obstore call cut short (the answer's body, or the request before it left): asked
+    for again."""
 
 
 def attempt(store: BucketStore, what: str, call: Callable[[], Any]) -> Any:
-    """`call()` (obstore calls) inside `reaching`; when an answer's body was cut short, which
-    obstore does not retry, it is called again under the store's `RetryPolicy` (the calls
-    here are reads, or PUTs of whole objects: repeating them is safe)."""
+    """`call()` (obstore calls) inside `reaching`; when an answer's body was cut short, or
+    the request was never sent, and obstore did not retry it, it is called again under the
+    store's `RetryPolicy` (the calls here are reads, or PUTs of whole objects: repeating them
+    is safe)."""
     tries = Tries(store.retry, f"{store.path}: {what}", StoreUnreachableError)
     while True:
         try:
@@ -102,11 +110,20 @@ def attempt(store: BucketStore, what: str, call: Callable[[], Any]) -> Any:
                 try:
                     return call()
                 except Exception as err:
-                    if _from_obstore(err) and _BODY_CUT.search(str(err)):
-                        raise _Cut(_why(err)) from None
+                    if _from_obstore(err) and _cut(str(err)):
+                        raise _Cut(_cut(str(err)) + f" ({_why(err)})") from None
                     raise
         except _Cut as cut:
-            tries.failed(f"the body cut short ({cut})")
+            tries.failed(str(cut))
+
+
+def _cut(text: str) -> str:
+    """What was cut short in an obstore error's `text` that asking again may mend, or ''."""
+    if _BODY_CUT.search(text):
+        return "the body cut short"
+    if _NOT_SENT.search(text) and not _RETRIED.search(text):
+        return "the request not sent"
+    return ""
 
 
 def _from_obstore(err: BaseException) -> bool:
@@ -165,8 +182,7 @@ class BucketStore(Store):
     def _put(self, rel: str, data: bytes) -> None:
         import obstore
 
-        with reaching(self.path, f"writing {rel}"):
-            obstore.put(self.client, rel, data)
+        attempt(self, f"writing {rel}", lambda: obstore.put(self.client, rel, data))
 
     def _read_text(self, rel: str) -> str:
         return self._get(rel).decode()
@@ -184,8 +200,7 @@ class BucketStore(Store):
         import obstore
 
         try:
-            with reaching(self.path, f"looking up {rel}"):
-                obstore.head(self.client, rel)
+            attempt(self, f"looking up {rel}", lambda: obstore.head(self.client, rel))
         except FileNotFoundError:
             return False
         return True

@@ -259,3 +259,66 @@ def test_a_bucket_fault_that_does_not_pass_is_one_error_naming_the_store(
     # the policy's 3 attempts; a cut body obstore itself may resume (up to its 2 retries)
     # before it reports it, inside each of them
     assert 3 <= proxy.counts["requests"] <= (9 if faults.cut_first else 3), dict(proxy.counts)
+
+
+class GenericError(Exception):
+    """Stands for obstore's own error type: `attempt` tells obstore's errors by module."""
+
+    __module__ = "obstore.exceptions"
+
+
+#: What obstore 0.12 said when the fault proxy had reset a pooled connection (CI, stop 38)
+NOT_SENT = ("Generic S3 error: Error performing GET http://127.0.0.1:1/b/store/x in 387µs - "
+            "HTTP error: error sending request")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("error", "calls", "asked_again"),
+    [
+        (NOT_SENT, 2, True),  # never left, not retried by obstore: asked again here
+        ("Generic S3 error: ... - HTTP error: error decoding response body", 2, True),
+        (NOT_SENT.replace(" in 387µs", " in 1s, after 2 retries, max_retries: 2"), 1, False),
+        ("Generic S3 error: Access Denied", 1, False),
+    ],
+    ids=["not-sent", "body-cut", "not-sent-after-obstores-retries", "other"],
+)
+def test_attempt_asks_again_only_for_what_obstore_did_not_retry(error, calls, asked_again):
+    from types import SimpleNamespace
+
+    from cache.bucket import attempt
+
+    store = SimpleNamespace(path="s3://b/store", retry=THREE_TRIES)
+    made = []
+
+    def call():
+        made.append(1)
+        if len(made) == 1:
+            raise GenericError(error)
+        return "answer"
+
+    if asked_again:
+        assert attempt(store, "reading x", call) == "answer"
+    else:
+        with pytest.raises(StoreUnreachableError, match=r"^s3://b/store: reading x failed \("):
+            attempt(store, "reading x", call)
+    assert len(made) == calls
+
+
+def test_attempt_names_the_tries_when_a_request_is_never_sent():
+    from types import SimpleNamespace
+
+    from cache.bucket import attempt
+
+    store = SimpleNamespace(path="s3://b/store", retry=THREE_TRIES)
+    made = []
+
+    def call():
+        made.append(1)
+        raise GenericError(NOT_SENT)
+
+    with pytest.raises(StoreUnreachableError) as got:
+        attempt(store, "writing x", call)
+    message = str(got.value)
+    assert message.startswith("s3://b/store: writing x: gave up after "), message
+    assert "all 3 attempts failed; the last: the request not sent (Generic S3" in message
+    assert len(made) == 3
