@@ -110,8 +110,8 @@ def attempt(store: BucketStore, what: str, call: Callable[[], Any]) -> Any:
                 try:
                     return call()
                 except Exception as err:
-                    if _from_obstore(err) and _cut(str(err)):
-                        raise _Cut(_cut(str(err)) + f" ({_why(err)})") from None
+                    if _from_obstore(err) and (what_cut := _cut(str(err))):
+                        raise _Cut(f"{what_cut} ({_why(err)})") from None
                     raise
         except _Cut as cut:
             tries.failed(str(cut))
