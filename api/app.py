@@ -11,8 +11,8 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 
-from cache import is_bucket, open_store
-from jobs import Home, JobQueue
+from snowfire.cache import is_bucket, open_store
+from snowfire.jobs import Home, JobQueue
 
 from .embed_routes import router as embed_router
 from .errors import install_error_handlers
@@ -45,13 +45,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     if settings.ray:
         if app.state.home is None:
             raise ValueError("--ray runs the jobs of a data directory: give --home too")
-        from jobs import RayDispatch
+        from snowfire.jobs import RayDispatch
 
         log.info("jobs of %s run on Ray (%s)", app.state.home.root, settings.ray)
         app.state.ray = RayDispatch(app.state.home, settings.ray, slots=settings.ray_slots)
     app.state.embedder = None
     if settings.encoder:
-        from extractor import EmbedWorker, ExtractConfig
+        from snowfire.extractor import EmbedWorker, ExtractConfig
 
         log.info("loading encoder %s for /v1/embed", settings.encoder)
         config = ExtractConfig(

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import Depends, Header, HTTPException, Request
 
-from cache import JSON, SAFETENSORS, Store
+from snowfire.cache import JSON, SAFETENSORS, Store
 
 from .settings import Settings
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from cache import (
+from snowfire.cache import (
     JSON,
     SAFETENSORS,
     ExampleBatch,
@@ -15,7 +15,7 @@ from cache import (
     body_bytes,
     reduce_batch,
 )
-from extractor import EmbedWorker, TextInput
+from snowfire.extractor import EmbedWorker, TextInput
 
 from .deps import FormatDep, SettingsDep, StoreDep
 from .features import safetensors_response, to_json

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from cache import (
+from snowfire.cache import (
     ExampleNotFoundError,
     FeatureSetNotFoundError,
     InvalidSelectionError,
@@ -23,8 +23,8 @@ from cache import (
     StoreError,
     StoreUnreachableError,
 )
-from extractor import EmbedBusyError
-from jobs import (
+from snowfire.extractor import EmbedBusyError
+from snowfire.jobs import (
     InvalidJobError,
     JobError,
     JobNotFoundError,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cache import (
+from snowfire.cache import (
     SAFETENSORS,
     ExampleBatch,
     RequestTooLargeError,

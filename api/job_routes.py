@@ -13,7 +13,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 
-from jobs import Home, JobQueue, JobsDisabledError, new_job_id, validate_params
+from snowfire.jobs import Home, JobQueue, JobsDisabledError, new_job_id, validate_params
 
 from .job_schemas import JobDetail, JobRequest, JobSummary, Kind, Status
 from .schemas import ErrorBody

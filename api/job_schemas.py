@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jobs import JOB_KINDS, STATUSES, Home, Job, progress_of, read_tail, tail_lines
+from snowfire.jobs import JOB_KINDS, STATUSES, Home, Job, progress_of, read_tail, tail_lines
 
 Kind = Literal[tuple(JOB_KINDS)]  # type: ignore[valid-type]
 Status = Literal[STATUSES]  # type: ignore[valid-type]

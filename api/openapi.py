@@ -38,7 +38,7 @@ def _too_many(path: str) -> dict[str, Any]:
 
 def _job_request(schemas: dict[str, Any]) -> None:
     """JobRequest as one branch per kind: {"kind": K, "params": <K's params model>}."""
-    from jobs import JOB_KINDS, params_model
+    from snowfire.jobs import JOB_KINDS, params_model
 
     branches = []
     for kind in JOB_KINDS:

@@ -17,8 +17,8 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-from cache import Store
-from rundir import CONFIG, METRICS, SCALAR_MIX, TABLE, TABLE_PLOT
+from snowfire.cache import Store
+from snowfire.rundir import CONFIG, METRICS, SCALAR_MIX, TABLE, TABLE_PLOT
 
 from .job_schemas import JobDetail
 from .security import COOKIE

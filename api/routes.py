@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from cache import JSON, SAFETENSORS, STORE_FORMAT_VERSION, FeatureSetInfo
+from snowfire.cache import JSON, SAFETENSORS, STORE_FORMAT_VERSION, FeatureSetInfo
 
 from .deps import FormatDep, SettingsDep, StoreDep
 from .features import (

@@ -15,8 +15,8 @@ from pydantic import (
     model_validator,
 )
 
-from cache import POOLS, WIRE_FORMAT
-from extractor import PAIR_ENCODINGS
+from snowfire.cache import POOLS, WIRE_FORMAT
+from snowfire.extractor import PAIR_ENCODINGS
 
 
 def _integral(value: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from extractor import TOKEN_BUDGET
+from snowfire.extractor import TOKEN_BUDGET
 
 #: Default cap on the feature values of one JSON response (N tokens x layers x dim).
 MAX_JSON_VALUES = 100_000

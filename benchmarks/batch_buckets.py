@@ -28,8 +28,8 @@ def fire_plans(args, data: str, train: list):
     """🔥's steps: {plan: one repeat's work}, {plan: (examples, padding share)}."""
     import torch
 
-    from finetune import FinetuneConfig, build_model, epoch_batches, to_device
-    from tasks import example_length, get_task
+    from snowfire.finetune import FinetuneConfig, build_model, epoch_batches, to_device
+    from snowfire.tasks import example_length, get_task
 
     cfg = FinetuneConfig(encoder="minilm", task="stsb", data=data, out="-", progress=False)
     model, _ = build_model(cfg, get_task("stsb"))
@@ -62,9 +62,9 @@ def snow_plans(args, data: str, train: list, store: str):
     import torch
 
     import snowfire
-    from extractor import ExtractConfig
-    from heads import FeatureSource, build_head, collate, task_targets
-    from tasks import get_task
+    from snowfire.extractor import ExtractConfig
+    from snowfire.heads import FeatureSource, build_head, collate, task_targets
+    from snowfire.tasks import get_task
 
     spec = get_task("stsb")
     extract = ExtractConfig(encoder="minilm", task="stsb", data=data, store=store,
@@ -109,7 +109,7 @@ def main() -> None:
 
     import numpy as np
 
-    from tasks import DEMO_DATA_DIR, example_length, get_task, read_split
+    from snowfire.tasks import DEMO_DATA_DIR, example_length, get_task, read_split
 
     data = args.data or str(DEMO_DATA_DIR)
     train = read_split(get_task("stsb"), data, "train")

@@ -47,7 +47,7 @@ SHAPES = {
 
 def model_dir(shape: str, root: Path) -> str:
     """An HF folder for the shape: the bundled MiniLM, or a random BERT with its tokenizer."""
-    from extractor import minilm_dir
+    from snowfire.extractor import minilm_dir
 
     if SHAPES[shape] is None:
         return str(minilm_dir())
@@ -67,9 +67,9 @@ def model_dir(shape: str, root: Path) -> str:
 
 
 def measure(shape: str, root: Path, sentences: int, repeats: int) -> dict:
-    from cache import RemoteStore, Store
-    from extractor import ExtractConfig, TextInput, extract, load_encoder, plan_segments
-    from tasks import DEMO_DATA_DIR, read_split
+    from snowfire.cache import RemoteStore, Store
+    from snowfire.extractor import ExtractConfig, TextInput, extract, load_encoder, plan_segments
+    from snowfire.tasks import DEMO_DATA_DIR, read_split
 
     encoder = load_encoder(f"hf:{model_dir(shape, root)}")
     examples = read_split("sst2", str(DEMO_DATA_DIR), "dev")[:sentences]

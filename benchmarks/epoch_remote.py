@@ -29,8 +29,8 @@ import torch
 from rest_vs_inprocess import free_port, start_server
 from store_read import L, build
 
-from cache import RemoteStore
-from heads import FeatureSource, build_head, collate
+from snowfire.cache import RemoteStore
+from snowfire.heads import FeatureSource, build_head, collate
 
 
 def epoch(source: FeatureSource, head, optim, labels: np.ndarray, seed: int) -> int:

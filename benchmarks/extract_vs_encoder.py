@@ -32,9 +32,9 @@ from contextlib import contextmanager
 import numpy as np
 import report
 
-from cache import Store
-from extractor import ExtractConfig, TextInput, extract, load_encoder, plan_segments
-from tasks import DEMO_DATA_DIR, read_split
+from snowfire.cache import Store
+from snowfire.extractor import ExtractConfig, TextInput, extract, load_encoder, plan_segments
+from snowfire.tasks import DEMO_DATA_DIR, read_split
 
 
 def bare_batches(encoder, texts: list[TextInput], config: ExtractConfig):

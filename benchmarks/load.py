@@ -48,7 +48,7 @@ WORDS = (
 
 def _start(cmd: list[str], log: Path) -> subprocess.Popen:
     with open(log, "w") as out:
-        return subprocess.Popen([sys.executable, "-m", "cli", *cmd], cwd=ROOT, stdout=out,
+        return subprocess.Popen([sys.executable, "-m", "snowfire.cli", *cmd], cwd=ROOT, stdout=out,
                                 stderr=subprocess.STDOUT)  # fmt: skip
 
 

@@ -130,7 +130,7 @@ def store_reads(args, endpoint: str) -> tuple[list[dict], dict[str, float]]:
     """(a): the same feature set read from the bucket and from the directory."""
     from store_read import build
 
-    from cache import BucketStore, Store
+    from snowfire.cache import BucketStore, Store
 
     tmp = tempfile.TemporaryDirectory(prefix="snowfire-bench-")
     root = Path(tmp.name)

@@ -1,7 +1,7 @@
 """256 random examples over REST (safetensors, cache.RemoteStore) vs Store.read in-process.
 
 The store is the synthetic MiniLM-shaped one of store_read.py (L=7 x D=384 float16, 10-60
-tokens per example). `snowfire serve` (python -m cli.main serve) runs in a subprocess on
+tokens per example). `snowfire serve` (python -m snowfire.cli serve) runs in a subprocess on
 127.0.0.1 at a free port; the client and the server share the machine's cores. Each round
 reads the same random selection both ways; the cases alternate and medians are compared:
 
@@ -36,7 +36,7 @@ import numpy as np
 import report
 from store_read import build
 
-from cache import RemoteStore
+from snowfire.cache import RemoteStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,7 +95,7 @@ def start_server(store_dir: Path, port: int, log: Path) -> subprocess.Popen:
     """`snowfire serve` in a subprocess, once it answers /healthz (its output goes to `log`)."""
     import httpx
 
-    cmd = [sys.executable, "-m", "cli", "serve"]
+    cmd = [sys.executable, "-m", "snowfire.cli", "serve"]
     cmd += ["--store", str(store_dir), "--port", str(port)]
     with open(log, "w") as out:  # a file, not a pipe nobody drains
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)

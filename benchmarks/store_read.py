@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import report
 
-from cache import Store, digest, example_key
+from snowfire.cache import Store, digest, example_key
 
 L, D = 7, 384  # MiniLM: embeddings + 6 layers, hidden 384
 DTYPE = "float16"

@@ -30,8 +30,8 @@ import time
 import numpy as np
 import report
 
-from compare import bootstrap
-from tasks import evaluate
+from snowfire.compare import bootstrap
+from snowfire.tasks import evaluate
 
 SIDES = ("snow", "fire")
 

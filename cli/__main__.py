@@ -1,4 +1,4 @@
-"""`python -m cli`: the snowfire command line."""
+"""`python -m snowfire.cli`: the snowfire command line."""
 
 import sys
 

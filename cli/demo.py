@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -49,12 +50,11 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> No
 
 def run_demo(out: Path, port: int = 0) -> int:
     """Run the demo into `out`; library errors propagate to the caller (the CLI reports them)."""
-    from compare import BUDGET_LIMITED, CompareConfig, run_compare
-    from extractor import ExtractConfig, run_extract
-    from heads import TrainConfig
-    from heads import train as train_head
-    from jobs import python_command
-    from tasks import DEMO_DATA_DIR
+    from snowfire.compare import BUDGET_LIMITED, CompareConfig, run_compare
+    from snowfire.extractor import ExtractConfig, run_extract
+    from snowfire.heads import TrainConfig
+    from snowfire.heads import train as train_head
+    from snowfire.tasks import DEMO_DATA_DIR
 
     started = time.perf_counter()
     store, runs, data = out / "store", out / "runs", str(DEMO_DATA_DIR)
@@ -69,7 +69,7 @@ def run_demo(out: Path, port: int = 0) -> int:
     task, head = DEMO_REST_HEAD
     print(f"== 2/3 serve {url}; ❄️ {head} head on {task} from features fetched over REST")
     proc = subprocess.Popen(
-        python_command("cli", "serve", "--store", str(store), "--port", str(port)),
+        [sys.executable, "-m", "snowfire.cli", "serve", "--store", str(store), "--port", str(port)],
         env={**os.environ, "PYTHONUNBUFFERED": "1", "SNOWFIRE_LOG_LEVEL": "warning"},
     )
     try:

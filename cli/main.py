@@ -35,8 +35,8 @@ def _settings(args: argparse.Namespace):
     defaults (api/settings.py)."""
     from pydantic import ValidationError
 
-    from api import Settings
-    from jobs import describe_validation
+    from snowfire.api import Settings
+    from snowfire.jobs import describe_validation
 
     given = {k: v for k, v in vars(args).items() if k in Settings.model_fields}
     try:
@@ -46,21 +46,21 @@ def _settings(args: argparse.Namespace):
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from api import serve
+    from snowfire.api import serve
 
     serve(_settings(args))
     return 0
 
 
 def _up(args: argparse.Namespace) -> int:
-    from jobs import run_up
+    from snowfire.jobs import run_up
 
     settings = _settings(args)
     return run_up(settings.home, host=settings.host, port=settings.port)
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from jobs import WorkerConfig, check_worker, run_worker
+    from snowfire.jobs import WorkerConfig, check_worker, run_worker
 
     config = config_from_args(WorkerConfig, args)
     return check_worker(config) if args.check else run_worker(config)
@@ -82,7 +82,7 @@ def _train(args: argparse.Namespace) -> int:
 
 def _finetune(args: argparse.Namespace) -> int:
     import snowfire
-    from rundir import GRID_TABLE
+    from snowfire.rundir import GRID_TABLE
 
     config = config_from_args(snowfire.FinetuneConfig, args)
     metrics = snowfire.finetune(config).metrics
@@ -94,9 +94,9 @@ def _finetune(args: argparse.Namespace) -> int:
 
 
 def _baseline(args: argparse.Namespace) -> int:
-    from cache import open_reader
-    from heads import cosine_scores
-    from tasks import evaluate, read_split, resolve_task, split_source
+    from snowfire.cache import open_reader
+    from snowfire.heads import cosine_scores
+    from snowfire.tasks import evaluate, read_split, resolve_task, split_source
 
     spec = resolve_task(args.task)
     if spec.kind != "regression" or not spec.pair:
@@ -117,13 +117,13 @@ def _baseline(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     import snowfire
-    from rundir import RESULTS
+    from snowfire.rundir import RESULTS
 
     config = config_from_args(snowfire.CompareConfig, args)
     where = None
     if args.export:  # checked before anything runs
         fmt, where = args.export
-        from compare import EXPORT_FORMATS
+        from snowfire.compare import EXPORT_FORMATS
 
         if fmt not in EXPORT_FORMATS:
             raise ValueError(f"--export: expected a format of {EXPORT_FORMATS}, got {fmt!r}")
@@ -136,7 +136,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from compare import run_analysis
+    from snowfire.compare import run_analysis
 
     config = config_from_args(args.analysis, args)
     run_analysis(config)
@@ -145,7 +145,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    from cache import open_reader
+    from snowfire.cache import open_reader
 
     for fs in open_reader(args.store).list_featuresets():
         print(
@@ -156,7 +156,7 @@ def _ls(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from cache import export_hdf5, open_store
+    from snowfire.cache import export_hdf5, open_store
 
     n = export_hdf5(open_store(args.store), args.featureset, args.out, words=args.words)
     print(f"wrote {n} sentences of {args.featureset} to {args.out}")
@@ -164,14 +164,14 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _fsck(args: argparse.Namespace) -> int:
-    from cache import check_store, open_store
+    from snowfire.cache import check_store, open_store
 
     store = open_store(args.store)  # a directory, or s3://bucket/prefix (every object fetched)
     report = check_store(store, progress=not args.quiet)
     for line in report.lines():
         print(line)
     if (report.damage or report.uncovered) and args.repair:
-        from extractor import repair
+        from snowfire.extractor import repair
 
         for line in repair(store, report, device=args.device):
             print(line)
@@ -183,7 +183,7 @@ def _fsck(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from extractor import MigrateConfig, migrate_store
+    from snowfire.extractor import MigrateConfig, migrate_store
 
     outcome = migrate_store(config_from_args(MigrateConfig, args))
     for line in outcome.lines():
@@ -218,7 +218,7 @@ def _service_flags(only: tuple[str, ...] | None = None):
     """Adds the flags of the service's settings (all, or `only` these) to a parser."""
 
     def add(parser: argparse.ArgumentParser) -> None:
-        from api import ENV_ONLY, Settings
+        from snowfire.api import ENV_ONLY, Settings
 
         skip = tuple(n for n in Settings.model_fields if n in ENV_ONLY or (only and n not in only))
         add_settings_arguments(parser, Settings, skip=skip)
@@ -232,7 +232,7 @@ def _add_service(sub) -> None:
 
     w = _add_config_command(
         sub, "worker", "run queued jobs of one kind (data directory: --home)",
-        "jobs:WorkerConfig", _worker,
+        "snowfire.jobs:WorkerConfig", _worker,
     )  # fmt: skip
     w.add_argument("--check", action="store_true", help="healthcheck: exit 0 if one is alive")
 
@@ -242,7 +242,7 @@ def _add_service(sub) -> None:
 
 
 def _add_store_tools(sub) -> None:
-    from extractor import PAIR_ENCODINGS
+    from snowfire.extractor import PAIR_ENCODINGS
 
     b = sub.add_parser("baseline", help="zero-training STS baseline: cosine of mean-pooled texts")
     b.add_argument("--store", required=True)
@@ -289,7 +289,7 @@ def _add_store_tools(sub) -> None:
 
 
 def _add_analyze(sub) -> None:
-    from compare import ANALYSES, analysis_config
+    from snowfire.compare import ANALYSES, analysis_config
 
     a = sub.add_parser("analyze", help="the paper's analyses: pairs (Table 4), probes (Fig. 1), "
                        "mi (Fig. 2), ner-params (Table 5), elmo-biattention (Table 3)")  # fmt: skip
@@ -316,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=DeferredParser)
     c = _add_config_command(
         sub, "compare", "❄️ or 🔥? heads and fine-tuning of one encoder on tasks, one table",
-        "compare:CompareConfig", _compare,
+        "snowfire.compare:CompareConfig", _compare,
     )  # fmt: skip
     c.add_argument(
         "--export", nargs=2, metavar=("FORMAT", "DIR"), type=str,
@@ -324,23 +324,23 @@ def build_parser() -> argparse.ArgumentParser:
         "DIR/results/{model}/{revision}/{task}.json and model_meta.json (compare/mteb.py)",
     )  # fmt: skip
     _add_config_command(
-        sub, "extract", "run an encoder once, store all layers", "extractor:ExtractConfig",
+        sub, "extract", "run an encoder once, store all layers", "snowfire.extractor:ExtractConfig",
         _extract,
     )  # fmt: skip
     _add_service(sub)
     _add_config_command(
         sub, "train", "train a head on cached features (never runs the encoder)",
-        "heads:TrainConfig", _train,
+        "snowfire.heads:TrainConfig", _train,
     )  # fmt: skip
     _add_config_command(
         sub, "finetune",
         "🔥 fine-tune the whole encoder (the baseline); re-run the same command to resume",
-        "finetune:FinetuneConfig", _finetune,
+        "snowfire.finetune:FinetuneConfig", _finetune,
     )  # fmt: skip
     _add_store_tools(sub)
     _add_config_command(
         sub, "migrate", "move a store of the previous format to this one, keeping its features "
-        "wherever they are still right", "extractor:MigrateConfig", _migrate,
+        "wherever they are still right", "snowfire.extractor:MigrateConfig", _migrate,
     )  # fmt: skip
     add_predict_parser(sub)
     add_task_parser(sub)
@@ -350,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from cache import StoreError
+    from snowfire.cache import StoreError
 
     args = build_parser().parse_args(argv)
     logging.basicConfig(

@@ -9,7 +9,7 @@ from .flags import add_config_arguments, config_from_args
 
 
 def add_parser(sub) -> None:
-    from heads import PredictConfig
+    from snowfire.heads import PredictConfig
 
     p = sub.add_parser(
         "predict",
@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import snowfire
-    from heads import PredictConfig
+    from snowfire.heads import PredictConfig
 
     config = config_from_args(PredictConfig, args)
     result = snowfire.predict(config)

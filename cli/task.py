@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
 def _pieces(spec: str):
     """(examples) -> (pieces per example, window): the encoder's tokenizer on each example as
     extraction reads it (a pair joint, with its special tokens)."""
-    from extractor import load_encoder
+    from snowfire.extractor import load_encoder
 
     encoder = load_encoder(spec)
     tokenizer = getattr(encoder, "tokenizer", None)
@@ -52,7 +52,7 @@ def _pieces(spec: str):
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from tasks import check_task, resolve_task
+    from snowfire.tasks import check_task, resolve_task
 
     try:
         spec = resolve_task(args.spec)

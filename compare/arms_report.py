@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rundir import atomic_write
+from snowfire.rundir import atomic_write
 
 from .arms import ARM_NAMES, plain
 from .convergence import CONVERGED

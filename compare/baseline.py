@@ -45,9 +45,9 @@ def run_baseline(cfg: CompareConfig, task: str, store: str) -> dict[str, Any] | 
     a no-training answer (tagging, regression of one text)."""
     import time
 
-    from cache import versions
-    from rundir import write_json
-    from tasks import available_splits, describe
+    from snowfire.cache import versions
+    from snowfire.rundir import write_json
+    from snowfire.tasks import available_splits, describe
 
     spec = cfg.specs[task]
     how = method(spec)
@@ -74,14 +74,14 @@ def run_baseline(cfg: CompareConfig, task: str, store: str) -> dict[str, Any] | 
 
 
 def _labelled(spec, data: str | None, split: str) -> list | None:
-    from tasks import read_split
+    from snowfire.tasks import read_split
 
     gold = [e.label for e in read_split(spec, data, split)]
     return None if any(g is None for g in gold) else gold
 
 
 def _majority(spec, data: str | None, splits: list[str]) -> dict[str, Any]:
-    from tasks import evaluate
+    from snowfire.tasks import evaluate
 
     counts = Counter(_labelled(spec, data, "train") or [])
     if not counts:
@@ -97,9 +97,9 @@ def _majority(spec, data: str | None, splits: list[str]) -> dict[str, Any]:
 
 
 def _cosine(cfg: CompareConfig, spec, store: str, splits: list[str]) -> dict[str, Any]:
-    from cache import open_reader
-    from heads import cosine_scores
-    from tasks import evaluate
+    from snowfire.cache import open_reader
+    from snowfire.heads import cosine_scores
+    from snowfire.tasks import evaluate
 
     from .run import find_or_extract
 

@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Any
 
-from extractor import PAIR_ENCODINGS
-from options import check, option
+from snowfire.extractor import PAIR_ENCODINGS
+from snowfire.options import check, option
 
 #: The paper's ❄️ model per task (sec. 3): the BiLSTM-CRF for NER, BCN for sentiment, ESIM for
 #: sentence pairs; `--heads auto` trains it and the smallest head (linear) beside it.
@@ -106,8 +106,8 @@ class CompareConfig:
 
     def __post_init__(self) -> None:
         check(self)
-        from extractor import encoder_family
-        from tasks import get_task
+        from snowfire.extractor import encoder_family
+        from snowfire.tasks import get_task
 
         if encoder_family(self.encoder) == "elmo" and self.pair_encoding == "joint":
             raise ValueError("CompareConfig.pair_encoding: ELMo encodes each text alone; "
@@ -141,7 +141,7 @@ class CompareConfig:
         self._check_arms()
 
     def _check_arms(self) -> None:
-        from extractor import encoder_family
+        from snowfire.extractor import encoder_family
 
         extra = [a for a in self.arms if a not in ("snow", "fire")]
         if extra and encoder_family(self.encoder) != "hf":
@@ -163,7 +163,7 @@ class CompareConfig:
         if self.intermediate:
             from pathlib import Path
 
-            from tasks import TASK_NAMES
+            from snowfire.tasks import TASK_NAMES
 
             if self.intermediate not in TASK_NAMES and not Path(self.intermediate).is_dir():
                 raise ValueError(f"CompareConfig.intermediate: {self.intermediate!r} is neither "
@@ -174,7 +174,7 @@ class CompareConfig:
         return list(self.tasks) + [self._user(ref).name for ref in self.task_spec or []]
 
     def _user(self, ref):
-        from tasks import resolve_task
+        from snowfire.tasks import resolve_task
 
         try:
             return resolve_task(ref, base=self.data)
@@ -185,7 +185,7 @@ class CompareConfig:
     def specs(self) -> dict[str, Any]:
         """Every task of the comparison by name (`tasks.TaskSpec`): the registered ones, then
         the user's, in the order given."""
-        from tasks import get_task
+        from snowfire.tasks import get_task
 
         specs = {name: get_task(name) for name in self.tasks}
         for ref in self.task_spec or []:
@@ -205,7 +205,7 @@ class CompareConfig:
         caps = dict(budget[mode])
         if task in budget.get("subsample", {}):
             caps.setdefault("max_train_examples", budget["subsample"][task])
-        from extractor import encoder_family
+        from snowfire.extractor import encoder_family
 
         if encoder_family(self.encoder) != "hf":
             caps.pop("curve_points", None)  # ELMo: scored at epoch ends only (its state)
@@ -218,7 +218,7 @@ class CompareConfig:
     @property
     def pair_encoding_used(self) -> str:
         """The encoding of the pairs' ❄️ features: the option, else the family's default."""
-        from extractor import encoder_family
+        from snowfire.extractor import encoder_family
 
         if self.pair_encoding:
             return self.pair_encoding

@@ -401,7 +401,7 @@ class _RankPlan:
 
 
 def _spans(metric: str, gold: Sequence, preds: list, names: list[str]) -> _Additive:
-    from tasks import tag_spans
+    from snowfire.tasks import tag_spans
 
     chunks = [set(tag_spans(g, i)) for i, g in enumerate(gold)]
     f = np.zeros((len(gold), len(preds), 3))  # (N, S, 3): correct, predicted, gold chunks

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rundir import CONFIG, prediction_file
+from snowfire.rundir import CONFIG, prediction_file
 
 from .convergence import mark_curve, read_curve
 from .restarts import restart_spread
@@ -58,7 +58,7 @@ def convergence(cell: dict[str, Any], metric: str):
 def _predictions(cells: list[dict[str, Any]], split: str, kind: str) -> tuple[list, list[list]]:
     """Gold (from the first cell) and each cell's predictions on `split`; every cell must have
     scored the same examples in the same order."""
-    from tasks import read_predictions
+    from snowfire.tasks import read_predictions
 
     gold, preds = None, []
     for cell in cells:

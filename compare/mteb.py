@@ -40,8 +40,8 @@ def _model(identity: dict[str, Any], arm: str) -> tuple[str, str]:
 
 def _dataset_revision(data: str, task: str) -> str:
     """The task files' sha256s hashed together (MTEB records the dataset's revision)."""
-    from cache import digest
-    from tasks import available_splits, split_source
+    from snowfire.cache import digest
+    from snowfire.tasks import available_splits, split_source
 
     try:
         found = [split_source(task, data, s)["sha256"] for s in available_splits(task, data)]
@@ -68,7 +68,7 @@ def _scores(cells: list[dict[str, Any]], metric: str) -> dict[str, list[dict[str
 
 def _snow_details(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """Layers, scalar-mix weights (per seed) and dtype of a ❄️ arm, from its runs."""
-    from rundir import HEAD, SCALAR_MIX
+    from snowfire.rundir import HEAD, SCALAR_MIX
 
     head = json.loads((Path(cells[0]["run"]) / HEAD).read_text())
     layers = head["layers"]  # None: all of them
@@ -86,8 +86,8 @@ def _snow_details(cells: list[dict[str, Any]]) -> dict[str, Any]:
 def export_mteb(out: str | Path, directory: str | Path) -> list[Path]:
     """Write the comparison in `out` (its results.json and run directories) as MTEB results
     under `directory`; the files written, model_meta.json first per model."""
-    from cache import versions
-    from rundir import RESULTS, write_json
+    from snowfire.cache import versions
+    from snowfire.rundir import RESULTS, write_json
 
     from .config import BUDGETS
     from .report import _cost

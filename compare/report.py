@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rundir import (
+from snowfire.rundir import (
     CONFIG,
     GRID,
     LAYER_PLOT,
@@ -319,8 +319,8 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
 
 
 def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[str, Any]:
-    from cache import versions
-    from tasks import describe
+    from snowfire.cache import versions
+    from snowfire.tasks import describe
 
     out = Path(cfg.out)
     summary = summarise(cfg, cells, baselines, extraction)

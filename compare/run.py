@@ -33,7 +33,7 @@ def task_fields(spec) -> dict[str, Any]:
     """How a command's config names `spec`: a registered task by name, a user's by its
     recorded spec object (absolute paths, each file's sha256: a file edited mid-comparison is
     refused, never mixed in)."""
-    from tasks import describe
+    from snowfire.tasks import describe
 
     if spec.registered:
         return {"task": spec.name}
@@ -44,7 +44,7 @@ def task_fields(spec) -> dict[str, Any]:
 def check_tasks(cfg: CompareConfig) -> None:
     """Read every split of every task (each row checked) before anything is written: a bad
     row stops the comparison with its file and line, the store and OUT untouched."""
-    from tasks import TASK_NAMES, available_splits, get_task, read_split
+    from snowfire.tasks import TASK_NAMES, available_splits, get_task, read_split
 
     specs = list(cfg.specs.values())
     if cfg.intermediate in TASK_NAMES:  # arm seq fine-tunes on it first
@@ -60,10 +60,10 @@ def check_tasks(cfg: CompareConfig) -> None:
 
 def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     """The task's feature sets (every split in the data directory), extracted where missing."""
-    from cache import FeatureSetNotFoundError, open_reader
-    from extractor import ExtractConfig, run_extract
-    from rundir import write_json
-    from tasks import available_splits, split_source
+    from snowfire.cache import FeatureSetNotFoundError, open_reader
+    from snowfire.extractor import ExtractConfig, run_extract
+    from snowfire.rundir import write_json
+    from snowfire.tasks import available_splits, split_source
 
     record_path = Path(cfg.out) / "extract" / f"{task}.json"
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
@@ -103,9 +103,9 @@ def find_or_extract(encoder: str, store: str, task, data: str | None, split: str
                     who: str = "analyze"):  # fmt: skip
     """The feature set of one task split (`task`: a TaskSpec or a registered name) made from
     its current file, extracted first when the store lacks it."""
-    from cache import FeatureSetNotFoundError, open_reader
-    from extractor import ExtractConfig, run_extract
-    from tasks import as_spec, split_source
+    from snowfire.cache import FeatureSetNotFoundError, open_reader
+    from snowfire.extractor import ExtractConfig, run_extract
+    from snowfire.tasks import as_spec, split_source
 
     spec = as_spec(task)
     source = split_source(spec, data, split)
@@ -129,7 +129,7 @@ def find_or_extract(encoder: str, store: str, task, data: str | None, split: str
 def intermediate_run(cfg: CompareConfig) -> str | None:
     """Arm seq's starting encoder's run: --intermediate's run directory, or where compare runs
     the registered task it names."""
-    from tasks import TASK_NAMES
+    from snowfire.tasks import TASK_NAMES
 
     if not cfg.intermediate:
         return None
@@ -140,7 +140,7 @@ def intermediate_run(cfg: CompareConfig) -> str | None:
 
 def plan(cfg: CompareConfig) -> list[dict[str, Any]]:
     """Every cell of the comparison, in the order they run."""
-    from tasks import TASK_NAMES
+    from snowfire.tasks import TASK_NAMES
 
     from .arms import PROBE, fine_tuning_arms
 
@@ -180,7 +180,7 @@ def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> di
     spec = cfg.specs.get(cell["task"])
     task = task_fields(spec) if spec is not None else {"task": cell["task"]}
     if cell["mode"] in ("snow", "probe"):
-        from heads import TrainConfig, train
+        from snowfire.heads import TrainConfig, train
 
         hparams = PROBE["hparams"] if cell["mode"] == "probe" else cfg.hparams
         return train(TrainConfig(
@@ -188,8 +188,8 @@ def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> di
             out=cell["run"], seed=cell["seed"], pair_encoding=pair_encoding, progress=cfg.progress,
             device=cfg.device, hparams=dict(hparams), **task, **caps["snow"],
         ))  # fmt: skip
-    from finetune import FinetuneConfig
-    from finetune import train as finetune
+    from snowfire.finetune import FinetuneConfig
+    from snowfire.finetune import train as finetune
 
     # full: the rate and epochs tuned on dev as the paper did (`snowfire finetune --grid shared`)
     grid = "shared" if cfg.budget == "full" else None
@@ -272,7 +272,7 @@ def _on_ray(cfg: CompareConfig, cells: list[dict], extraction: dict):
     it finishes. A cell's seed is in its config, so its result is the sequential one."""
     import ray
 
-    from extractor import cluster_gpus, connect_ray
+    from snowfire.extractor import cluster_gpus, connect_ray
 
     connect_ray(cfg.ray)
     gpu = cluster_gpus() > 0

@@ -37,7 +37,7 @@ DTYPES = ("float16", "int8")
 
 def subset(data: Path, out: Path, task: str, n: int) -> Path:
     """A data folder with the task's dev split and the first `n` training examples."""
-    from tasks import get_task
+    from snowfire.tasks import get_task
 
     spec = get_task(task)
     src, dst = data / spec.folder, out / "data" / spec.folder
@@ -82,9 +82,9 @@ def main() -> int:
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--tasks", default=",".join(CELLS))
     args = p.parse_args()
-    from rundir import METRICS
+    from snowfire.rundir import METRICS
 
-    exe = [sys.executable, "-m", "cli"]
+    exe = [sys.executable, "-m", "snowfire.cli"]
     results = []
     for task in args.tasks.split(","):
         head, train_flags, extract_flags, metric = CELLS[task]

@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.analyses) - set(ANALYSES))
     if unknown:
         p.error(f"--analyses: unknown {unknown}; choose from {', '.join(ANALYSES)}")
-    from cli import main as snowfire
+    from snowfire.cli import main as snowfire
 
     if not args.compose_only:
         for cmd in commands(args)[:1]:  # compare first: probes reads its 🔥 runs

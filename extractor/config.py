@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from cache import DEFAULT_TILES, STORED_DTYPES, TILES
-from options import check, option
-from tasks import SPLITS, TASK_NAMES
+from snowfire.cache import DEFAULT_TILES, STORED_DTYPES, TILES
+from snowfire.options import check, option
+from snowfire.tasks import SPLITS, TASK_NAMES
 
 ENCODER_FORMS = "'minilm', 'hf:NAME_OR_DIR', 'elmo:OPTIONS.json,WEIGHTS.hdf5' or 'elmo:DIR'"
 #: How the two texts of a pair are encoded: one joint input, or each text alone.
@@ -116,7 +116,7 @@ class ExtractConfig:
         """The task to read (`tasks.TaskSpec`), or None for a raw text file or no input."""
         if self.task is None and self.task_spec is None:
             return None
-        from tasks import config_task
+        from snowfire.tasks import config_task
 
         return config_task("ExtractConfig", self.task, self.task_spec, self.data)
 

@@ -21,7 +21,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 
-from cache import Store, digest, example_key
+from snowfire.cache import Store, digest, example_key
 
 from .base import Encoder, TextInput
 from .config import ExtractConfig

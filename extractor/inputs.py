@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cache import FeatureSetInfo, file_sha256, is_bucket, open_store
+from snowfire.cache import FeatureSetInfo, file_sha256, is_bucket, open_store
 
 from .base import TextInput
 from .config import ExtractConfig
@@ -45,7 +45,7 @@ def gather_inputs(
     """A task's splits (every split present by default; `task` a TaskSpec or a registered
     name), every row of each read and checked before anything is extracted, or one raw text
     file."""
-    from tasks import (
+    from snowfire.tasks import (
         as_spec,
         available_splits,
         read_split,
@@ -78,7 +78,7 @@ def source_payloads(source: dict[str, Any]) -> list[dict[str, Any]]:
     """The texts (`TextInput.payload()`) of a source `gather_inputs` recorded, read again from
     its file; ValueError when none is recorded or the file's sha256 is no longer the one
     recorded (FileNotFoundError when it is gone)."""
-    from tasks import file_digest, read_source, read_text_file
+    from snowfire.tasks import file_digest, read_source, read_text_file
 
     if source.get("kind") not in ("file", "task") or not source.get("path"):
         raise ValueError(f"no source file recorded (source: {source or 'none'})")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cache import (
+from snowfire.cache import (
     STORE_FORMAT_VERSION,
     IncompatibleStoreError,
     digest,
@@ -27,8 +27,8 @@ from cache import (
     example_key,
     identity_content,
 )
-from cache import migration as files
-from options import check, option
+from snowfire.cache import migration as files
+from snowfire.options import check, option
 
 from .config import ExtractConfig
 from .encoders import load_encoder

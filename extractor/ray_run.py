@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cache import is_bucket
+from snowfire.cache import is_bucket
 
 
 def cluster_gpus() -> float:
@@ -48,7 +48,7 @@ class SegmentWorker:
     def __init__(self, factory: Callable[[], Any], store: str, threads: int | None):
         import torch
 
-        from cache import open_store
+        from snowfire.cache import open_store
 
         if threads:
             torch.set_num_threads(threads)

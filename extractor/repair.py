@@ -11,7 +11,7 @@ missing examples are computed again, and the set's manifest is written again as 
 
 from __future__ import annotations
 
-from cache import Damage, Report, Store, encoder_id, open_store, quarantine, repair_files
+from snowfire.cache import Damage, Report, Store, encoder_id, open_store, quarantine, repair_files
 
 from .base import TextInput
 from .config import ExtractConfig

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from cache import (
+from snowfire.cache import (
     QUANTIZATION,
     FeatureSetInfo,
     Store,

@@ -27,7 +27,7 @@ def _np(t) -> np.ndarray:
 
 def tf_arrays(bilm: nn.Module) -> dict[str, np.ndarray]:
     """Every weight of the biLM as the HDF5 file stores it, keyed like the file."""
-    from extractor import expected_shapes
+    from snowfire.extractor import expected_shapes
 
     cnn = bilm.token_embedder
     out = {"char_embed": _np(cnn.char_embedding.weight[1:])}  # (n_characters - 1, E)
@@ -67,7 +67,7 @@ def save_bilm(bilm: nn.Module, folder: str | os.PathLike) -> tuple[Path, Path]:
     """
     import h5py
 
-    from cache import atomic_write
+    from snowfire.cache import atomic_write
 
     def write_weights(f) -> None:
         with h5py.File(f, "w") as h5:

@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass, fields
 from functools import cached_property
 from typing import Any
 
-from extractor import ENCODER_FORMS, encoder_family
-from options import check, option
-from tasks import TASK_NAMES
+from snowfire.extractor import ENCODER_FORMS, encoder_family
+from snowfire.options import check, option
+from snowfire.tasks import TASK_NAMES
 
 from .recipe import (
     FAMILY_RECIPE,
@@ -205,7 +205,7 @@ class FinetuneConfig:
     @cached_property
     def spec(self):
         """The task (`tasks.TaskSpec`): `task` or `task_spec`, resolved and checked."""
-        from tasks import config_task
+        from snowfire.tasks import config_task
 
         return config_task("FinetuneConfig", self.task, self.task_spec, self.data)
 

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from heads import enhance, masked_max, pool_pair
+from snowfire.heads import enhance, masked_max, pool_pair
 
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
@@ -52,7 +52,7 @@ class ElmoFinetuner(nn.Module):
         lstm: int = 0,
     ) -> None:
         super().__init__()
-        from heads import ScalarMix
+        from snowfire.heads import ScalarMix
 
         self.bilm = bilm
         self.kind, self.pair, self.bi_attention = kind, pair, bi_attention
@@ -78,7 +78,7 @@ class ElmoFinetuner(nn.Module):
     @torch.no_grad()
     def refresh_state(self) -> None:
         """The warm-up state of the current weights (`extractor.warmup_state`)."""
-        from extractor import warmup_state
+        from snowfire.extractor import warmup_state
 
         state = warmup_state(self.bilm, self.warm_h.device)  # h (2, n, 1, P), c (2, n, 1, C)
         self.warm_h.copy_(state.h)
@@ -87,7 +87,7 @@ class ElmoFinetuner(nn.Module):
     # ------------------------------------------------------------------ data
     def collate(self, examples: Sequence[Any]) -> dict[str, torch.Tensor]:
         """Char ids of every sentence: (B, T+2, C), pairs (2B, T+2, C) as [a_1..a_B, b_1..b_B]."""
-        from extractor import batch_to_ids
+        from snowfire.extractor import batch_to_ids
 
         sentences = [list(e.words_a) for e in examples]
         if self.pair:
@@ -110,7 +110,7 @@ class ElmoFinetuner(nn.Module):
     # ------------------------------------------------------------------ model
     def layers(self, chars: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """biLM layers of every word from the fixed state: (L, B, T, D) and mask (B, T)."""
-        from extractor import LstmState
+        from snowfire.extractor import LstmState
 
         n = chars.shape[0]
         state = LstmState(

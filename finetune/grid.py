@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rundir import (
+from snowfire.rundir import (
     CONFIG,
     GRID,
     GRID_JSON,

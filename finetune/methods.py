@@ -107,7 +107,7 @@ def load_probe(run: str | Path, dim: int, num_labels: int) -> dict[str, torch.Te
     layer reads (the top layer's [CLS] state): {"weight": (K, D), "bias": (K,)}."""
     from safetensors.torch import load_file
 
-    from rundir import HEAD, WEIGHTS
+    from snowfire.rundir import HEAD, WEIGHTS
 
     run = Path(run)
     if not (run / HEAD).is_file():

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from tasks import example_length, length_batches
+from snowfire.tasks import example_length, length_batches
 
 from .config import FinetuneConfig
 
@@ -19,7 +19,7 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
     """The model for `cfg.encoder` and the task, and the identity of the starting encoder."""
     num_labels = 1 if spec.kind == "regression" else len(spec.labels)
     if cfg.family == "hf":
-        from extractor import MINILM_NAME, hf_identity, minilm_dir, resolve_model_dir
+        from snowfire.extractor import MINILM_NAME, hf_identity, minilm_dir, resolve_model_dir
 
         from .bert import BertFinetuner
 
@@ -42,8 +42,8 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
         # the extractor's identity of the starting encoder: the same hashes a store keys on
         config = model.encoder.config
         return model, hf_identity(Path(model_dir), config, name=name, spec=cfg.encoder)
-    from cache import file_sha256
-    from extractor import ElmoBiLM, resolve_elmo_spec
+    from snowfire.cache import file_sha256
+    from snowfire.extractor import ElmoBiLM, resolve_elmo_spec
 
     from .elmo import ElmoFinetuner
 
@@ -79,25 +79,25 @@ def start_hashes(cfg: FinetuneConfig, identity: dict | None = None) -> dict[str,
     weights hash is taken as it is. Without it nothing is loaded and the hub is never asked:
     only an encoder in local files (the bundled MiniLM, a model folder, an ELMo file) is hashed,
     and a hub name's run keeps its revision in its record instead."""
-    from cache import file_sha256
+    from snowfire.cache import file_sha256
 
     start = {}
     if identity is not None:
         start["encoder_weights_sha256"] = identity["weights_sha256"]
     elif cfg.family == "hf":
-        from extractor import minilm_dir, weights_sha256
+        from snowfire.extractor import minilm_dir, weights_sha256
 
         name = cfg.encoder.split(":", 1)[-1]
         folder = minilm_dir() if cfg.encoder == "minilm" else Path(name).expanduser()
         if folder.is_dir():
             start["encoder_weights_sha256"] = weights_sha256(folder)
     else:
-        from extractor import resolve_elmo_spec
+        from snowfire.extractor import resolve_elmo_spec
 
         _, weights = resolve_elmo_spec(cfg.encoder.split(":", 1)[1])
         start["encoder_weights_sha256"] = file_sha256(weights)
     if cfg.init_head:
-        from rundir import WEIGHTS
+        from snowfire.rundir import WEIGHTS
 
         probe = Path(cfg.init_head) / WEIGHTS
         start["init_head_sha256"] = file_sha256(probe) if probe.is_file() else "(missing)"
@@ -114,7 +114,7 @@ def saved_start(record: dict) -> dict[str, str]:
 def check_start(saved: dict[str, str], start: dict[str, str], what: str) -> None:
     """Refuse (rundir.RunConfigError) a run whose saved start differs from `start`; the message
     starts with `what` and names each hash, saved and now."""
-    from rundir import RunConfigError
+    from snowfire.rundir import RunConfigError
 
     changed = {k: (saved.get(k, "(not saved)"), v) for k, v in start.items() if saved.get(k) != v}
     if changed:

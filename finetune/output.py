@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from heads import IGNORE_INDEX, TagScores, decode_tags, tag_loss
-from tasks import KINDS
+from snowfire.heads import IGNORE_INDEX, TagScores, decode_tags, tag_loss
+from snowfire.tasks import KINDS
 
 __all__ = ["IGNORE_INDEX", "KINDS", "OutputLayer", "TagScores"]
 
@@ -56,7 +56,7 @@ class OutputLayer(nn.Module):
         self.kind, self.pad_tag = kind, pad_tag
         self.dropout = nn.Dropout(dropout)
         if lstm:
-            from heads import BiLSTM
+            from snowfire.heads import BiLSTM
 
             self.lstm = BiLSTM(in_dim, lstm)
             in_dim = self.lstm.output_dim  # 2 * lstm

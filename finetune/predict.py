@@ -13,14 +13,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rundir import BEST, CONFIG, METRICS
+from snowfire.rundir import BEST, CONFIG, METRICS
 
 
 def load_run(run: str | Path, device: str | None = None):
     """(the model in eval mode, the task spec) of a finished 🔥 run."""
     import torch
 
-    from tasks import spec_from_record
+    from snowfire.tasks import spec_from_record
 
     from .config import FinetuneConfig
     from .model import build_model, load_trained
@@ -49,7 +49,7 @@ def load_run(run: str | Path, device: str | None = None):
 def predict_run_texts(run: str | Path, texts: str | Path, out: str | Path, *,
                       device: str | None = None, batch_size: int = 32) -> list:  # fmt: skip
     """Predict every text of `texts` with the 🔥 run; write `out`; the decoded labels."""
-    from tasks import decode, read_text_file, write_predictions
+    from snowfire.tasks import decode, read_text_file, write_predictions
 
     from .model import predict
 

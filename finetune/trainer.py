@@ -30,8 +30,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from cache import versions
-from rundir import (
+from snowfire.cache import versions
+from snowfire.rundir import (
     BEST,
     CHECKPOINT,
     CONFIG,
@@ -47,7 +47,7 @@ from rundir import (
     write_json,
     write_lines,
 )
-from tasks import decode, describe, example_length, gold_of, write_predictions
+from snowfire.tasks import decode, describe, example_length, gold_of, write_predictions
 
 from .config import FinetuneConfig
 from .model import (
@@ -220,7 +220,7 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
         fit.save(ckpt_path, cfg, state, start)
 
     # -- loop
-    from rundir import PeakMemory
+    from snowfire.rundir import PeakMemory
 
     with PeakMemory(device) as peak:
         _epochs(fit, cfg, spec, examples, state, out_dir, clock, zero, checkpoint, on_step)
@@ -238,7 +238,7 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
 
 def _cost(fit: _Fit, out_dir: Path, examples, state: TrainState, seconds: float):
     """The run's cost: parameters trained, training examples per second, bytes it keeps."""
-    from rundir import saved_bytes
+    from snowfire.rundir import saved_bytes
 
     trained = sum(p.numel() for g in fit.optimizer.param_groups for p in g["params"])
     seen = len(examples["train"]) * len(state.history)
@@ -277,7 +277,7 @@ def _epochs(fit: _Fit, cfg, spec, examples, state, out_dir, clock, zero, checkpo
 def _examples(cfg: FinetuneConfig):
     """The task's examples per split present (train and dev needed, with gold labels), every
     row checked; `max_train_examples` drawn at random with the seed, kept in file order."""
-    from tasks import available_splits, read_split, train_subset
+    from snowfire.tasks import available_splits, read_split, train_subset
 
     spec = cfg.spec
     splits = available_splits(spec, cfg.data)
@@ -381,7 +381,7 @@ def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, check
 def _curve_point(fit: _Fit, cfg, dev_set, at: float) -> dict[str, Any]:
     """Dev scored mid-epoch at position `at` (epochs), for the curve only; training resumes
     unchanged (BERT family: no state, no random numbers drawn)."""
-    from tasks import evaluate
+    from snowfire.tasks import evaluate
 
     spec = cfg.spec
     preds = decode(spec, predict(fit.model, dev_set, cfg.batch_size, fit.device))
@@ -392,7 +392,7 @@ def _curve_point(fit: _Fit, cfg, dev_set, at: float) -> dict[str, Any]:
 def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out_dir: Path):
     """Score dev, keep the best weights (RUN/best.pt), update early stopping; the epoch's
     log record."""
-    from tasks import evaluate
+    from snowfire.tasks import evaluate
 
     preds = decode(spec, predict(fit.model, dev_set, cfg.batch_size, fit.device))
     dev = evaluate(spec, gold_of(spec, dev_set), preds)
@@ -416,7 +416,7 @@ def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out
 def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path) -> dict[str, dict[str, float]]:
     """Every split scored with the best weights: predictions and the encoder written, the
     metrics returned (the caller writes metrics.json last)."""
-    from tasks import evaluate
+    from snowfire.tasks import evaluate
 
     model = fit.model
     load_trained(model, torch.load(out_dir / BEST, map_location=fit.device, weights_only=True))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cache import FeatureSetInfo, Reader
+from snowfire.cache import FeatureSetInfo, Reader
 
 
 def cosine_scores(

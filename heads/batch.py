@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 import torch
 
-from cache import ExampleBatch
-from tasks import KINDS
+from snowfire.cache import ExampleBatch
+from snowfire.tasks import KINDS
 
 IGNORE_INDEX = -100  # padded tag positions (what nn.CrossEntropyLoss ignores)
 

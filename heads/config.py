@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Any
 
-from extractor import PAIR_ENCODINGS
-from options import check, option
-from tasks import TASK_NAMES
+from snowfire.extractor import PAIR_ENCODINGS
+from snowfire.options import check, option
+from snowfire.tasks import TASK_NAMES
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class TrainConfig:
         for name in ("store", "encoder", "head", "out"):
             if not getattr(self, name):
                 raise ValueError(f"TrainConfig.{name}: expected a non-empty string")
-        from extractor import encoder_family
+        from snowfire.extractor import encoder_family
 
         from .registry import check_head
 
@@ -98,7 +98,7 @@ class TrainConfig:
     @cached_property
     def spec(self):
         """The task (`tasks.TaskSpec`): `task` or `task_spec`, resolved and checked."""
-        from tasks import config_task
+        from snowfire.tasks import config_task
 
         return config_task("TrainConfig", self.task, self.task_spec, self.data)
 

@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from cache import ExampleBatch, FeatureSetInfo, Reader
-from tasks import gold_of, length_batches
+from snowfire.cache import ExampleBatch, FeatureSetInfo, Reader
+from snowfire.tasks import gold_of, length_batches
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cache import identity_content, open_reader
-from options import check, option
-from rundir import CONFIG, HEAD, WEIGHTS
-from tasks import Example, decode, get_task, read_split, spec_from_record, write_predictions
+from snowfire.cache import identity_content, open_reader
+from snowfire.options import check, option
+from snowfire.rundir import CONFIG, HEAD, WEIGHTS
+from snowfire.tasks import Example, decode, get_task, read_split, spec_from_record, write_predictions
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ def predict_texts(
     """Extract `texts` (a text file, as `snowfire extract --input` reads it) with the run's
     encoder (every option its identity records: `ExtractConfig.from_identity`), then predict
     them with the run's head."""
-    from extractor import ExtractConfig, run_extract
+    from snowfire.extractor import ExtractConfig, run_extract
 
     _, meta = load_head(run)
     with tempfile.TemporaryDirectory(prefix="snowfire-predict-") as tmp:

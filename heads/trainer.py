@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rundir import (
+from snowfire.rundir import (
     CONFIG,
     HEAD,
     LOG,
@@ -31,7 +31,7 @@ from rundir import (
     write_json,
     write_lines,
 )
-from tasks import decode, gold_of, write_predictions
+from snowfire.tasks import decode, gold_of, write_predictions
 
 from .config import TrainConfig
 from .data import task_targets
@@ -61,8 +61,8 @@ def _featureset(reader, cfg: TrainConfig, split: str, n_examples: int):
     """The feature set of one split of the task: made by the encoder from this very file
     (its sha256 and, for a user task, how it is read), so an edited file is never trained on
     with the features of its old texts."""
-    from cache import FeatureSetNotFoundError
-    from tasks import split_source
+    from snowfire.cache import FeatureSetNotFoundError
+    from snowfire.tasks import split_source
 
     source = split_source(cfg.spec, cfg.data, split)
     try:
@@ -138,7 +138,7 @@ def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
 
 def _examples(cfg: TrainConfig) -> dict[str, list]:
     """The examples of every split present (train and dev needed), each row checked."""
-    from tasks import available_splits, read_split
+    from snowfire.tasks import available_splits, read_split
 
     spec = cfg.spec
     splits = available_splits(spec, cfg.data)
@@ -152,8 +152,8 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
     import torch
     from tqdm import tqdm
 
-    from cache import open_reader
-    from tasks import evaluate, train_subset
+    from snowfire.cache import open_reader
+    from snowfire.tasks import evaluate, train_subset
 
     from .batch import collate
     from .registry import build_head
@@ -206,7 +206,7 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
     history: list[dict] = []  # RUN/log.jsonl, rewritten whole after every epoch
 
     # -- loop
-    from rundir import PeakMemory
+    from snowfire.rundir import PeakMemory
 
     peak = PeakMemory(device).start()
     best, best_state, bad, started = -float("inf"), None, 0, time.perf_counter()
@@ -278,7 +278,7 @@ def _write_run(
 ) -> None:
     from safetensors.torch import save
 
-    from tasks import describe
+    from snowfire.tasks import describe
 
     from .scalar_mix import ScalarMix
 

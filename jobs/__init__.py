@@ -22,7 +22,6 @@ from .home import HOME_ENV, Home
 from .joblog import progress_of, read_tail, tail_lines
 from .kinds import JOB_KINDS, JobKind, job_kind
 from .launcher import run_up
-from .process import python_command
 from .queue import FINAL, STATUSES, Job, JobQueue, new_job_id
 from .ray_jobs import RayDispatch
 from .worker import WorkerConfig, check_worker, run_worker
@@ -49,7 +48,6 @@ __all__ = [
     "new_job_id",
     "params_model",
     "progress_of",
-    "python_command",
     "read_tail",
     "run_up",
     "run_worker",

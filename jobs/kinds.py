@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from options import check, option
+from snowfire.options import check, option
 
 
 @dataclass(frozen=True)
@@ -51,50 +51,50 @@ def split_limits(params: dict[str, Any]) -> tuple[JobLimits, dict[str, Any]]:
 
 
 def _run_extract(params: dict[str, Any]) -> dict[str, Any]:
-    from extractor import ExtractConfig, run_extract
+    from snowfire.extractor import ExtractConfig, run_extract
 
     made = run_extract(ExtractConfig(**params))
     return {"featuresets": [info.summary() for info in made]}
 
 
 def _run_train(params: dict[str, Any]) -> dict[str, Any]:
-    from heads import TrainConfig, train
+    from snowfire.heads import TrainConfig, train
 
     return train(TrainConfig(**params))
 
 
 def _run_finetune(params: dict[str, Any]) -> dict[str, Any]:
-    from finetune import FinetuneConfig, train
+    from snowfire.finetune import FinetuneConfig, train
 
     return train(FinetuneConfig(**params))
 
 
 def _run_compare(params: dict[str, Any]) -> dict[str, Any]:
-    from compare import CompareConfig, run_compare
+    from snowfire.compare import CompareConfig, run_compare
 
     return run_compare(CompareConfig(**params))
 
 
 def _compare_config() -> type:
-    from compare import CompareConfig
+    from snowfire.compare import CompareConfig
 
     return CompareConfig
 
 
 def _extract_config() -> type:
-    from extractor import ExtractConfig
+    from snowfire.extractor import ExtractConfig
 
     return ExtractConfig
 
 
 def _train_config() -> type:
-    from heads import TrainConfig
+    from snowfire.heads import TrainConfig
 
     return TrainConfig
 
 
 def _finetune_config() -> type:
-    from finetune import FinetuneConfig
+    from snowfire.finetune import FinetuneConfig
 
     return FinetuneConfig
 

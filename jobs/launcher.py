@@ -15,12 +15,11 @@ import time
 
 from .home import Home
 from .kinds import JOB_KINDS
-from .process import python_command
 
 
 def commands(home: Home, host: str, port: int) -> dict[str, list[str]]:
     """name -> the command of each process `up` starts (the service on `host`:`port`)."""
-    snowfire = python_command("cli")
+    snowfire = [sys.executable, "-m", "snowfire.cli"]
     root = str(home.root)
     out = {"api": [*snowfire, "serve", "--home", root, "--host", host, "--port", str(port)]}
     for kind in JOB_KINDS:

@@ -117,7 +117,7 @@ def validate_params(kind: str, params: dict[str, Any], home: Home, job_id: str) 
 
 def _splits(spec, data: str | None, needed: list[str]) -> None:
     """Every split of `spec` in `needed` has its file, and at least one split is there."""
-    from tasks import available_splits, split_path
+    from snowfire.tasks import available_splits, split_path
 
     present = available_splits(spec, data)
     missing = [s for s in needed if s not in present]
@@ -188,7 +188,7 @@ def _run_dirs(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
     if p.get("init_head"):  # finetune's LP-FT probe run: a path, kept where jobs may read
         p["init_head"] = home.path(p["init_head"])
     if p.get("intermediate"):  # compare's arm seq: a registered task, or a run directory
-        from tasks import TASK_NAMES
+        from snowfire.tasks import TASK_NAMES
 
         if p["intermediate"] not in TASK_NAMES:
             p["intermediate"] = home.path(p["intermediate"])

@@ -75,7 +75,7 @@ class RayWorker(Worker):
     def run_job(self, job: Job) -> str:
         import ray
 
-        from extractor import cluster_gpus
+        from snowfire.extractor import cluster_gpus
 
         log.info("ray worker %s: job %s (%s, attempt %d)", self.id, job.id, job.kind, job.attempts)
         with self.home.log(job.id).open("ab") as fh:
@@ -139,7 +139,7 @@ class RayDispatch:
     """`slots` RayWorker threads per job kind, for the life of the service."""
 
     def __init__(self, home: Home, address: str, *, slots: int, poll: float = 1.0):
-        from extractor import connect_ray
+        from snowfire.extractor import connect_ray
 
         connect_ray(address)
         self.stop = threading.Event()

@@ -1,5 +1,5 @@
 """The child process that runs one job: `jobs.runner --home HOME JOB_ID` (started by its
-worker with `jobs.process.python_command`).
+worker as `python -m snowfire.jobs.runner`).
 
 Its worker starts it with stdout and stderr sent to HOME/jobs/<id>.log, heartbeats the lease
 while it runs and kills its process group to cancel it. The runner is tethered to that worker
@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 
-from rundir import write_json
+from snowfire.rundir import write_json
 
 from . import tether
 from .home import Home
@@ -26,7 +26,7 @@ from .queue import JobQueue
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="jobs.runner", description=__doc__)
+    p = argparse.ArgumentParser(prog="snowfire.jobs.runner", description=__doc__)
     p.add_argument("--home", required=True)
     p.add_argument("--parent", type=int, help="pid of the worker: the runner dies with it")
     p.add_argument("--lease", help="the claim's lease token: the runner stops once it is not")

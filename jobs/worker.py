@@ -28,12 +28,11 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from options import check, option
+from snowfire.options import check, option
 
 from .home import HOME_ENV, Home
 from .joblog import read_tail, tail_lines
 from .kinds import JOB_KINDS, split_limits
-from .process import python_command
 from .queue import Job, JobQueue
 
 log = logging.getLogger(__name__)
@@ -99,10 +98,10 @@ class Worker:
 
     def command(self, job: Job) -> list[str]:
         """The child process that runs `job`."""
-        return python_command(
-            "jobs.runner", "--home", str(self.home.root), "--parent", str(os.getpid()),
+        return [
+            sys.executable, "-m", "snowfire.jobs.runner", "--home", str(self.home.root), "--parent", str(os.getpid()),
             "--lease", str(job.lease), "--watch", str(self.beat), job.id,
-        )  # fmt: skip
+        ]  # fmt: skip
 
     def run(self, *, once: bool = False, stop: threading.Event | None = None) -> int:
         """Claim and run jobs until `stop` is set (or, with `once`, after at most one job);
@@ -176,7 +175,7 @@ class Worker:
     def expire(self, job: Job, limit: float, elapsed: float) -> str:
         """Fail `job`, whose runner was killed at its deadline; its run directory (params
         `out`, where the kind has one) is left as the kill left it, marked rundir.DEADLINE."""
-        from rundir import DEADLINE, write_json
+        from snowfire.rundir import DEADLINE, write_json
 
         error = f"deadline exceeded after {limit:g} s"
         out = job.params.get("out")

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from options import volatile_fields
+from snowfire.options import volatile_fields
 
 from .files import CONFIG, METRICS
 

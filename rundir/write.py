@@ -21,7 +21,7 @@ from typing import Any
 def atomic_write(path: str | Path, data) -> None:
     """`data` (text, bytes, or a function given the open binary file) at `path`, whole or not
     at all: `cache.atomic_write`, the one implementation."""
-    from cache import atomic_write as write
+    from snowfire.cache import atomic_write as write
 
     write(path, data)
 

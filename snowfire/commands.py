@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cache import FeatureSetInfo, Reader
-    from compare import CompareConfig
-    from extractor import ExtractConfig
-    from finetune import FinetuneConfig
-    from heads import PredictConfig, TrainConfig
+    from snowfire.cache import FeatureSetInfo, Reader
+    from snowfire.compare import CompareConfig
+    from snowfire.extractor import ExtractConfig
+    from snowfire.finetune import FinetuneConfig
+    from snowfire.heads import PredictConfig, TrainConfig
 
     from .results import CompareResult, FinetuneResult, PredictResult, TrainResult
 
@@ -38,7 +38,7 @@ def open_store(location: str | os.PathLike) -> Reader:
     object storage, or a snowfire service at `http(s)://host:port`. Every one answers the
     same `cache.Reader` methods (`list_featuresets`, `find_featureset`, `read`, ...) with the
     same bytes (tests/test_reader_contract.py)."""
-    from cache import open_reader
+    from snowfire.cache import open_reader
 
     if not isinstance(location, (str, os.PathLike)) or not str(location):
         raise TypeError(f"snowfire.open_store: expected a path or URL, got {location!r}")
@@ -48,7 +48,7 @@ def open_store(location: str | os.PathLike) -> Reader:
 def extract(config: ExtractConfig) -> list[FeatureSetInfo]:
     """`snowfire extract`: run the encoder once over the config's texts and store all layers.
     Every feature set made (or found complete in the store), one per split or input file."""
-    from extractor import ExtractConfig, run_extract
+    from snowfire.extractor import ExtractConfig, run_extract
 
     _expect(config, ExtractConfig, "extract")
     return run_extract(config)
@@ -58,8 +58,8 @@ def train(config: TrainConfig) -> TrainResult:
     """`snowfire train`: fit a ❄️ head on cached features (the encoder never runs); writes
     the run directory `config.out`. A finished run of the same config there is returned as it
     is; one of another config is refused (rundir.RunConfigError naming the fields)."""
-    from heads import TrainConfig
-    from heads import train as train_head
+    from snowfire.heads import TrainConfig
+    from snowfire.heads import train as train_head
 
     from .results import TrainResult
 
@@ -70,8 +70,8 @@ def train(config: TrainConfig) -> TrainResult:
 def finetune(config: FinetuneConfig) -> FinetuneResult:
     """`snowfire finetune`: 🔥 fine-tune the whole encoder (the baseline); re-running the same
     config on the same `config.out` resumes it. With `grid` set, the grid and its chosen cell."""
-    from finetune import FinetuneConfig
-    from finetune import train as finetune_encoder
+    from snowfire.finetune import FinetuneConfig
+    from snowfire.finetune import train as finetune_encoder
 
     from .results import FinetuneResult
 
@@ -86,7 +86,7 @@ def compare(
     zero-training baseline and a verdict; OUT/results.json, table.md and plots. Finished cells
     are read back, so a rerun recomputes nothing. `export_mteb`: also write MTEB-shaped results
     there (`CompareResult.export_mteb`)."""
-    from compare import CompareConfig, run_compare
+    from snowfire.compare import CompareConfig, run_compare
 
     from .results import CompareResult
 
@@ -104,15 +104,15 @@ def predict(config: PredictConfig) -> PredictResult:
     text file. Writes `config.out` and returns the predictions."""
     import json
 
-    from heads import PredictConfig, run_predict
-    from rundir import CONFIG
+    from snowfire.heads import PredictConfig, run_predict
+    from snowfire.rundir import CONFIG
 
     from .results import PredictResult
 
     _expect(config, PredictConfig, "predict")
     recorded = Path(config.run) / CONFIG
     if recorded.is_file() and "finetune" in json.loads(recorded.read_text()):
-        from finetune import predict_run_texts
+        from snowfire.finetune import predict_run_texts
 
         if config.input is None:
             raise ValueError(f"predict: {config.run} is a 🔥 run: it reads texts (--input FILE), "

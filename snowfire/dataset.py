@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from cache import POOLS, ExampleBatch, FeatureSetInfo, Reader, open_reader, reduce_batch
+from snowfire.cache import POOLS, ExampleBatch, FeatureSetInfo, Reader, open_reader, reduce_batch
 
 #: Every pool of an item: none (every token), or the service's (cache.POOLS).
 ITEM_POOLS = ("none", *POOLS)
@@ -67,7 +67,7 @@ class _Features:
 
     def _kind(self) -> str:
         """The task's kind where the set is a task's split (what collate pads labels as)."""
-        from tasks import TASKS
+        from snowfire.tasks import TASKS
 
         return TASKS[self.info.task].kind if self.info.task in TASKS else "classification"
 
@@ -81,8 +81,8 @@ class _Features:
             return labels
         if data is None:
             return None
-        from heads import task_targets
-        from tasks import get_task, read_split
+        from snowfire.heads import task_targets
+        from snowfire.tasks import get_task, read_split
 
         if self.info.task is None or self.info.split is None:
             raise ValueError(f"data: {self.info.id} is no task split (extracted from --input); "
@@ -140,7 +140,7 @@ class _Features:
         tokens), word_ids (B, S) (-1 on specials and padding), type_ids (B, S), labels (B,) or
         (B, T) tags (-100 on padding) where the items have labels; pairs also get their two
         texts' pieces (features_a, mask_a, ...) and tagging sets the word-level fields."""
-        from heads import collate
+        from snowfire.heads import collate
 
         if not items:
             raise ValueError("collate: no items")

@@ -13,7 +13,7 @@ Metrics = dict[str, dict[str, float]]  # {split: {metric: value}}
 
 
 def _score(metrics: Metrics, split: str, metric: str | None, task: str) -> float:
-    from tasks import get_task
+    from snowfire.tasks import get_task
 
     if split not in metrics:
         raise KeyError(f"no {split!r} scores; splits scored: {', '.join(metrics) or 'none'}")
@@ -47,7 +47,7 @@ class TrainResult:
     @classmethod
     def from_run(cls, run: str | Path, metrics: Metrics | None = None) -> TrainResult:
         """The result of the finished run in directory `run`."""
-        from rundir import CONFIG, METRICS, SCALAR_MIX
+        from snowfire.rundir import CONFIG, METRICS, SCALAR_MIX
 
         run = Path(run)
         config = json.loads((run / CONFIG).read_text())
@@ -68,7 +68,7 @@ class TrainResult:
     def load_head(self):
         """(the trained head in eval mode, RUN/head.json): feed it `snowfire.FeatureDataset`
         batches (`dataset.collate`) or `heads.collate` ones."""
-        from heads import load_head
+        from snowfire.heads import load_head
 
         return load_head(self.run)
 
@@ -90,7 +90,7 @@ class FinetuneResult:
 
     @classmethod
     def from_run(cls, run: str | Path, metrics: Metrics | None = None) -> FinetuneResult:
-        from rundir import CONFIG, METRICS
+        from snowfire.rundir import CONFIG, METRICS
 
         run = Path(run)
         config = json.loads((run / CONFIG).read_text())
@@ -171,7 +171,7 @@ class CompareResult:
 
     @classmethod
     def from_out(cls, out: str | Path) -> CompareResult:
-        from rundir import RESULTS, TABLE
+        from snowfire.rundir import RESULTS, TABLE
 
         out = Path(out)
         results = json.loads((out / RESULTS).read_text())
@@ -186,7 +186,7 @@ class CompareResult:
         """Write the comparison as MTEB results under `directory` (compare/mteb.py): one
         `results/{model}/{revision}/{task}.json` per arm and task beside `model_meta.json`.
         The files written."""
-        from compare import export_mteb
+        from snowfire.compare import export_mteb
 
         return export_mteb(self.out, directory)
 

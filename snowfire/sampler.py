@@ -43,7 +43,7 @@ class LengthBucketSampler(Sampler[list[int]]):
                 raise ValueError(f"LengthBucketSampler: {name} must be >= 1, got {value}")
         lengths = np.asarray(lengths, dtype=np.int64)
         if token_budget is not None:
-            from extractor import Prepared, bucket_batches
+            from snowfire.extractor import Prepared, bucket_batches
 
             items = [Prepared(index=i, length=int(n), data=None) for i, n in enumerate(lengths)]
             self.batches = [[p.index for p in b] for b in bucket_batches(items, token_budget)]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from torch.utils.data import IterableDataset, get_worker_info
 
-from cache import FeatureSetInfo, Reader
+from snowfire.cache import FeatureSetInfo, Reader
 
 from .dataset import _Features
 
@@ -59,7 +59,7 @@ class StreamingFeatureDataset(_Features, IterableDataset):
         self.epoch = epoch
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        from heads import FeatureSource
+        from snowfire.heads import FeatureSource
 
         worker = get_worker_info()
         if worker is not None and worker.num_workers > 1:

@@ -1,7 +1,7 @@
 """Task datasets and metrics: a task's spec (registered in code, or a user's spec file), readers
 for each format, checks of every row, and scoring.
 
-    from tasks import resolve_task, read_split, evaluate
+    from snowfire.tasks import resolve_task, read_split, evaluate
     spec = resolve_task("stsb")                      # or "mytask.yaml", or a spec dict
     examples = read_split(spec, data_dir, "dev")     # list[Example], index = position
     scores = evaluate(spec, gold, pred)              # {"pearson": ..., "spearman": ...}

@@ -3,13 +3,32 @@ moto's S3 server. Plain helpers (paths, data writers, ...) are in tests/helpers/
 
 from __future__ import annotations
 
+import importlib.abc
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+class _BareNames(importlib.abc.MetaPathFinder):
+    """The checkout's folders are importable only as snowfire.X: pytest puts the repository on
+    sys.path (for tests.helpers), where `import cache` would load a second, unpatched copy of
+    snowfire.cache (a monkeypatch.setattr("cache.x", ...) that patches nothing)."""
+
+    BARE = frozenset({"options", "tasks", "cache", "rundir", "extractor", "heads", "finetune",
+                      "compare", "jobs", "api", "cli", "nn"})  # fmt: skip
+
+    def find_spec(self, name, path=None, target=None):
+        if path is None and name in self.BARE:
+            raise ImportError(f"import snowfire.{name}, not the bare folder name {name!r}")
+        return None
+
+
+sys.meta_path.insert(0, _BareNames())
 
 from tests.helpers.tasks import write_task_data
 

@@ -8,13 +8,14 @@ import dataclasses
 
 import pytest
 
-import compare.analyses
-from cli.main import build_parser, main
-from compare.analyses import ANALYSES, analysis_config
-from compare.analyses.elmo_biattention import ElmoBiattentionConfig
-from compare.analyses.ner_params import NerParamsConfig
-from compare.analyses.pairs import PAPER_PAIRS, PairsConfig
-from compare.analyses.probes import ProbesConfig
+import snowfire.compare.analyses
+from snowfire import compare
+from snowfire.cli.main import build_parser, main
+from snowfire.compare.analyses import ANALYSES, analysis_config
+from snowfire.compare.analyses.elmo_biattention import ElmoBiattentionConfig
+from snowfire.compare.analyses.ner_params import NerParamsConfig
+from snowfire.compare.analyses.pairs import PAPER_PAIRS, PairsConfig
+from snowfire.compare.analyses.probes import ProbesConfig
 
 WHERE = {"encoder": "minilm", "data": "d", "out": "o"}
 

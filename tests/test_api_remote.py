@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from api import Settings
-from cache import (
+from snowfire.api import Settings
+from snowfire.cache import (
     ExampleNotFoundError,
     FeatureSetNotFoundError,
     InvalidSelectionError,
@@ -20,7 +20,7 @@ from cache import (
     Store,
     open_reader,
 )
-from cache.remote import RemoteStore
+from snowfire.cache.remote import RemoteStore
 from tests.helpers.service import Counting, Server, build_featureset
 
 LONG = [40, 3, 25, 1, 100, 7, 33, 12, 5, 30, 2, 18]  # tokens per example; #4 is big
@@ -126,7 +126,8 @@ def test_refused_request_is_halved_and_retried(small_server, local, monkeypatch)
 
 
 def test_a_large_read_goes_out_as_parallel_requests(server, local, monkeypatch):
-    import cache.remote
+    import snowfire.cache.remote
+    from snowfire import cache
 
     monkeypatch.setattr(cache.remote, "PARALLEL_MIN_EXAMPLES", 2)
     with RemoteStore(server.url, parallel=3) as remote:
@@ -218,8 +219,9 @@ def test_an_answer_cut_short_mid_stream_is_an_error_not_a_short_batch(
     naming how much came, and a read after it is whole (the service and its connections are
     fine). "copied": pieces read into buffers (layers [1, 0]); "direct": all layers sent from
     the mapped shards."""
-    import api.features
-    from cache.plan import ReadPlan
+    import snowfire.api.features
+    from snowfire import api
+    from snowfire.cache.plan import ReadPlan
 
     monkeypatch.setattr(api.features, "STREAM_BYTES", 1)  # a piece per example
     monkeypatch.setattr(api.features, "DIRECT_BYTES", 1)

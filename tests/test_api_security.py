@@ -7,9 +7,9 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from api import Settings, create_app
-from api.security import load_keys
-from jobs import Home
+from snowfire.api import Settings, create_app
+from snowfire.api.security import load_keys
+from snowfire.jobs import Home
 
 READ, WRITE = "r" * 8 + "-read-key-0001", "w" * 8 + "-write-key-0001"
 TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from api import Settings, create_app
-from cache import Store
+from snowfire.api import Settings, create_app
+from snowfire.cache import Store
 from tests.helpers.service import DIM, LAYERS, build_featureset
 
 SAFETENSORS = "application/x-safetensors"
@@ -263,9 +263,10 @@ def test_a_streamed_answer_is_the_encoded_read(store_dir, monkeypatch, piece_byt
     views of the mapped shards (examples of DIRECT_BYTES or more) and joined pieces (smaller
     ones): the body is byte for byte what wire.encode makes of the local read, whatever the
     pieces, layers or order."""
-    import api.features
-    from cache import wire
-    from cache.plan import ReadPlan
+    import snowfire.api.features
+    from snowfire import api
+    from snowfire.cache import wire
+    from snowfire.cache.plan import ReadPlan
 
     monkeypatch.setattr(api.features, "STREAM_BYTES", piece_bytes)
     monkeypatch.setattr(api.features, "DIRECT_BYTES", direct_bytes)
@@ -288,7 +289,7 @@ def test_a_streamed_answer_is_the_encoded_read(store_dir, monkeypatch, piece_byt
 
 
 def test_413_safetensors_cap(store_dir):
-    from cache.wire import body_bytes
+    from snowfire.cache.wire import body_bytes
 
     # the example at which the body passes 1,000 bytes, by body_bytes of local reads
     local = Store(store_dir)

@@ -1,4 +1,4 @@
-"""cache.atomic_write, the one crash-safe writer (the store's records, every run directory's
+"""snowfire.cache.atomic_write, the one crash-safe writer (the store's records, every run directory's
 files): the new content whole or the old one, nothing half-written, no temporary file left,
 and the file and then its directory fsynced (the rename itself on disk)."""
 
@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from cache import atomic_write
+from snowfire.cache import atomic_write
 
 
 class Crash(RuntimeError):

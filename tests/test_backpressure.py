@@ -12,8 +12,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from api import Settings, create_app
-from cache import Store
+from snowfire.api import Settings, create_app
+from snowfire.cache import Store
 from tests.helpers.service import Server, build_featureset
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cache import Store, example_key
-from heads.baseline import cosine_scores
+from snowfire.cache import Store, example_key
+from snowfire.heads.baseline import cosine_scores
 
 
 def test_cosine_of_mean_pooled_segments(tmp_path):

@@ -11,11 +11,11 @@ import sys
 import numpy as np
 import pytest
 
-from cache import RemoteStore, Store, StoreCorruptError, open_reader, open_store
-from cache.bucket import BucketStore
-from cli.main import main as snowfire
-from extractor import ExtractConfig, extract
-from extractor.hf import HFEncoder
+from snowfire.cache import RemoteStore, Store, StoreCorruptError, open_reader, open_store
+from snowfire.cache.bucket import BucketStore
+from snowfire.cli.main import main as snowfire
+from snowfire.extractor import ExtractConfig, extract
+from snowfire.extractor.hf import HFEncoder
 from tests.helpers import REPO, free_port, tree_bytes, wait_healthy
 from tests.helpers.store import bucket_objects, extract_texts, texts, tiny_sst2, train_cli
 
@@ -154,7 +154,7 @@ def test_fsck_names_a_damaged_object_and_repair_restores_the_bucket(
 
 
 def test_without_obstore_the_message_says_what_to_install(monkeypatch):
-    from cache.bucket import connect
+    from snowfire.cache.bucket import connect
 
     monkeypatch.setitem(sys.modules, "obstore.store", None)  # import fails as if not installed
     with pytest.raises(
@@ -164,7 +164,7 @@ def test_without_obstore_the_message_says_what_to_install(monkeypatch):
 
 
 def test_a_prefix_holding_other_objects_is_not_taken_over(local_s3):
-    from cache.errors import IncompatibleStoreError
+    from snowfire.cache.errors import IncompatibleStoreError
 
     url = local_s3()
     store = BucketStore(url)
@@ -197,7 +197,7 @@ def test_serve_and_train_from_a_bucket(tiny_bert_dir, local_s3, tmp_path):
         np.testing.assert_array_equal(weights[0][key], weights[1][key])
     # `snowfire serve --store s3://...` answers what the local store holds
     port = free_port()
-    cmd = [sys.executable, "-m", "cli", "serve", "--store", url, "--port", str(port)]
+    cmd = [sys.executable, "-m", "snowfire.cli", "serve", "--store", url, "--port", str(port)]
     log = tmp_path / "serve.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
@@ -259,9 +259,9 @@ def test_reads_across_shards_of_one_segment(tiny_bert_dir, local_s3, tmp_path):
 def test_jobs_of_a_service_on_a_bucket_use_it(tiny_bert_dir, local_s3, tmp_path):
     from fastapi.testclient import TestClient
 
-    from api import Settings, create_app
-    from jobs import Home
-    from jobs.worker import Worker
+    from snowfire.api import Settings, create_app
+    from snowfire.jobs import Home
+    from snowfire.jobs.worker import Worker
 
     url = local_s3()
     tiny_sst2(tmp_path / "home" / "tasks")
@@ -284,7 +284,7 @@ def test_jobs_of_a_service_on_a_bucket_use_it(tiny_bert_dir, local_s3, tmp_path)
 def test_a_missing_bucket_is_named_in_one_line_and_the_service_answers_503(local_s3, capsys):
     from fastapi.testclient import TestClient
 
-    from api import create_app
+    from snowfire.api import create_app
 
     local_s3()  # the server and its environment, but not this bucket
     url = "s3://never-made/store"

@@ -11,9 +11,9 @@ import torch
 from fastapi.testclient import TestClient
 
 import snowfire
-from api import Settings, create_app
-from cache import ExampleBatch, InvalidSelectionError, Store, reduce_batch, wire
-from extractor import ExtractConfig, TextInput, extract, load_encoder
+from snowfire.api import Settings, create_app
+from snowfire.cache import ExampleBatch, InvalidSelectionError, Store, reduce_batch, wire
+from snowfire.extractor import ExtractConfig, TextInput, extract, load_encoder
 
 TEXTS = [
     TextInput(tuple("the quick brown fox jumps".split())),
@@ -127,7 +127,7 @@ def test_separate_pairs_have_a_cls_per_side(tiny_bert_dir, tmp_path):
 
 
 def test_the_linear_head_reads_cls_when_asked(joint):
-    from heads import build_head
+    from snowfire.heads import build_head
 
     store, info = joint
     data = snowfire.FeatureDataset(store, info, labels=[0, 1, 0])
@@ -143,7 +143,7 @@ def test_the_linear_head_reads_cls_when_asked(joint):
     assert mean.config["pool"] == "mean"  # the default: unchanged
     words = ExampleBatch(np.ones((2, 3, 32), np.float32), np.array([0, 2]), np.array([0, 1]),
                          np.zeros(2, np.int8), np.array([-1]), [0, 1, 2], ["k"])  # fmt: skip
-    from heads import collate
+    from snowfire.heads import collate
 
     with pytest.raises(ValueError, match="pool cls: an example's first token is a word piece"):
         head(collate(words, None, kind="classification"))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from compare.verdict import mean_sd
-from tasks import DEMO_DATA_DIR
+from snowfire.compare.verdict import mean_sd
+from snowfire.tasks import DEMO_DATA_DIR
 
 
 def test_mean_sd_of_the_seeds():
@@ -22,13 +22,13 @@ def test_mean_sd_of_the_seeds():
 def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
     tiny_bert_dir, tmp_path, monkeypatch, capsys
 ):
-    from cli.main import main as snowfire
+    from snowfire.cli.main import main as run_cli
 
     out = tmp_path / "cmp"
     argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2,stsb", "--data",
             str(DEMO_DATA_DIR), "--out", str(out), "--budget", "quick", "--heads", "linear",
             "--quiet"]  # fmt: skip
-    assert snowfire(argv) == 0
+    assert run_cli(argv) == 0
     results = json.loads((out / "results.json").read_text())
     table = (out / "table.md").read_text()
     assert capsys.readouterr().out.count("] sst2 ") == 2  # one ❄️ and one 🔥 cell
@@ -46,7 +46,7 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
         # one seed a cell: the interval holds the examples' noise only, and says so
         assert v["delta"]["seeds"] == [1, 1]
         # a call only from converged cells: each cell's curve is its log's, marked
-        from compare.convergence import mark_curve, read_curve
+        from snowfire.compare.convergence import mark_curve, read_curve
 
         marks = [mark_curve(read_curve(c["run"], metric), cap=cap)
                  for c, cap in ((snow_cell, 3), (fire_cell, 2))]  # fmt: skip
@@ -79,9 +79,9 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
     # from the separately encoded dev features compare extracted for it
     from collections import Counter
 
-    from cache import open_reader
-    from heads.baseline import cosine_scores
-    from tasks import evaluate, read_split
+    from snowfire.cache import open_reader
+    from snowfire.heads.baseline import cosine_scores
+    from snowfire.tasks import evaluate, read_split
 
     train = Counter(e.label for e in read_split("sst2", DEMO_DATA_DIR, "train"))
     label = max(sorted(train), key=lambda k: train[k])
@@ -101,9 +101,11 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
         assert (out / png).stat().st_size > 1000
 
     # a rerun trains and extracts nothing, and writes the same table
-    import extractor
-    import finetune.trainer
-    import heads.trainer
+    from snowfire import extractor
+    import snowfire.finetune.trainer
+    from snowfire import finetune
+    import snowfire.heads.trainer
+    from snowfire import heads
 
     def refuse(*args, **kwargs):
         raise AssertionError("a rerun recomputed a cell")
@@ -111,13 +113,13 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
     monkeypatch.setattr(heads.trainer, "_fit", refuse)
     monkeypatch.setattr(finetune.trainer, "build_model", refuse)
     monkeypatch.setattr(extractor, "run_extract", refuse)
-    assert snowfire(argv) == 0
+    assert run_cli(argv) == 0
     assert (out / "table.md").read_text() == table
 
 
 def test_the_analyses_write_json_tables_and_plots(tiny_bert_dir, tmp_path):
     pytest.importorskip("sklearn")
-    from cli.main import main as snowfire
+    from snowfire.cli.main import main as run_cli
     from tests.helpers.tasks import finetune_config, write_sst2, write_stsb
 
     data = tmp_path / "data"
@@ -127,7 +129,7 @@ def test_the_analyses_write_json_tables_and_plots(tiny_bert_dir, tmp_path):
     out = tmp_path / "an"
     where = ["--encoder", enc, "--data", str(data), "--out", str(out)]
     base = [*where, "--epochs", "2"]
-    assert snowfire(["analyze", "pairs", "--tasks", "stsb", "--head", "linear", *base]) == 0
+    assert run_cli(["analyze", "pairs", "--tasks", "stsb", "--head", "linear", *base]) == 0
     pairs = json.loads((out / "pairs.json").read_text())
     assert set(pairs["stsb"]) == {"joint", "separate"}
     runs = {p.parent.name for p in (out / "pairs" / "stsb").glob("*/seed0")}
@@ -141,17 +143,17 @@ def test_the_analyses_write_json_tables_and_plots(tiny_bert_dir, tmp_path):
         )
         assert json.loads((run / "config.json").read_text())["train"]["pair_encoding"] == pair
 
-    from finetune import train
+    from snowfire.finetune import train
 
     fire = tmp_path / "fire"
     train(finetune_config(enc, "sst2", data, fire, epochs=1))
     argv = ["analyze", "probes", "--tasks", "sst2", "--finetuned", f"sst2={fire}", *base]
-    assert snowfire(argv) == 0
+    assert run_cli(argv) == 0
     probes = json.loads((out / "probes.json").read_text())
     assert set(probes["sst2"]) == {"pretrained", "fine-tuned"}
     assert len(probes["sst2"]["pretrained"]) == 3  # embeddings + 2 layers
 
-    assert snowfire(["analyze", "mi", "--tasks", "sst2", *where]) == 0  # mi trains nothing
+    assert run_cli(["analyze", "mi", "--tasks", "sst2", *where]) == 0  # mi trains nothing
     mi = json.loads((out / "mi.json").read_text())
     assert len(mi["sst2"]["mi"]) == 3 and all(v >= 0 for v in mi["sst2"]["mi"])
     for name in ("pairs", "probes", "mi"):
@@ -160,8 +162,8 @@ def test_the_analyses_write_json_tables_and_plots(tiny_bert_dir, tmp_path):
 
 
 def test_the_full_budget_tunes_fire_on_dev(tiny_bert_dir, tmp_path, monkeypatch):
-    from cli.main import main as snowfire
-    from finetune import grid, recipe  # grid imported first: it binds recipe's value
+    from snowfire.cli.main import main as run_cli
+    from snowfire.finetune import grid, recipe  # grid imported first: it binds recipe's value
     from tests.helpers.tasks import write_sst2
 
     monkeypatch.setattr(recipe, "GRID_EPOCHS", (1, 2))  # a small grid for the test
@@ -171,7 +173,7 @@ def test_the_full_budget_tunes_fire_on_dev(tiny_bert_dir, tmp_path, monkeypatch)
     argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2", "--data", str(data),
             "--out", str(out), "--budget", "full", "--heads", "linear", "--seeds", "1",
             "--quiet"]  # fmt: skip
-    assert snowfire(argv) == 0
+    assert run_cli(argv) == 0
     grid = json.loads((out / "fire" / "sst2" / "seed0" / "grid.json").read_text())
     assert len(grid["cells"]) == 3 * 2 and grid["chosen"]["dev"] == max(
         c["dev"] for c in grid["cells"]
@@ -196,14 +198,14 @@ def test_the_full_budget_tunes_fire_on_dev(tiny_bert_dir, tmp_path, monkeypatch)
 
 
 def test_ner_params_runs_the_six_cells_of_table_5(tiny_bert_dir, tmp_path):
-    from cli.main import main as snowfire
+    from snowfire.cli.main import main as run_cli
     from tests.helpers.tasks import write_conll
 
     data = write_conll(tmp_path / "data", sizes=(("train", 24), ("dev", 8)))
     out = tmp_path / "an"
     argv = ["analyze", "ner-params", "--encoder", f"hf:{tiny_bert_dir}", "--data", str(data),
             "--out", str(out), "--epochs", "1", "--max-train-examples", "16"]  # fmt: skip
-    assert snowfire(argv) == 0
+    assert run_cli(argv) == 0
     cells = json.loads((out / "ner-params.json").read_text())["conll2003"]
     assert list(cells) == ["❄️ + CRF", "❄️ + BiLSTM + CRF", "🔥 + CRF",
                            "🔥 + CRF + gradual unfreezing", "🔥 + BiLSTM + CRF",
@@ -224,12 +226,12 @@ def test_ner_params_runs_the_six_cells_of_table_5(tiny_bert_dir, tmp_path):
     assert "| ❄️ + CRF | " in table and "| 91.9 |" in table  # the paper's ELMo row beside ours
     assert (out / "ner-params.png").stat().st_size > 1000
     mtime = (root / "fire-lstm0-all" / "seed0" / "metrics.json").stat().st_mtime_ns
-    assert snowfire(argv) == 0  # a rerun recomputes nothing
+    assert run_cli(argv) == 0  # a rerun recomputes nothing
     assert (root / "fire-lstm0-all" / "seed0" / "metrics.json").stat().st_mtime_ns == mtime
 
 
 def test_elmo_biattention_on_the_fixture_and_refuses_other_encoders(tmp_path, capsys):
-    from cli.main import main as snowfire
+    from snowfire.cli.main import main as run_cli
     from tests.helpers import FIXTURES, need_shared
     from tests.helpers.tasks import write_stsb
 
@@ -238,9 +240,9 @@ def test_elmo_biattention_on_the_fixture_and_refuses_other_encoders(tmp_path, ca
     data = write_stsb(tmp_path / "data", sizes=(("train", 16), ("dev", 8)))
     out = tmp_path / "an"
     base = ["--data", str(data), "--out", str(out), "--epochs", "1", "--tasks", "stsb"]
-    assert snowfire(["analyze", "elmo-biattention", "--encoder", "minilm", *base]) == 2
+    assert run_cli(["analyze", "elmo-biattention", "--encoder", "minilm", *base]) == 2
     assert "elmo-biattention fine-tunes ELMo: --encoder elmo:" in capsys.readouterr().err
-    assert snowfire(["analyze", "elmo-biattention", "--encoder",
+    assert run_cli(["analyze", "elmo-biattention", "--encoder",
                      f"elmo:{options},{weights}", *base]) == 0  # fmt: skip
     result = json.loads((out / "elmo-biattention.json").read_text())["stsb"]
     for key, bi in (("bi-attention", True), ("none", False)):
@@ -251,9 +253,9 @@ def test_elmo_biattention_on_the_fixture_and_refuses_other_encoders(tmp_path, ca
 
 
 def test_pair_encoding_and_head_options_reach_every_snow_cell(monkeypatch, tmp_path):
-    import heads
-    from compare import CompareConfig
-    from compare.run import plan, run_cell
+    from snowfire import heads
+    from snowfire.compare import CompareConfig
+    from snowfire.compare.run import plan, run_cell
 
     seen = []
     monkeypatch.setattr(heads, "train", lambda cfg: seen.append(cfg) or {"dev": {}})
@@ -276,7 +278,7 @@ def test_pair_encoding_and_head_options_reach_every_snow_cell(monkeypatch, tmp_p
 
 
 def test_the_extraction_cost_says_which_splits_compare_made():
-    from compare.report import _extraction
+    from snowfire.compare.report import _extraction
 
     assert _extraction({}) == "in the store"  # everything was there before compare ran
     part = {"seconds": 11.04, "splits": ["dev"], "all_splits": ["train", "dev"]}
@@ -292,10 +294,10 @@ def test_compare_killed_mid_run_then_rerun_gives_the_same_table(tiny_bert_dir, t
     import subprocess
     import time
 
-    from jobs import python_command
+    from tests.helpers import snowfire_cli
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    base = python_command("cli", "compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2",
+    base = snowfire_cli("compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2",
                           "--data", str(DEMO_DATA_DIR), "--heads", "linear", "--budget", "quick",
                           "--quiet")  # fmt: skip
     done = subprocess.run(base + ["--out", str(tmp_path / "a")], env=env, capture_output=True)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from compare import CompareConfig
-from compare.interval import bootstrap
-from tasks import read_predictions
+from snowfire.compare import CompareConfig
+from snowfire.compare.interval import bootstrap
+from snowfire.tasks import read_predictions
 from tests.helpers.tasks import write_sst2, write_stsb
 
 ARMS = ["adapter", "lora", "bitfit", "l2sp", "lpft", "seq"]
@@ -19,7 +19,7 @@ ARMS = ["adapter", "lora", "bitfit", "l2sp", "lpft", "seq"]
 
 @pytest.fixture(scope="module")
 def arms_run(tiny_bert_dir, tmp_path_factory):
-    from cli.main import main as snowfire
+    from snowfire.cli.main import main as snowfire
 
     root = tmp_path_factory.mktemp("arms")
     data = root / "data"
@@ -99,7 +99,7 @@ def test_the_arms_table_and_the_cost_plot(arms_run):
     # two seeds a side here; with one, the table says its intervals hold no restart spread
     from types import SimpleNamespace
 
-    from compare.arms_report import arm_lines
+    from snowfire.compare.arms_report import arm_lines
 
     caveat = "One seed per arm"
     assert caveat not in table
@@ -121,7 +121,7 @@ def test_lpft_starts_from_its_probe_and_seq_from_the_intermediate(arms_run):
 
 
 def test_predict_works_on_every_arms_saved_run(arms_run, tmp_path):
-    from heads import PredictConfig
+    from snowfire.heads import PredictConfig
     from snowfire import predict
 
     out, _, _ = arms_run
@@ -135,7 +135,7 @@ def test_predict_works_on_every_arms_saved_run(arms_run, tmp_path):
 
 
 def test_a_rerun_recomputes_nothing(arms_run, capsys):
-    from cli.main import main as snowfire
+    from snowfire.cli.main import main as snowfire
 
     out, _, argv = arms_run
     before = {p: p.stat().st_mtime_ns for p in out.rglob("metrics.json")}

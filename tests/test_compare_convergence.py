@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from compare import mark_curve, plot_curves, read_curve, restart_spread
-from compare.convergence import CONVERGED, STILL_IMPROVING, TOO_SHORT
+from snowfire.compare import mark_curve, plot_curves, read_curve, restart_spread
+from snowfire.compare.convergence import CONVERGED, STILL_IMPROVING, TOO_SHORT
 
 
 def _epochs(*scores):

@@ -10,11 +10,11 @@ import math
 import numpy as np
 import pytest
 
-from compare import BUDGET_LIMITED, Interval, bootstrap, call, task_verdict, weigh
-from compare import zero_training_words as zero_words
-from compare.convergence import CONVERGED, STILL_IMPROVING, Convergence
-from compare.interval import METRICS, resampled_scores, restart_variance
-from tasks import evaluate, get_task
+from snowfire.compare import BUDGET_LIMITED, Interval, bootstrap, call, task_verdict, weigh
+from snowfire.compare import zero_training_words as zero_words
+from snowfire.compare.convergence import CONVERGED, STILL_IMPROVING, Convergence
+from snowfire.compare.interval import METRICS, resampled_scores, restart_variance
+from snowfire.tasks import evaluate, get_task
 
 TOL = 1e-12
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "I-ORG"]
@@ -63,11 +63,11 @@ def _evaluate(task, metric, gold, pred):
     """tasks.evaluate's value of `metric` (mnli's matthews: tasks.matthews_corrcoef, K = 3;
     macro-F1, a user task's metric: tasks.metrics.macro_f1)."""
     if metric == "macro_f1":
-        from tasks import macro_f1
+        from snowfire.tasks import macro_f1
 
         return macro_f1(gold, pred)
     if metric == "matthews" and task != "cola":
-        from tasks import matthews_corrcoef
+        from snowfire.tasks import matthews_corrcoef
 
         return matthews_corrcoef(gold, pred)
     return evaluate(task, gold, pred)[metric]
@@ -213,7 +213,7 @@ def test_the_restarts_share_is_welchs_t():
     Student's t quantile at Welch's ν, v = σ̂²_B / S; scipy's quantile as the oracle."""
     from scipy import stats
 
-    from compare import Bootstrap
+    from snowfire.compare import Bootstrap
 
     r = 400_000
     boot = Bootstrap(point={"a": 0.7, "b": 0.75}, scores={"a": [0.7] * 3, "b": [0.75] * 2},

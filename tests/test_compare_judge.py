@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from compare.judge import eval_split, judge
-from compare.verdict import BUDGET_LIMITED
-from tasks import get_task, pearson
+from snowfire.compare.judge import eval_split, judge
+from snowfire.compare.verdict import BUDGET_LIMITED
+from snowfire.tasks import get_task, pearson
 
 N = 300
 RISING = [0.50, 0.60, 0.70]  # still rising at its cap of 3 epochs
@@ -127,8 +127,8 @@ def test_cells_that_scored_other_examples_are_refused(tmp_path):
 
 
 def test_the_budgets_caps_and_default_seeds():
-    from compare import CompareConfig
-    from tasks import DEMO_DATA_DIR
+    from snowfire.compare import CompareConfig
+    from snowfire.tasks import DEMO_DATA_DIR
 
     def cfg(**kw):
         return CompareConfig(encoder="minilm", tasks=["sst2", "stsb"], data=str(DEMO_DATA_DIR),

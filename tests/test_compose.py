@@ -147,7 +147,7 @@ def test_api_port_keys_and_every_healthcheck(compose):
     assert api["environment"]["SNOWFIRE_API_KEYS"] == "k:write"
     assert services["api"]["environment"]["SNOWFIRE_API_KEYS"] == ""  # no key: open
     assert "http://127.0.0.1:8000/healthz" in " ".join(services["api"]["healthcheck"]["test"])
-    from cli.main import build_parser
+    from snowfire.cli.main import build_parser
 
     for name, kind in SERVICES.items():
         assert services[name]["restart"] == "unless-stopped"
@@ -161,9 +161,9 @@ def test_api_port_keys_and_every_healthcheck(compose):
 
 
 def test_commands_parse_with_the_cli(compose):
-    from cli.flags import config_from_args
-    from cli.main import build_parser
-    from jobs.worker import WorkerConfig
+    from snowfire.cli.flags import config_from_args
+    from snowfire.cli.main import build_parser
+    from snowfire.jobs.worker import WorkerConfig
 
     parser = build_parser()
     cmds = {name: command(compose["services"][name]) for name in SERVICES}

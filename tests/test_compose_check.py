@@ -16,7 +16,7 @@ from scripts.compose_check.base_image import apt_mirror, recipe_key
 from scripts.compose_check.stack import Stack, break_command
 from scripts.compose_check.steps import StepFailed
 from scripts.compose_check.workload import CUT, JOBS, command, differences, digest, write_cut
-from tasks import DEMO_DATA_DIR
+from snowfire.tasks import DEMO_DATA_DIR
 from tests.helpers import REPO
 from tests.helpers.compose import command as compose_command
 from tests.helpers.compose import load_yaml
@@ -25,9 +25,9 @@ from tests.helpers.compose import load_yaml
 @pytest.mark.parametrize("name", sorted(JOBS))
 def test_the_command_outside_is_the_jobs_config(name, tmp_path):
     """The flags the check runs outside containers build the very config the job runs."""
-    from cli.flags import config_from_args
-    from cli.main import build_parser
-    from jobs import JOB_KINDS, Home, validate_params
+    from snowfire.cli.flags import config_from_args
+    from snowfire.cli.main import build_parser
+    from snowfire.jobs import JOB_KINDS, Home, validate_params
 
     job = JOBS[name]
     home = Home(tmp_path / "home")

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from extractor.elmo import batch_to_ids, word_to_ids
+from snowfire.extractor.elmo import batch_to_ids, word_to_ids
 
 BOS = [259, 257, 260] + [261] * 47
 EOS = [259, 258, 260] + [261] * 47

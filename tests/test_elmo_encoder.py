@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from extractor import EXTRACTOR_VERSION
-from extractor.base import TextInput
-from extractor.elmo import ElmoBiLM, ElmoEncoder, batch_to_ids
-from extractor.elmo.state import CarriedState, broadcast_state, warmup_state
+from snowfire.extractor import EXTRACTOR_VERSION
+from snowfire.extractor.base import TextInput
+from snowfire.extractor.elmo import ElmoBiLM, ElmoEncoder, batch_to_ids
+from snowfire.extractor.elmo.state import CarriedState, broadcast_state, warmup_state
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
 MODEL = FIXTURES / "allennlp_elmo"

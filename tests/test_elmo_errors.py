@@ -8,8 +8,8 @@ import h5py
 import numpy as np
 import pytest
 
-from extractor.base import TextInput
-from extractor.elmo import ElmoBiLM, ElmoEncoder, ElmoFileError, read_options, read_weights
+from snowfire.extractor.base import TextInput
+from snowfire.extractor.elmo import ElmoBiLM, ElmoEncoder, ElmoFileError, read_options, read_weights
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
 MODEL = FIXTURES / "allennlp_elmo"

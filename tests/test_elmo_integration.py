@@ -8,8 +8,8 @@ import h5py
 import numpy as np
 import pytest
 
-from cache import Store
-from cli.main import main as snowfire
+from snowfire.cache import Store
+from snowfire.cli.main import main as snowfire
 from tests.helpers import FIXTURES, need_shared
 
 
@@ -102,7 +102,7 @@ def test_fixed_policy_export_hdf5_layout(fixture_dir, tmp_path):
 
 
 def test_elmo_features_served_over_rest_train_a_head(fixture_dir, data_dir, tmp_path):
-    from api import Settings
+    from snowfire.api import Settings
     from tests.helpers.service import Server
 
     spec = f"elmo:{fixture_dir}"

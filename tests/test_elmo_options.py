@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from extractor.elmo import ElmoBiLM, batch_to_ids, expected_shapes, parse_options
-from extractor.elmo.lstm import LstmCellWithProjection
+from snowfire.extractor.elmo import ElmoBiLM, batch_to_ids, expected_shapes, parse_options
+from snowfire.extractor.elmo.lstm import LstmCellWithProjection
 
 # The released original model's options file (ARCHITECTURE.md section 5), verbatim.
 ORIGINAL = json.loads(

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from extractor.base import TextInput
-from extractor.elmo import ElmoBiLM, ElmoEncoder, batch_to_ids
+from snowfire.extractor.base import TextInput
+from snowfire.extractor.elmo import ElmoBiLM, ElmoEncoder, batch_to_ids
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
 ATOL, RTOL = 1e-6, 1e-5

@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from safetensors.numpy import load
 
-from api import Settings, create_app
-from cache import Store, wire
-from cache.segment import Segment
+from snowfire.api import Settings, create_app
+from snowfire.cache import Store, wire
+from snowfire.cache.segment import Segment
 from tests.helpers import WORDS
 
 JSON_ACCEPT = {"Accept": "application/json"}
@@ -63,7 +63,7 @@ def load_meta(body: bytes) -> dict:
 def test_embed_and_extract_share_one_pool_and_give_the_same_bytes(service, tiny_bert_dir, tmp_path):
     """Texts embedded first, then extracted as a file: the feature set lists the embed keys and
     reads the embed bytes, and a fresh store extracting the same file holds the same bytes."""
-    from extractor import ExtractConfig, run_extract
+    from snowfire.extractor import ExtractConfig, run_extract
 
     client, store = service
     texts = _sentences(12, 1) + ["the dog plays", "the dog plays"]
@@ -123,7 +123,7 @@ def test_the_worker_and_extract_take_one_config_and_store_alike(tiny_bert_dir, t
     """One ExtractConfig (float32, a token budget small enough for several batches) for
     `run_extract` and for the embed worker: the same pool, keys, offsets and bytes, bit for bit
     (both encode by `bucketed` batches and `encode_segment`)."""
-    from extractor import EmbedWorker, ExtractConfig, TextInput, run_extract
+    from snowfire.extractor import EmbedWorker, ExtractConfig, TextInput, run_extract
 
     texts = _sentences(20, 3)
     path = tmp_path / "texts.txt"
@@ -199,7 +199,7 @@ def test_without_an_encoder_the_error_says_how_to_start_one(tmp_path):
 def test_concurrent_requests_are_micro_batched_and_a_shared_text_encoded_once(
     tiny_bert_dir, tmp_path
 ):
-    from extractor import EmbedWorker, ExtractConfig, TextInput
+    from snowfire.extractor import EmbedWorker, ExtractConfig, TextInput
 
     store = Store(tmp_path / "store")
     config = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store.path), progress=False)

@@ -17,8 +17,8 @@ import json
 import numpy as np
 import pytest
 
-from cache import canonical_json, identity_content
-from extractor import EXTRACTOR_VERSION, Encoder, TextInput, load_encoder
+from snowfire.cache import canonical_json, identity_content
+from snowfire.extractor import EXTRACTOR_VERSION, Encoder, TextInput, load_encoder
 from tests.helpers import FIXTURES, WORDS, need_shared
 
 # Batching changes padding and matmul shapes, not the maths: float32 features of one text

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 def test_the_page_is_what_compare_and_analyze_wrote(tiny_bert_dir, data_dir, tmp_path):
     import results  # experiments/ is on sys.path above
 
-    from cli.main import main as snowfire
+    from snowfire.cli.main import main as snowfire
 
     work, docs = tmp_path / "work", tmp_path / "docs"
     docs.mkdir()

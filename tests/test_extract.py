@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from cache import Store
-from extractor import ExtractConfig, TextInput, extract
-from extractor.hf import HFEncoder
+from snowfire.cache import Store
+from snowfire.extractor import ExtractConfig, TextInput, extract
+from snowfire.extractor.hf import HFEncoder
 
 
 def _encoder(path, **kw):
@@ -106,7 +106,7 @@ def test_tiles_option_writes_either_layout_and_reads_the_same(tiny_bert_dir, tmp
     says which tiles its run wrote."""
     import json
 
-    from cli.main import main as snowfire
+    from snowfire.cli.main import main as snowfire
 
     text = tmp_path / "in.txt"
     rng = np.random.default_rng(0)

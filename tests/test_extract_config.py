@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cache import Store, identity_content
-from extractor import ExtractConfig, TextInput, extract, load_encoder
+from snowfire.cache import Store, identity_content
+from snowfire.extractor import ExtractConfig, TextInput, extract, load_encoder
 from tests.helpers import FIXTURES, need_shared
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from jobs import Home, JobQueue, python_command
+from snowfire.jobs import Home, JobQueue
+from tests.helpers import snowfire_cli
 from tests.helpers import tree_bytes
 from tests.helpers.tasks import write_sst2
 
@@ -45,13 +46,13 @@ def _runners(job_id: str) -> list[int]:
             state = (entry / "stat").read_text().split(") ")[1].split()[0]
         except OSError:
             continue
-        if b"jobs.runner" in argv and job_id.encode() in argv and state != "Z":
+        if b"snowfire.jobs.runner" in argv and job_id.encode() in argv and state != "Z":
             pids.append(int(entry.name))
     return pids
 
 
 def _worker(home: Path, kind: str, lease: float) -> subprocess.Popen:
-    argv = python_command("cli", "worker", "--kind", kind, "--home", str(home), "--lease",
+    argv = snowfire_cli("worker", "--kind", kind, "--home", str(home), "--lease",
                           str(lease), "--poll", "0.2")  # fmt: skip
     return subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -64,7 +65,7 @@ def test_a_worker_killed_mid_job_leaves_no_runner_and_the_job_runs_once_more(
     queue = JobQueue(home.queue)
     params = {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2", "epochs": 2, "batch_size": 4,
               "lr": 1e-3, "checkpoint_every": 20, "progress": False}  # fmt: skip
-    from jobs import validate_params
+    from snowfire.jobs import validate_params
 
     job = queue.submit("finetune", validate_params("finetune", params, home, "j1"), "j1")
     first = _worker(home.root, "finetune", lease=4.0)
@@ -107,7 +108,7 @@ def test_a_runner_killed_mid_write_is_run_again_and_completes(tiny_bert_dir, tmp
     queue = JobQueue(home.queue)
     params = {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2", "epochs": 2, "batch_size": 4,
               "lr": 1e-3, "checkpoint_every": 20, "progress": False}  # fmt: skip
-    from jobs import validate_params
+    from snowfire.jobs import validate_params
 
     job = queue.submit("finetune", validate_params("finetune", params, home, "j2"), "j2")
     run = Path(queue.get(job.id).params["out"])
@@ -128,7 +129,7 @@ def test_a_runner_killed_mid_write_is_run_again_and_completes(tiny_bert_dir, tmp
 
 
 def _serve(home: Path, port: int) -> subprocess.Popen:
-    argv = python_command("cli", "serve", "--home", str(home), "--port", str(port))
+    argv = snowfire_cli("serve", "--home", str(home), "--port", str(port))
     proc = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _wait(lambda: _up(port), 60, "the API to answer")
     return proc
@@ -193,7 +194,7 @@ def test_sixteen_clients_and_three_claimers_lose_and_repeat_nothing(tmp_path):
     api = _serve(home, port)
     claimer = """
 import json, os, sys, time
-from jobs import JobQueue
+from snowfire.jobs import JobQueue
 q, mine, idle = JobQueue(sys.argv[1]), [], 0
 while not (os.path.exists(sys.argv[3]) and idle >= 10):  # until submissions end and it drains
     job = q.claim("train", worker=sys.argv[2], lease=30)
@@ -242,7 +243,7 @@ print(json.dumps(mine))
 
 
 def _extract_argv(model: Path, inp: Path, store: Path) -> list[str]:
-    return python_command("cli", "extract", "--encoder", f"hf:{model}", "--input", str(inp),
+    return snowfire_cli("extract", "--encoder", f"hf:{model}", "--input", str(inp),
                           "--store", str(store), "--segment-tokens", "96", "--token-budget",
                           "256", "--quiet")  # fmt: skip
 
@@ -253,7 +254,7 @@ def _sentences(n: int, tag: str) -> str:
 
 
 def test_eight_readers_beside_an_extraction_see_whole_sets_only(tiny_bert_dir, tmp_path):
-    from cache import Store
+    from snowfire.cache import Store
 
     store = tmp_path / "store"
     (tmp_path / "a.txt").write_text(_sentences(40, "first"))
@@ -310,7 +311,7 @@ def _mount_tmpfs(path: Path, size: str) -> bool:
 def test_a_full_disk_during_extraction_keeps_the_store_and_the_rerun_is_identical(
     tiny_bert_dir, tmp_path
 ):
-    from cache import Store
+    from snowfire.cache import Store
 
     (tmp_path / "a.txt").write_text(_sentences(20, "first"))
     (tmp_path / "b.txt").write_text(_sentences(300, "second"))

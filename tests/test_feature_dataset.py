@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import snowfire
-from cache import Store, digest, example_key, open_reader, open_store
+from snowfire.cache import Store, digest, example_key, open_reader, open_store
 
 LAYERS, DIM = 3, 8
 LENGTHS = [3, 5, 2, 4, 6, 3, 7]  # tokens per example of the hand-built sets
@@ -70,7 +70,7 @@ def _bucket(local_dir, request):
 
 
 def _rest(local_dir, request):
-    from api import Settings
+    from snowfire.api import Settings
     from tests.helpers.service import Server
 
     server = Server(Settings(store=local_dir))
@@ -209,8 +209,8 @@ def sst2_store(tiny_bert_dir, data_dir, tmp_path_factory):
 def test_labels_come_from_the_tasks_files_and_a_loader_feeds_a_head(sst2_store, data_dir):
     from torch.utils.data import DataLoader
 
-    from heads import build_head
-    from tasks import get_task, read_split
+    from snowfire.heads import build_head
+    from snowfire.tasks import get_task, read_split
 
     reader, info = sst2_store
     data = snowfire.FeatureDataset(reader, info, data=data_dir)
@@ -256,7 +256,7 @@ def test_the_sampler_buckets_by_length_and_shuffles_batches_per_epoch():
 
 
 def test_tagging_labels_are_per_word_and_padded_by_collate(tiny_bert_dir, data_dir, tmp_path):
-    from tasks import get_task, read_split
+    from snowfire.tasks import get_task, read_split
 
     store = tmp_path / "store"
     snowfire.extract(snowfire.ExtractConfig(encoder=f"hf:{tiny_bert_dir}", task="conll2003",

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from cache import StoreCorruptError, open_store
-from cache.bucket import BucketStore
-from cache.fsck import check
-from cache.sidecars import COPY, FILES, KEYS, MANIFEST, TEXTS, check_set
-from cli.main import main as snowfire
+from snowfire.cache import StoreCorruptError, open_store
+from snowfire.cache.bucket import BucketStore
+from snowfire.cache.fsck import check
+from snowfire.cache.sidecars import COPY, FILES, KEYS, MANIFEST, TEXTS, check_set
+from snowfire.cli.main import main as snowfire
 
 SUFFIXES = (MANIFEST, COPY, KEYS, TEXTS)
 
@@ -349,7 +349,7 @@ def test_files_are_written_texts_keys_copy_manifest(where, monkeypatch):
 def test_a_rewrite_killed_before_its_manifest_leaves_the_old_set_sound(store):
     """A rewrite of a set (another manifest) killed after its copy, before its manifest: the
     old manifest still reads, and fsck finds nothing wrong."""
-    from cache.sidecars import featureset_files
+    from snowfire.cache.sidecars import featureset_files
 
     s = open_store(store)
     (info,) = s.list_featuresets()
@@ -365,7 +365,7 @@ def test_a_rewrite_killed_before_its_manifest_leaves_the_old_set_sound(store):
 def test_a_task_splits_texts_come_back_from_its_data_file(tiny_bert_dir, tmp_path, capsys):
     """The issue's case: the demo SST-2 dev set, a bit flipped in its texts and one in its
     keys; the texts are read again from the split's file under the data directory."""
-    from tasks import DEMO_DATA_DIR
+    from snowfire.tasks import DEMO_DATA_DIR
 
     store = tmp_path / "store"
     argv = ["extract", "--encoder", f"hf:{tiny_bert_dir}", "--task", "sst2", "--data",

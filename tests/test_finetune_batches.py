@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from finetune import FinetuneConfig, epoch_batches
-from rundir.reuse import config_changes
+from snowfire.finetune import FinetuneConfig, epoch_batches
+from snowfire.rundir.reuse import config_changes
 
 
 def _lengths(n: int, seed: int = 0) -> np.ndarray:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from finetune import BertFinetuner
-from tasks import Example, get_task
+from snowfire.finetune import BertFinetuner
+from snowfire.tasks import Example, get_task
 
 
 def _tagger(tiny_bert_dir, max_length=128):

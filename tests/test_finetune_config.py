@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from cli.flags import add_config_arguments, config_from_args
-from finetune import RECIPES, FinetuneConfig
+from snowfire.cli.flags import add_config_arguments, config_from_args
+from snowfire.finetune import RECIPES, FinetuneConfig
 
 BASE = dict(encoder="minilm", task="sst2", data="data", out="run")
 

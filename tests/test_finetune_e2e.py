@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from tasks import get_task, read_split
+from snowfire.tasks import get_task, read_split
 from tests.helpers.tasks import WRITERS, check_run, finetune_config, write_sst2
 
 
 @pytest.mark.parametrize("task", ["sst2", "stsb", "conll2003"])
 def test_bert_run_per_kind(tiny_bert_dir, tmp_path, task):
-    from extractor import TextInput, load_encoder
-    from finetune import build_model, train
+    from snowfire.extractor import TextInput, load_encoder
+    from snowfire.finetune import build_model, train
 
     data = WRITERS[task](tmp_path / "data")
     cfg = finetune_config(f"hf:{tiny_bert_dir}", task, data, tmp_path / "run")
@@ -49,7 +49,7 @@ def test_bert_run_per_kind(tiny_bert_dir, tmp_path, task):
 
 
 def test_unlabelled_test_split_gets_predictions_only(tiny_bert_dir, tmp_path):
-    from finetune import train
+    from snowfire.finetune import train
 
     data = write_sst2(tmp_path / "data", sizes=(("train", 16), ("dev", 8)))
     (data / "sst2" / "test.tsv").write_text("index\tsentence\n0\tthe good film\n1\ta dog\n")
@@ -63,7 +63,7 @@ def test_unlabelled_test_split_gets_predictions_only(tiny_bert_dir, tmp_path):
 
 
 def test_max_train_examples_caps_the_training_set(tiny_bert_dir, tmp_path):
-    from finetune import train
+    from snowfire.finetune import train
 
     data = write_sst2(tmp_path / "data")
     train(

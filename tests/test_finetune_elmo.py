@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from tasks import Example, get_task, read_split
+from snowfire.tasks import Example, get_task, read_split
 from tests.helpers import FIXTURES, need_shared
 from tests.helpers.tasks import check_run, finetune_config, write_conll, write_sst2, write_stsb
 
@@ -26,14 +26,14 @@ def elmo_files():
 
 
 def _bilm(elmo_files):
-    from extractor.elmo import ElmoBiLM
+    from snowfire.extractor.elmo import ElmoBiLM
 
     return ElmoBiLM.from_files(*elmo_files)
 
 
 def test_tf_arrays_equal_the_file_and_save_round_trips(elmo_files, tmp_path):
-    from extractor.elmo import ElmoBiLM, read_options, read_weights
-    from finetune import save_bilm, tf_arrays
+    from snowfire.extractor.elmo import ElmoBiLM, read_options, read_weights
+    from snowfire.finetune import save_bilm, tf_arrays
 
     original = read_weights(elmo_files[1], read_options(elmo_files[0]))
     bilm = _bilm(elmo_files)
@@ -57,7 +57,7 @@ def test_tf_arrays_equal_the_file_and_save_round_trips(elmo_files, tmp_path):
     [("sst2", True, 1), ("stsb", True, 16), ("stsb", False, 2), ("conll2003", True, 1)],
 )
 def test_only_the_output_layer_and_mix_are_added(elmo_files, task, bi_attention, extra):
-    from finetune import ElmoFinetuner
+    from snowfire.finetune import ElmoFinetuner
 
     spec = get_task(task)
     k = 1 if spec.kind == "regression" else len(spec.labels)
@@ -81,7 +81,7 @@ def test_only_the_output_layer_and_mix_are_added(elmo_files, task, bi_attention,
 @pytest.mark.parametrize("task", ["sst2", "stsb", "conll2003"])
 def test_a_batch_gives_what_each_example_gives_alone(elmo_files, task):
     """Fixed state + masking: padding and neighbours never change an example's output."""
-    from finetune import ElmoFinetuner
+    from snowfire.finetune import ElmoFinetuner
 
     spec = get_task(task)
     torch.manual_seed(0)
@@ -132,8 +132,8 @@ def test_a_batch_gives_what_each_example_gives_alone(elmo_files, task):
     ],
 )
 def test_elmo_run_end_to_end(elmo_files, tmp_path, task, writer, kw):
-    from extractor import TextInput, load_encoder
-    from finetune import build_model, train
+    from snowfire.extractor import TextInput, load_encoder
+    from snowfire.finetune import build_model, train
 
     data = writer(tmp_path / "data")
     cfg = finetune_config(f"elmo:{ELMO}", task, data, tmp_path / "run", **({"lr": 3e-3} | kw))
@@ -157,7 +157,7 @@ def test_elmo_run_end_to_end(elmo_files, tmp_path, task, writer, kw):
         for words, offset in ((example.words_a, 0), (example.words_b, len(example.words_a))):
             if words is None:
                 continue
-            from extractor.elmo import batch_to_ids
+            from snowfire.extractor.elmo import batch_to_ids
 
             with torch.no_grad():
                 layers, _ = model.layers(batch_to_ids([list(words)]))  # (L, 1, T, D)

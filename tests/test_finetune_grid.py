@@ -19,7 +19,7 @@ def _curve(run: Path) -> dict[int, float]:
 
 @pytest.mark.parametrize("exact", [False, True])
 def test_grid_cells_choice_and_outputs(tiny_bert_dir, tmp_path, exact):
-    from finetune import train
+    from snowfire.finetune import train
 
     data = write_sst2(tmp_path / "data")
     grid = {"grid": "exact" if exact else "shared", "grid_lrs": [1e-4, 3e-3], "grid_epochs": [2, 1]}
@@ -66,7 +66,7 @@ def test_grid_cells_choice_and_outputs(tiny_bert_dir, tmp_path, exact):
 def test_a_finished_grid_is_returned_and_another_refused(tiny_bert_dir, tmp_path, monkeypatch):
     from dataclasses import replace
 
-    from finetune import grid
+    from snowfire.finetune import grid
 
     data = write_sst2(tmp_path / "data")
     cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", lr=None,
@@ -76,7 +76,7 @@ def test_a_finished_grid_is_returned_and_another_refused(tiny_bert_dir, tmp_path
     def no_training(*args, **kwargs):
         raise AssertionError("a finished grid trained again")
 
-    monkeypatch.setattr("finetune.trainer.train", no_training)
+    monkeypatch.setattr("snowfire.finetune.trainer.train", no_training)
     assert grid.run_grid(cfg) == first
     # volatile fields (rundir.finished_or_refuse): where the grid runs and how it reports
     assert grid.run_grid(replace(cfg, device="cpu", progress=True)) == first
@@ -105,15 +105,15 @@ def test_a_finished_grid_is_returned_and_another_refused(tiny_bert_dir, tmp_path
     ],
 )  # fmt: skip
 def test_a_grid_config_refuses_a_fixed_rate_and_bad_values(tmp_path, change, message):
-    from finetune import FinetuneConfig
+    from snowfire.finetune import FinetuneConfig
 
     with pytest.raises(ValueError, match=message):
         FinetuneConfig(encoder="minilm", task="sst2", data="d", out=str(tmp_path), **change)
 
 
 def test_grid_values_default_to_the_recipe_and_sorted_epochs(tmp_path):
-    from finetune import FinetuneConfig
-    from finetune.grid import grid_values, run_grid
+    from snowfire.finetune import FinetuneConfig
+    from snowfire.finetune.grid import grid_values, run_grid
 
     base = dict(task="sst2", data="d", out=str(tmp_path), grid="shared")
     assert grid_values(FinetuneConfig(encoder="minilm", **base)) == ((2e-5, 3e-5, 5e-5), (2, 3, 4))
@@ -125,7 +125,7 @@ def test_grid_values_default_to_the_recipe_and_sorted_epochs(tmp_path):
 
 
 def test_the_command_line_grid(tiny_bert_dir, tmp_path, capsys):
-    from cli.main import main
+    from snowfire.cli.main import main
 
     data = write_sst2(tmp_path / "data")
     argv = (

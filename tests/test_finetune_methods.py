@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from finetune import Adapter, BertFinetuner, l2sp_penalty, load_run
-from finetune import train as finetune
-from rundir import RunConfigError
-from tasks import Example, read_predictions, read_split
+from snowfire.finetune import Adapter, BertFinetuner, l2sp_penalty, load_run
+from snowfire.finetune import train as finetune
+from snowfire.rundir import RunConfigError
+from snowfire.tasks import Example, read_predictions, read_split
 from tests.helpers.store import train_cli
 from tests.helpers.tasks import finetune_config
 
@@ -159,7 +159,7 @@ def test_an_l2sp_run_adds_lambda_times_the_penalty(tiny_bert_dir, data_dir, tmp_
 def test_lp_ft_starts_at_the_probes_weights(tiny_bert_dir, data_dir, tmp_path):
     from safetensors.torch import load_file, save_file
 
-    from cli.main import main as snowfire
+    from snowfire.cli.main import main as snowfire
 
     store, probe = tmp_path / "store", tmp_path / "probe"
     assert snowfire(["extract", "--encoder", f"hf:{tiny_bert_dir}", "--task", "stsb", "--data",
@@ -238,7 +238,7 @@ def test_a_sequential_run_starts_from_the_intermediate_encoder(tiny_bert_dir, da
 @pytest.mark.parametrize("method", ["adapter", "lora", "bitfit"])
 def test_a_saved_partial_run_reloads_and_predicts_the_same(tiny_bert_dir, data_dir, tmp_path,
                                                            method):  # fmt: skip
-    from heads import PredictConfig
+    from snowfire.heads import PredictConfig
     from snowfire import predict
 
     run = tmp_path / method
@@ -277,7 +277,7 @@ def test_curve_points_within_an_epoch_leave_the_training_unchanged(tiny_bert_dir
                                                                     tmp_path):  # fmt: skip
     """Dev scored twice inside each epoch: the log holds those points before the epoch's, at
     the batches' fractions, and the weights and metrics equal a run without them."""
-    from compare.convergence import read_curve
+    from snowfire.compare.convergence import read_curve
 
     plain = finetune(finetune_config(f"hf:{tiny_bert_dir}", "stsb", data_dir, tmp_path / "a"))
     run = tmp_path / "b"

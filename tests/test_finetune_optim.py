@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from finetune import (
+from snowfire.finetune import (
     BertFinetuner,
     group_rates,
     lr_multiplier,
@@ -131,7 +131,7 @@ def test_unfreeze_by_epoch():
 
 def test_gradual_unfreezing_moves_exactly_the_unfrozen_groups(tiny_bert_dir, tmp_path):
     """Snapshots at each epoch boundary: frozen groups bit-identical, unfrozen ones changed."""
-    from finetune import train
+    from snowfire.finetune import train
 
     data = write_sst2(tmp_path / "data", sizes=(("train", 16), ("dev", 8)))
     steps_per_epoch = 2  # 16 examples, batch 8
@@ -181,7 +181,7 @@ def _peak_rates(optimizer) -> dict[str, float]:
 
 def test_default_recipe_bert_family_trains_every_layer_at_one_rate(bert):
     """Issue #16: the ELMo-only discriminative rates are not the BERT-family default."""
-    from finetune import FinetuneConfig, build_optimizer
+    from snowfire.finetune import FinetuneConfig, build_optimizer
 
     cfg = FinetuneConfig(encoder="minilm", task="stsb", data="d", out="r")
     optimizer, scheduler = build_optimizer(bert, cfg, total_steps=100)
@@ -196,8 +196,8 @@ def test_default_recipe_bert_family_trains_every_layer_at_one_rate(bert):
 
 
 def test_default_recipe_elmo_decays_by_0_4_per_layer():
-    from extractor.elmo import ElmoBiLM
-    from finetune import ElmoFinetuner, FinetuneConfig, build_optimizer
+    from snowfire.extractor.elmo import ElmoBiLM
+    from snowfire.finetune import ElmoFinetuner, FinetuneConfig, build_optimizer
     from tests.helpers import FIXTURES, need_shared
 
     folder = need_shared(FIXTURES / "allennlp_elmo")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from finetune import OutputLayer, TagScores
+from snowfire.finetune import OutputLayer, TagScores
 
 B, T, D, K = 4, 5, 6, 3  # batch, words, input width, classes / tags
 PAIR_D = 16 * D  # the ELMo pair model's input with bi-attention (finetune/elmo.py)

@@ -58,7 +58,7 @@ def _killed_then_resumed(encoder: str, task: str, data: Path, tmp_path: Path, ki
                          **kw) -> None:  # fmt: skip
     """A run killed after step `kill_after` and started again ends as an uninterrupted one:
     same metrics, log, predictions, encoder files and best weights."""
-    from finetune import train
+    from snowfire.finetune import train
 
     reference = train(finetune_config(encoder, task, data, tmp_path / "a", **kw))
     cfg = finetune_config(encoder, task, data, tmp_path / "b", **kw)
@@ -104,7 +104,7 @@ def test_elmo_resume_mid_epoch_equals_uninterrupted(tmp_path):
 
 
 def test_resume_with_another_config_is_refused(tiny_bert_dir, tmp_path):
-    from finetune import train
+    from snowfire.finetune import train
 
     data = write_sst2(tmp_path / "data", sizes=(("train", 16), ("dev", 8)))
     cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1)
@@ -131,7 +131,7 @@ def test_resume_with_another_config_is_refused(tiny_bert_dir, tmp_path):
 
 
 def test_a_finished_run_is_returned_not_trained_again(tiny_bert_dir, tmp_path):
-    from finetune import train
+    from snowfire.finetune import train
 
     data = write_sst2(tmp_path / "data", sizes=(("train", 16), ("dev", 8)))
     cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1)
@@ -158,7 +158,7 @@ def test_killed_after_the_final_config_before_metrics_finishes_from_the_checkpoi
 ):
     import importlib
 
-    from finetune import train
+    from snowfire.finetune import train
 
     data = write_sst2(tmp_path / "data", sizes=(("train", 16), ("dev", 8)))
     reference = train(
@@ -167,7 +167,7 @@ def test_killed_after_the_final_config_before_metrics_finishes_from_the_checkpoi
     cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "b", epochs=2)
     # a kill between the final config.json (with "seconds") and metrics.json, which is written
     # last: the run is not finished and the last epoch's checkpoint is still there
-    module = importlib.import_module("finetune.trainer")
+    module = importlib.import_module("snowfire.finetune.trainer")
     real = module.write_json
 
     def kill_at_metrics(path, obj):
@@ -188,7 +188,7 @@ def test_killed_after_the_final_config_before_metrics_finishes_from_the_checkpoi
 
 
 def test_a_resumed_run_counts_the_time_before_the_kill(tiny_bert_dir, tmp_path):
-    from finetune import train
+    from snowfire.finetune import train
 
     data = write_sst2(tmp_path / "data", sizes=(("train", 24), ("dev", 8)))  # 3 steps of 8
     cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1,

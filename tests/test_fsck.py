@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cache import Store, StoreCorruptError
-from cli.main import main as snowfire
+from snowfire.cache import Store, StoreCorruptError
+from snowfire.cli.main import main as snowfire
 
 
 def _flip(path, at: int) -> None:

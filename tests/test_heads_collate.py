@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from heads import IGNORE_INDEX, collate
+from snowfire.heads import IGNORE_INDEX, collate
 from tests.helpers.heads import (
     D,
     L,

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from heads import BCN, ESIM, ScalarMix, Tagger, TagScores, build_head
+from snowfire.heads import BCN, ESIM, ScalarMix, Tagger, TagScores, build_head
 from tests.helpers.heads import (
     CASES,
     IDS,

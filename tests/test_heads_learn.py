@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from heads import HEADS, build_head
+from snowfire.heads import HEADS, build_head
 from tests.helpers.heads import (
     CASES,
     IDS,

@@ -7,8 +7,8 @@ import math
 
 import torch
 
-from heads.esim import enhance
-from heads.sequence import masked_max, masked_mean, masked_softmax
+from snowfire.heads.esim import enhance
+from snowfire.heads.sequence import masked_max, masked_mean, masked_softmax
 
 
 def _case():

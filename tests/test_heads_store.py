@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cache import Store
-from extractor import ExtractConfig, TextInput, extract
-from extractor.hf import HFEncoder
-from heads import HEADS, build_head, collate
+from snowfire.cache import Store
+from snowfire.extractor import ExtractConfig, TextInput, extract
+from snowfire.extractor.hf import HFEncoder
+from snowfire.heads import HEADS, build_head, collate
 
 SINGLE = [
     TextInput(tuple("the dogs runs".split())),  # "dogs" -> dog ##s

@@ -1,6 +1,9 @@
 """Public APIs that hold: every project file outside tests/ reaches another package only through
 the names its `__init__.__all__` exports, uses no private (`_name`) object of another package,
-and imports only along the data flow (docs/CONTRACTS.md). Read with `ast`; nothing is imported.
+and imports only along the data flow (docs/CONTRACTS.md). Every package lives under one import
+root, `snowfire.*` (its folder is the repository's top-level one: `cache/` is `snowfire.cache`),
+so no file anywhere, tests included, imports a package by its bare folder name. Read with
+`ast`; nothing is imported.
 
     tasks/ → extractor/ → cache/ → api/ and heads/;  finetune/ reads tasks/;
     cache/ imports nothing from the others;  jobs/ imports no web framework
@@ -40,6 +43,22 @@ FLOW = {
     "cli": set(PACKAGES) - {"cli"},
 }
 WEB = ("fastapi", "starlette", "uvicorn")  # jobs/ imports none: a worker starts light
+ROOT = "snowfire"  # the one import root: folder `cache/` imports as snowfire.cache
+BARE = set(PACKAGES) - {ROOT}  # the folders' names, never imported bare
+
+
+def package_of(module: str) -> str:
+    """The project package (its folder) of a dotted module name: snowfire.cache.store -> cache,
+    snowfire.dataset -> snowfire (the Python API's own folder); else the module's top name."""
+    parts = module.split(".")
+    if parts[0] != ROOT:
+        return parts[0]
+    return parts[1] if len(parts) > 1 and parts[1] in BARE else ROOT
+
+
+def module_of(pkg: str) -> str:
+    """The import name of a project package: cache -> snowfire.cache."""
+    return ROOT if pkg == ROOT else f"{ROOT}.{pkg}"
 ENTRY = re.compile(r"(?P<module>[A-Za-z_][\w.]*):(?P<name>[A-Za-z_]\w*)")  # "pkg.mod:Name"
 
 
@@ -127,10 +146,13 @@ def check(rel: str, source: str, rules: Rules) -> list[Violation]:
 
     def other(module: str, node: ast.AST) -> str | None:
         """The other project package `module` belongs to (None: ours or not the project's);
-        flags an import against the data flow."""
-        top = module.split(".")[0]
+        flags an import against the data flow, and any by a bare folder name."""
+        top = package_of(module)
         if me == "jobs" and top in WEB:
             flag(node, f"jobs imports the web framework {top}")
+        if module.split(".")[0] in BARE:
+            flag(node, f"{module}: a bare package name (import it as snowfire.{module})")
+            return None
         if top not in PACKAGES or top == me:
             return None
         if me in FLOW and top not in FLOW[me]:
@@ -144,24 +166,28 @@ def check(rel: str, source: str, rules: Rules) -> list[Violation]:
             flag(node, f"{how}: {pkg}.__all__ does not export {name}")
 
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == ROOT:
+            for alias in node.names:  # `from snowfire import cache`: a package, bound
+                if alias.name in PACKAGES and alias.name != me and other(module_of(alias.name), node):
+                    bound[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             pkg = other(node.module, node)
             for alias in node.names if pkg else ():
                 how = f"from {node.module} import {alias.name}"
-                if node.module != pkg:
-                    flag(node, f"{how}: reaches past {pkg}'s API (import it from {pkg})")
+                if node.module != module_of(pkg):
+                    flag(node, f"{how}: reaches past {pkg}'s API (import it from {module_of(pkg)})")
                 else:
                     use(node, pkg, alias.name, how)
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 pkg = other(alias.name, node)
-                if pkg and alias.name != pkg:
+                if pkg and alias.name != module_of(pkg):
                     flag(node, f"import {alias.name}: reaches past {pkg}'s API")
-                elif pkg:
-                    bound[alias.asname or pkg] = pkg
+                elif pkg and alias.asname:
+                    bound[alias.asname] = pkg
         elif isinstance(node, ast.Call) and (module := _imported_by_name(node)):
             pkg = other(module, node)
-            if pkg and module != pkg:
+            if pkg and module != module_of(pkg):
                 flag(node, f"import_module({module!r}): reaches past {pkg}'s API")
         elif (
             isinstance(node, ast.Constant)
@@ -170,8 +196,8 @@ def check(rel: str, source: str, rules: Rules) -> list[Violation]:
         ):  # "package.module:Name", imported by whoever reads it
             module, name = entry["module"], entry["name"]
             pkg = other(module, node)
-            if pkg and module != pkg:
-                flag(node, f"{node.value!r}: reaches past {pkg}'s API (name {pkg}:{name})")
+            if pkg and module != module_of(pkg):
+                flag(node, f"{node.value!r}: reaches past {pkg}'s API (name {module_of(pkg)}:{name})")
             elif pkg:
                 use(node, pkg, name, repr(node.value))
     for node in ast.walk(tree):
@@ -242,9 +268,42 @@ def test_every_package_exports_what_it_lists():
     for pkg in PACKAGES:
         if not (REPO / pkg / "__init__.py").is_file():
             continue
-        module = importlib.import_module(pkg)
+        module = importlib.import_module(module_of(pkg))
         missing = [n for n in getattr(module, "__all__", ()) if not hasattr(module, n)]
         assert not missing, f"{pkg}/__init__.py: __all__ lists {missing}, which it lacks"
+
+
+def bare_imports(rel: str, source: str) -> list[Violation]:
+    """Imports (statements, import_module, "module:Name" strings) of a package by its bare
+    folder name: `import cache`, `from heads.trainer import x`, "extractor:ExtractConfig"."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename=rel)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.Call) and (module := _imported_by_name(node)):
+            names = [module]
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and (entry := ENTRY.fullmatch(node.value))
+        ):
+            names = [entry["module"]]
+        else:
+            continue
+        found += [Violation(rel, node.lineno, f"bare import of {n}") for n in names
+                  if n.split(".")[0] in BARE]  # fmt: skip
+    return found
+
+
+def test_nothing_anywhere_imports_a_package_by_its_bare_folder_name():
+    """Tests, scripts and benchmarks too: every package is snowfire.X, so a checkout's folders
+    never shadow (nor are shadowed by) another distribution's `api`, `tasks` or `jobs`."""
+    files = sorted(p for p in REPO.rglob("*.py") if not {".venv", ".git"} & set(p.parts))
+    assert len(files) > 200
+    problems = [v for f in files for v in bare_imports(str(f.relative_to(REPO)), f.read_text())]
+    assert not problems, "\n".join(map(str, problems))
 
 
 # ---------------------------------------------------------------- the checker itself
@@ -257,36 +316,44 @@ RULES = Rules(
 @pytest.mark.parametrize(
     "rel, source, expected",
     [
-        ("heads/x.py", "from cache.bucket import is_bucket",
-         "heads/x.py:1: from cache.bucket import is_bucket: reaches past cache's API"),
-        ("heads/x.py", "from cache import is_bucket",
-         "heads/x.py:1: from cache import is_bucket: cache.__all__ does not export is_bucket"),
-        ("heads/x.py", "import cache.wire\ncache.wire.decode(b'')",
-         "heads/x.py:1: import cache.wire: reaches past cache's API"),
-        ("heads/x.py", "import cache\n\ncache.wire.decode(b'')",
+        ("heads/x.py", "from snowfire.cache.bucket import is_bucket",
+         "heads/x.py:1: from snowfire.cache.bucket import is_bucket: reaches past cache's API"),
+        ("heads/x.py", "from snowfire.cache import is_bucket",
+         "heads/x.py:1: from snowfire.cache import is_bucket: cache.__all__ does not export"),
+        ("heads/x.py", "import snowfire.cache.wire\nsnowfire.cache.wire.decode(b'')",
+         "heads/x.py:1: import snowfire.cache.wire: reaches past cache's API"),
+        ("heads/x.py", "from snowfire import cache\n\ncache.wire.decode(b'')",
          "heads/x.py:3: cache.wire: cache.__all__ does not export wire"),
-        ("heads/x.py", "import cache as c\nc._info({})",
+        ("heads/x.py", "import snowfire.cache as c\nc._info({})",
          "heads/x.py:2: c._info: _info is private to cache"),
         ("cli/main.py", "def f(store):\n    return store._committed_segments('p')",
          "cli/main.py:2: _committed_segments: private to cache, used from cli"),
         ("cli/main.py", "getattr(store, '_committed_segments')",
          "cli/main.py:1: _committed_segments: private to cache, used from cli"),
-        ("benchmarks/b.py", "from extractor.run import _plan",
-         "benchmarks/b.py:1: from extractor.run import _plan: reaches past extractor's API"),
-        ("benchmarks/b.py", "from extractor import _plan",
-         "benchmarks/b.py:1: from extractor import _plan: _plan is private to extractor"),
-        ("cache/x.py", "def f():\n    from heads import train",
+        ("benchmarks/b.py", "from snowfire.extractor.run import _plan",
+         "benchmarks/b.py:1: from snowfire.extractor.run import _plan: reaches past extractor's"),
+        ("benchmarks/b.py", "from snowfire.extractor import _plan",
+         "benchmarks/b.py:1: from snowfire.extractor import _plan: _plan is private to extractor"),
+        ("cache/x.py", "def f():\n    from snowfire.heads import train",
          "cache/x.py:2: cache imports heads: against the data flow"),
-        ("extractor/x.py", "import importlib\nimportlib.import_module('heads.trainer')",
+        ("cache/x.py", "from snowfire import heads",
+         "cache/x.py:1: cache imports heads: against the data flow"),
+        ("extractor/x.py", "import importlib\nimportlib.import_module('snowfire.heads.trainer')",
          "extractor/x.py:2: extractor imports heads: against the data flow"),
-        ("jobs/x.py", "import importlib\nimportlib.import_module('heads.trainer')",
-         "jobs/x.py:2: import_module('heads.trainer'): reaches past heads's API"),
+        ("jobs/x.py", "import importlib\nimportlib.import_module('snowfire.heads.trainer')",
+         "jobs/x.py:2: import_module('snowfire.heads.trainer'): reaches past heads's API"),
         ("jobs/x.py", "from fastapi import FastAPI",
          "jobs/x.py:1: jobs imports the web framework fastapi"),
-        ("cli/main.py", "command('train', 'heads.config:TrainConfig')",
-         "cli/main.py:1: 'heads.config:TrainConfig': reaches past heads's API"),
-        ("cli/main.py", "command('train', 'heads:Trainer')",
-         "cli/main.py:1: 'heads:Trainer': heads.__all__ does not export Trainer"),
+        ("cli/main.py", "command('train', 'snowfire.heads.config:TrainConfig')",
+         "cli/main.py:1: 'snowfire.heads.config:TrainConfig': reaches past heads's API"),
+        ("cli/main.py", "command('train', 'snowfire.heads:Trainer')",
+         "cli/main.py:1: 'snowfire.heads:Trainer': heads.__all__ does not export Trainer"),
+        ("cli/main.py", "from heads import train",
+         "cli/main.py:1: heads: a bare package name (import it as snowfire.heads)"),
+        ("cli/main.py", "import cache",
+         "cli/main.py:1: cache: a bare package name (import it as snowfire.cache)"),
+        ("cli/main.py", "command('train', 'heads:TrainConfig')",
+         "cli/main.py:1: heads: a bare package name"),
     ],
 )  # fmt: skip
 def test_the_checker_finds(rel, source, expected):
@@ -298,13 +365,35 @@ def test_the_checker_finds(rel, source, expected):
 @pytest.mark.parametrize(
     "rel, source",
     [
-        ("heads/x.py", "from cache import Store, open_reader\nimport cache\ncache.Store"),
+        ("heads/x.py", "from snowfire.cache import Store, open_reader\n"
+                       "from snowfire import cache\ncache.Store"),
         ("cache/x.py", "from .store import _info\nfrom . import wire\nx._info"),
+        ("cache/x.py", "from snowfire.cache.store import _info"),
         ("cli/main.py", "class A:\n    def f(self):\n        return self._committed_segments"),
         ("extractor/x.py", "import numpy as np\nnp._NoValue\nimport torch.nn"),
         ("api/x.py", "from fastapi import FastAPI"),
-        ("cli/main.py", "command('train', 'heads:train')\nurl = 'localhost:8000'"),
+        ("cli/main.py", "command('train', 'snowfire.heads:train')\nurl = 'localhost:8000'"),
+        ("cli/main.py", "from snowfire import __version__"),
     ],
-)
+)  # fmt: skip
 def test_the_checker_lets_through(rel, source):
     assert check(rel, source, RULES) == []
+
+
+@pytest.mark.parametrize(
+    "source, expected, fixed",
+    [
+        ("import cache", "x.py:1: bare import of cache", "from snowfire import cache"),
+        ("import cache.wire as w", "x.py:1: bare import of cache.wire",
+         "import snowfire.cache.wire as w"),
+        ("from heads.trainer import train", "x.py:1: bare import of heads.trainer",
+         "from snowfire.heads.trainer import train"),
+        ("import importlib\nimportlib.import_module('finetune')", "x.py:2: bare import of finetune",
+         "import importlib\nimportlib.import_module('snowfire.finetune')"),
+        ("X = 'extractor:ExtractConfig'", "x.py:1: bare import of extractor",
+         "X = 'snowfire.extractor:ExtractConfig'"),
+    ],
+)  # fmt: skip
+def test_bare_imports_are_found_everywhere(source, expected, fixed):
+    assert [str(v) for v in bare_imports("x.py", source)] == [expected]
+    assert bare_imports("x.py", fixed) == []

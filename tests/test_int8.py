@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import zarr
 
-from cache import ExampleBatch, InvalidSelectionError, Store, StoreError, quant
-from cache.segment import Segment, write_segment
-from cache.wire import body_bytes, decode, encode
+from snowfire.cache import ExampleBatch, InvalidSelectionError, Store, StoreError, quant
+from snowfire.cache.segment import Segment, write_segment
+from snowfire.cache.wire import body_bytes, decode, encode
 from tests.helpers.service import DIM, LAYERS, LENGTHS, build_featureset
 
 
@@ -134,8 +134,8 @@ def test_wire_round_trip_keeps_int8_and_scales(store):
 
 
 def test_service_sends_int8_and_the_client_dequantises(store):
-    from api import Settings
-    from cache.remote import RemoteStore
+    from snowfire.api import Settings
+    from snowfire.cache.remote import RemoteStore
     from tests.helpers.service import Counting, Server
 
     with Server(Settings(store=store.path)) as server, RemoteStore(server.url) as remote:
@@ -168,8 +168,8 @@ def test_service_sends_int8_and_the_client_dequantises(store):
 def test_extract_int8_matches_the_float32_extraction(tiny_bert_dir, tmp_path):
     from dataclasses import replace
 
-    from extractor import ExtractConfig, TextInput, extract
-    from extractor.hf import HFEncoder
+    from snowfire.extractor import ExtractConfig, TextInput, extract
+    from snowfire.extractor.hf import HFEncoder
 
     texts = [TextInput(tuple("the quick brown fox".split())), TextInput(("a", "b"), ("c",))]
     enc = HFEncoder(tiny_bert_dir, name="tiny", spec=f"hf:{tiny_bert_dir}")
@@ -189,7 +189,7 @@ def test_extract_int8_matches_the_float32_extraction(tiny_bert_dir, tmp_path):
 
 @pytest.mark.parametrize("max_bytes", [10**9, 0])  # held in memory, or streamed in blocks
 def test_a_trainer_holds_int8_and_gets_float32_batches(store, max_bytes):
-    from heads.data import FeatureSource
+    from snowfire.heads.data import FeatureSource
 
     info = store.get_featureset("fs8")
     source = FeatureSource(store, info, [2, 0], max_bytes=max_bytes, block_examples=2)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from api import Settings, create_app
-from jobs import Home, JobQueue
+from snowfire.api import Settings, create_app
+from snowfire.jobs import Home, JobQueue
 
 ENCODERS = "'minilm', 'hf:NAME_OR_DIR', 'elmo:OPTIONS.json,WEIGHTS.hdf5' or 'elmo:DIR'"
 
@@ -42,7 +42,7 @@ def test_submit_answers_202_with_resolved_params(client, home):
 
 
 def test_a_deadline_param_is_kept_with_the_job_and_not_given_to_its_command(client, home):
-    from jobs.kinds import split_limits
+    from snowfire.jobs.kinds import split_limits
 
     r = client.post("/v1/jobs", json={"kind": "train", "params": {
         "encoder": "minilm", "task": "stsb", "head": "esim", "deadline": 90}})  # fmt: skip
@@ -51,7 +51,7 @@ def test_a_deadline_param_is_kept_with_the_job_and_not_given_to_its_command(clie
     assert params["deadline"] == 90
     limits, command = split_limits(params)
     assert limits.deadline == 90 and "deadline" not in command
-    from heads import TrainConfig
+    from snowfire.heads import TrainConfig
 
     TrainConfig(**command)  # what the runner builds: the command's own fields only
     without = client.post("/v1/jobs", json={"kind": "train", "params": {
@@ -195,7 +195,7 @@ def test_grid_params_are_checked_at_submission(client, home):
 def _run_compare_job(client, home, params):
     """Submit a compare job, run it with one worker pass: (its id, its body with 50 log lines),
     checked done."""
-    from jobs.worker import Worker
+    from snowfire.jobs.worker import Worker
 
     r = client.post("/v1/jobs", json={"kind": "compare", "params": params})
     assert r.status_code == 202, r.text
@@ -208,7 +208,7 @@ def _run_compare_job(client, home, params):
 
 def test_a_compare_job_runs_the_arms_and_predict_reads_their_runs(client, home, tiny_bert_dir,
                                                                   tmp_path):  # fmt: skip
-    from heads import PredictConfig
+    from snowfire.heads import PredictConfig
     from snowfire import predict
 
     params = {"encoder": f"hf:{tiny_bert_dir}", "tasks": ["stsb"], "heads": ["linear"],
@@ -234,7 +234,7 @@ def test_a_compare_job_runs_the_arms_and_predict_reads_their_runs(client, home, 
 
 @pytest.mark.subprocess  # a real worker runs the job in its own runner process
 def test_a_finetune_job_with_grid_params_runs_the_grid(client, home, tiny_bert_dir):
-    from jobs.worker import Worker
+    from snowfire.jobs.worker import Worker
 
     params = {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2", "batch_size": 8,
               "progress": False, "grid": "exact", "grid_lrs": [1e-3, 3e-3],

@@ -1,5 +1,6 @@
-"""The job system's processes: a folder in a child's working directory never shadows a snowfire
-package (HOME/tasks holds task data!), and a worker loads no web framework."""
+"""The job system's processes: a worker and a runner load no web framework (a worker starts
+light), and a folder named like one of the project's packages in a child's working directory
+(HOME/tasks holds task data!) shadows nothing, since every package lives under snowfire.*."""
 
 from __future__ import annotations
 
@@ -9,45 +10,27 @@ import sys
 
 import pytest
 
-from jobs import python_command
-
-pytestmark = pytest.mark.subprocess  # starts and kills real processes
+pytestmark = pytest.mark.subprocess  # starts real processes
 
 
-def _shadowing_dir(root):
-    """A working directory with fake `tasks` and `jobs` packages that fail on import."""
-    for name in ("tasks", "jobs"):
-        (root / name).mkdir()
-        (root / name / "__init__.py").write_text(f"raise ImportError('shadowed {name}')\n")
-    return root
-
-
-def test_plain_python_m_is_shadowed_by_the_working_directory(tmp_path):
-    """The hazard itself: `python -m` imports the folder in the working directory."""
-    cwd = _shadowing_dir(tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-m", "tasks.registry"], cwd=cwd, capture_output=True, text=True
-    )
-    assert done.returncode != 0 and "shadowed tasks" in done.stderr
-
-
-def test_python_command_never_imports_from_the_working_directory(tmp_path):
-    cwd = _shadowing_dir(tmp_path)
-    done = subprocess.run(python_command("tasks.registry"), cwd=cwd, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    done = subprocess.run(
-        python_command("jobs.runner", "--help"), cwd=cwd, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    assert "usage: jobs.runner" in done.stdout
+def test_a_folder_named_like_a_package_in_the_working_directory_shadows_nothing(tmp_path):
+    for name in ("tasks", "jobs", "cache", "cli"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f"raise ImportError('shadowed {name}')\n")
+    for module in ("snowfire.tasks.registry", "snowfire.jobs.runner"):
+        done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=tmp_path,
+                              capture_output=True, text=True)  # fmt: skip
+        assert done.returncode == 0 and "shadowed" not in done.stderr, (module, done.stderr)
+    assert "usage: snowfire.jobs.runner" in done.stdout
 
 
 def test_a_worker_and_a_runner_load_no_web_framework():
     code = (
-        "import json, sys; import jobs.worker, jobs.runner, jobs.launcher; "
-        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+        "import json, sys; import snowfire.jobs.worker, snowfire.jobs.runner, "
+        "snowfire.jobs.launcher; "
+        "print(json.dumps(sorted({m for m in sys.modules})))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    loaded = set(json.loads(done.stdout))
+    loaded = {m.split(".")[0] for m in json.loads(done.stdout)}
     assert not loaded & {"fastapi", "starlette", "pydantic", "uvicorn", "torch"}, loaded

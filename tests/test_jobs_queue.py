@@ -13,12 +13,12 @@ import time
 
 import pytest
 
-from jobs import Home, JobNotFoundError, JobQueue, JobStateError
-from jobs.worker import Worker
+from snowfire.jobs import Home, JobNotFoundError, JobQueue, JobStateError
+from snowfire.jobs.worker import Worker
 
 CLAIMER = """
 import json, sys
-from jobs import JobQueue
+from snowfire.jobs import JobQueue
 q = JobQueue(sys.argv[1])
 print("ready", flush=True)
 sys.stdin.readline()
@@ -260,7 +260,7 @@ def test_many_processes_open_one_fresh_queue_file_at_once(tmp_path):
     # snowfire up starts the API and three workers together: each creates or migrates the file
     path = tmp_path / "queue.sqlite"
     code = (
-        "import sys, time; from jobs import JobQueue\n"
+        "import sys, time; from snowfire.jobs import JobQueue\n"
         "time.sleep(max(0.0, float(sys.argv[2]) - time.time()))\n"  # all start together
         "JobQueue(sys.argv[1]).submit('train', {})"
     )
@@ -275,7 +275,7 @@ def test_many_processes_open_one_fresh_queue_file_at_once(tmp_path):
 
 
 def test_tether_reasons_to_stop(queue):
-    from jobs.tether import why_stop
+    from snowfire.jobs.tether import why_stop
 
     me = os.getpid()
     parent = os.getppid()
@@ -338,7 +338,7 @@ class Hangs(StandIn):
 def test_a_job_past_its_deadline_is_killed_failed_and_its_partial_run_kept_and_marked(
     home, queue, where
 ):
-    from rundir import DEADLINE
+    from snowfire.rundir import DEADLINE
 
     out = home.root / "runs" / "hung"
     # long enough for the runner to start its grandchild on a loaded machine; not a timing test
@@ -366,7 +366,7 @@ def test_a_job_past_its_deadline_is_killed_failed_and_its_partial_run_kept_and_m
 
 
 def test_each_kind_has_a_default_deadline_a_worker_and_a_job_may_override(home, queue):
-    from jobs import JOB_KINDS
+    from snowfire.jobs import JOB_KINDS
 
     job = queue.submit("finetune", {})
     assert Worker(home, "finetune").deadline_of(job) == JOB_KINDS["finetune"].deadline

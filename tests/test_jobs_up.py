@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs import JOB_KINDS as KINDS
-from jobs import JobQueue
+from snowfire.jobs import JOB_KINDS as KINDS
+from snowfire.jobs import JobQueue
 from tests.helpers import free_port
 from tests.helpers.compose import LOCAL_ENV, SNOWFIRE
 

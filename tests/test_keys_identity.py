@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cache import IncompatibleStoreError, Store, encoder_id
-from extractor import ExtractConfig, TextInput, extract
-from extractor.hf import HFEncoder
+from snowfire.cache import IncompatibleStoreError, Store, encoder_id
+from snowfire.extractor import ExtractConfig, TextInput, extract
+from snowfire.extractor.hf import HFEncoder
 
 TEXTS = [TextInput(("the", "man", "plays")), TextInput(("a", "dog"), ("the", "park"))]
 
@@ -52,7 +52,7 @@ def test_pair_encoding_and_dtype_change_the_key(tiny_bert_dir):
 def test_the_precision_policy_changes_the_key(tiny_bert_dir):
     from transformers import AutoConfig
 
-    from extractor.hf import hf_identity
+    from snowfire.extractor.hf import hf_identity
 
     config = AutoConfig.from_pretrained(tiny_bert_dir)
     ids = {
@@ -79,7 +79,8 @@ def test_the_precision_policy_changes_the_key(tiny_bert_dir):
 
 
 def test_the_extractor_version_changes_the_key(tiny_bert_dir, monkeypatch):
-    import extractor.hf
+    import snowfire.extractor.hf
+    from snowfire import extractor
 
     before = _pool(tiny_bert_dir)
     monkeypatch.setattr(extractor.hf, "EXTRACTOR_VERSION", 2)
@@ -116,7 +117,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 
 
 def test_the_elmo_state_policy_changes_the_key():
-    from extractor.elmo import ElmoEncoder
+    from snowfire.extractor.elmo import ElmoEncoder
 
     model = FIXTURES / "allennlp_elmo"
     if not model.is_dir():

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("sklearn")
 
-from compare.mi import discretise, mi_knn, reduce  # noqa: E402
+from snowfire.compare.mi import discretise, mi_knn, reduce  # noqa: E402
 
 
 def test_separated_classes_give_the_label_entropy():

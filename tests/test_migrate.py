@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cache import IncompatibleStoreError, Store
-from cache import check_store as check
-from cache import migration as files
-from extractor import ExtractConfig, MigrateConfig, migrate_store, run_extract
+from snowfire.cache import IncompatibleStoreError, Store
+from snowfire.cache import check_store as check
+from snowfire.cache import migration as files
+from snowfire.extractor import ExtractConfig, MigrateConfig, migrate_store, run_extract
 from tests.helpers.tiny_bert import build_tiny_bert
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "store-format1"
@@ -69,7 +69,7 @@ def test_a_format1_store_is_refused_naming_migrate(work):
 
 
 def test_migrate_keeps_the_stored_bytes_and_equals_a_fresh_extraction(work, capsys):
-    from cli.main import main
+    from snowfire.cli.main import main
 
     before = _format1_features(work / "store", KEPT)
     other = build_tiny_bert(work / "seed2", seed=2)  # looked under first: another encoder

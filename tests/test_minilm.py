@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cache import Store
-from extractor import ExtractConfig, TextInput, extract, load_encoder
+from snowfire.cache import Store
+from snowfire.extractor import ExtractConfig, TextInput, extract, load_encoder
 
 pytestmark = pytest.mark.slow
 

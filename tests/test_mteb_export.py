@@ -73,7 +73,7 @@ MODEL_META_SCHEMA = {
 def exported(tiny_bert_dir, data_dir, tmp_path_factory):
     """A comparison on the tiny stsb (2 ❄️ linear seeds, 1 🔥 seed) exported by the CLI:
     (compare out, export dir, argv, the model names' stem: the encoder folder's name)."""
-    from cli.main import main
+    from snowfire.cli.main import main
 
     root = tmp_path_factory.mktemp("mteb")
     argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "stsb", "--data",
@@ -179,8 +179,8 @@ def test_mtebs_own_loader_reads_the_export(exported):
 
 
 def test_the_python_export_writes_the_same_files(exported, tmp_path):
-    from cli.flags import config_from_args
-    from cli.main import build_parser
+    from snowfire.cli.flags import config_from_args
+    from snowfire.cli.main import build_parser
 
     out, mteb_dir, argv, _ = exported
     config = config_from_args(snowfire.CompareConfig, build_parser().parse_args(argv))
@@ -194,7 +194,7 @@ def test_the_python_export_writes_the_same_files(exported, tmp_path):
 
 
 def test_an_unknown_format_is_refused_before_anything_runs(tmp_path, capsys):
-    from cli.main import main
+    from snowfire.cli.main import main
 
     argv = ["compare", "--encoder", "minilm", "--tasks", "stsb", "--data", str(tmp_path),
             "--out", str(tmp_path / "cmp"), "--export", "csv", str(tmp_path / "x")]  # fmt: skip

@@ -15,15 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from api import Settings
-from cache import (
+from snowfire.api import Settings
+from snowfire.cache import (
     RemoteStore,
     RetryPolicy,
     ServiceUnreachableError,
     Store,
     StoreUnreachableError,
 )
-from cache.bucket import BucketStore
+from snowfire.cache.bucket import BucketStore
 from tests.helpers.proxy import FaultProxy, Faults
 from tests.helpers.service import Server, build_featureset
 from tests.helpers.store import bucket_objects, tiny_sst2
@@ -53,7 +53,7 @@ REST_FAULTS = {
 @pytest.fixture(scope="module")
 def sst2_store(tiny_bert_dir, tmp_path_factory):
     """A tiny sst2 folder extracted with the tiny BERT into a local store."""
-    from cli.main import main as snowfire
+    from snowfire.cli.main import main as snowfire
 
     root = tmp_path_factory.mktemp("net")
     data = tiny_sst2(root / "data")
@@ -80,7 +80,7 @@ def train_over(url: str, tiny_bert_dir, data: Path, out: Path) -> tuple[dict, di
     (metrics, weights)."""
     from safetensors.numpy import load_file
 
-    from heads import TrainConfig, train
+    from snowfire.heads import TrainConfig, train
 
     cfg = TrainConfig(store=url, encoder=f"hf:{tiny_bert_dir}", task="sst2", head="linear",
                       data=str(data), out=str(out), epochs=3, lr=0.03, max_memory_gb=1e-9,
@@ -98,7 +98,7 @@ def clean_run(service, sst2_store, tiny_bert_dir, tmp_path_factory):
 
 def epoch_batches(reader, data: Path, encoder: str) -> list:
     """One streamed, shuffled epoch of the train split: [(indices, ExampleBatch)]."""
-    from heads.data import FeatureSource
+    from snowfire.heads.data import FeatureSource
 
     info = reader.find_featureset(encoder=encoder, task="sst2", split="train")
     source = FeatureSource(reader, info, None, max_bytes=0, block_examples=16)
@@ -285,7 +285,7 @@ NOT_SENT = ("Generic S3 error: Error performing GET http://127.0.0.1:1/b/store/x
 def test_attempt_asks_again_only_for_what_obstore_did_not_retry(error, calls, asked_again):
     from types import SimpleNamespace
 
-    from cache.bucket import attempt
+    from snowfire.cache.bucket import attempt
 
     store = SimpleNamespace(path="s3://b/store", retry=THREE_TRIES)
     made = []
@@ -307,7 +307,7 @@ def test_attempt_asks_again_only_for_what_obstore_did_not_retry(error, calls, as
 def test_attempt_names_the_tries_when_a_request_is_never_sent():
     from types import SimpleNamespace
 
-    from cache.bucket import attempt
+    from snowfire.cache.bucket import attempt
 
     store = SimpleNamespace(path="s3://b/store", retry=THREE_TRIES)
     made = []

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import free_port, wait_healthy
+from tests.helpers import free_port, snowfire_cli, wait_healthy
 
 pytestmark = pytest.mark.subprocess
 
@@ -35,9 +35,9 @@ def finished_jobs(home: Path, encoder: str) -> dict[str, str]:
     (no features of its encoder) and one cancelled: {status: job id}."""
     from fastapi.testclient import TestClient
 
-    from api import Settings, create_app
-    from jobs import Home
-    from jobs.worker import Worker
+    from snowfire.api import Settings, create_app
+    from snowfire.jobs import Home
+    from snowfire.jobs.worker import Worker
 
     ids = {}
     with TestClient(create_app(settings=Settings(home=home))) as client:
@@ -66,8 +66,7 @@ def finished_jobs(home: Path, encoder: str) -> dict[str, str]:
 
 
 def test_the_service_keeps_its_openapi_contract(tiny_bert_dir, tmp_path):
-    from extractor import ExtractConfig, run_extract
-    from jobs import python_command
+    from snowfire.extractor import ExtractConfig, run_extract
     from tests.helpers.tasks import write_sst2
 
     write_sst2(tmp_path / "tasks")
@@ -80,8 +79,7 @@ def test_the_service_keeps_its_openapi_contract(tiny_bert_dir, tmp_path):
     keys = f"{KEYS['read']},{KEYS['write']}:write"
     env = {**os.environ, "SNOWFIRE_API_KEYS": keys, "SNOWFIRE_LOG_LEVEL": "warning"}
     service = subprocess.Popen(
-        python_command(
-            "cli",
+        snowfire_cli(
             "serve",
             "--home",
             str(tmp_path),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from api import Settings, create_app
+from snowfire.api import Settings, create_app
 
 
 @pytest.fixture

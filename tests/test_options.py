@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from cli.main import build_parser, main
-from extractor import ExtractConfig, run_extract
-from finetune import FinetuneConfig
-from heads import TrainConfig
-from options import check, option
+from snowfire.cli.main import build_parser, main
+from snowfire.extractor import ExtractConfig, run_extract
+from snowfire.finetune import FinetuneConfig
+from snowfire.heads import TrainConfig
+from snowfire.options import check, option
 
 TRAIN = dict(store="s", encoder="minilm", task="sst2", head="linear", data="d", out="o")
 
@@ -126,8 +126,8 @@ def _cli_default(command: str, dest: str):
 
 
 def test_one_default_for_each_option_everywhere():
-    from api.settings import Settings
-    from jobs.params import params_model
+    from snowfire.api.settings import Settings
+    from snowfire.jobs.params import params_model
 
     budget = ExtractConfig.__dataclass_fields__["token_budget"].default
     assert budget == ExtractConfig(encoder="minilm", store="s").token_budget == 8192
@@ -135,7 +135,7 @@ def test_one_default_for_each_option_everywhere():
     assert params_model("extract").model_fields["token_budget"].default == budget
     assert f"(default: {budget})" in _cli_default("extract", "token_budget").help
     assert params_model("train").model_fields["epochs"].default == TrainConfig(**TRAIN).epochs
-    from jobs.kinds import LIMIT_PARAMS
+    from snowfire.jobs.kinds import LIMIT_PARAMS
 
     fields = {f.name for f in dataclasses.fields(FinetuneConfig)}
     assert set(params_model("finetune").model_fields) == fields | set(LIMIT_PARAMS)
@@ -156,15 +156,15 @@ def test_the_cli_refuses_a_bad_value_with_the_field_not_a_traceback(capsys):
 
 def test_the_cli_parser_loads_no_heavy_package_and_train_stays_a_function():
     code = (
-        "import sys; from cli.main import build_parser; build_parser()\n"
+        "import sys; from snowfire.cli.main import build_parser; build_parser()\n"
         "build_parser().parse_args(['worker', '--kind', 'train'])  # a worker starts light\n"
         "heavy = [m for m in ('torch', 'zarr', 'pydantic', 'fastapi') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
         "build_parser().parse_args(['serve', '--port', '1'])  # flags from the settings\n"
         "assert 'pydantic' in sys.modules\n"
-        "import heads.trainer, finetune.trainer\n"
-        "from heads import train as h; from finetune import train as f\n"
-        "assert callable(h) and callable(f) and h.__module__ == 'heads.trainer', (h, f)\n"
+        "import snowfire.heads.trainer, snowfire.finetune.trainer\n"
+        "from snowfire.heads import train as h; from snowfire.finetune import train as f\n"
+        "assert callable(h) and callable(f) and h.__module__ == 'snowfire.heads.trainer', (h, f)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from tests.helpers import free_port, wait_healthy
+from tests.helpers import free_port, snowfire_cli, wait_healthy
 
 pytestmark = pytest.mark.subprocess
 
@@ -39,8 +39,7 @@ def _browser():
 @pytest.fixture
 def service(tiny_bert_dir, tmp_path):
     """A service over a home with one feature set and one queued job (no worker runs it)."""
-    from extractor import ExtractConfig, run_extract
-    from jobs import python_command
+    from snowfire.extractor import ExtractConfig, run_extract
 
     texts = tmp_path / "texts.txt"
     texts.write_text("the dog runs\na man plays the guitar\n")
@@ -49,7 +48,7 @@ def service(tiny_bert_dir, tmp_path):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "SNOWFIRE_API_KEYS": f"{KEY}:write", "SNOWFIRE_LOG_LEVEL": "warning"}
-    proc = subprocess.Popen(python_command("cli", "serve", "--home", str(tmp_path), "--port",
+    proc = subprocess.Popen(snowfire_cli("serve", "--home", str(tmp_path), "--port",
                                            str(port)), env=env)  # fmt: skip
     try:
         wait_healthy(url, proc)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from api.page import _mix_svg, runs_html
+from snowfire.api.page import _mix_svg, runs_html
 
 
 def test_runs_show_metrics_layer_weights_and_compare_tables(tmp_path):

@@ -45,7 +45,7 @@ def test_version_comes_from_the_package_metadata():
 def test_every_public_name_resolves_and_unknown_ones_fail():
     for name in snowfire.__all__:
         assert getattr(snowfire, name) is not None, name
-    assert snowfire.TrainConfig.__module__ == "heads.config"
+    assert snowfire.TrainConfig.__module__ == "snowfire.heads.config"
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         snowfire.nope  # noqa: B018
 
@@ -60,7 +60,7 @@ def test_the_commands_refuse_anything_but_their_config(tmp_path):
 
 
 def test_open_store_opens_a_directory_and_a_service_url(tmp_path):
-    from cache import RemoteStore, Store
+    from snowfire.cache import RemoteStore, Store
 
     assert isinstance(snowfire.open_store(tmp_path / "s"), Store)
     remote = snowfire.open_store("http://127.0.0.1:9")

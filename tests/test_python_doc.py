@@ -21,7 +21,7 @@ def _python_blocks(text: str) -> list[str]:
 @pytest.fixture
 def served(tiny_bert_dir, data_dir, tmp_path):
     """sst2 extracted with the tiny BERT and served: the service's URL."""
-    from api import Settings
+    from snowfire.api import Settings
     from tests.helpers.service import Server
 
     store = tmp_path / "store"

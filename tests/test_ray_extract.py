@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cache import Store, open_store
-from cli.main import main as snowfire
-from extractor import ExtractConfig, TextInput, extract
-from extractor.encoders import load_encoder
-from extractor.ray_run import RayRunner
+from snowfire.cache import Store, open_store
+from snowfire.cli.main import main as snowfire
+from snowfire.extractor import ExtractConfig, TextInput, extract
+from snowfire.extractor.encoders import load_encoder
+from snowfire.extractor.ray_run import RayRunner
 from tests.helpers import REPO, WORDS, tree_bytes
 from tests.helpers.store import bucket_objects, tiny_sst2
 
@@ -87,7 +87,7 @@ def test_the_cli_extracts_a_task_on_ray_into_s3(ray_local, tiny_bert_dir, local_
     base += ["--quiet", "--segment-tokens", "200"]
     assert snowfire(base + ["--store", str(tmp_path / "one")]) == 0
     assert snowfire(base + ["--store", url, "--ray", "local", "--actors", "2"]) == 0
-    from cache.bucket import BucketStore
+    from snowfire.cache.bucket import BucketStore
 
     assert bucket_objects(BucketStore(url)) == tree_bytes(tmp_path / "one")
 

@@ -11,7 +11,7 @@ from datetime import datetime
 import pytest
 from fastapi.testclient import TestClient
 
-from api import Settings, create_app
+from snowfire.api import Settings, create_app
 
 pytestmark = pytest.mark.subprocess  # Ray's processes
 
@@ -49,7 +49,7 @@ def _wait(client, job_id, statuses=("done", "failed", "cancelled"), timeout=240)
 
 
 def test_extract_then_a_sweep_of_train_jobs_on_ray(client, tiny_bert_dir, tmp_path):
-    from heads import TrainConfig, train
+    from snowfire.heads import TrainConfig, train
 
     enc = f"hf:{tiny_bert_dir}"
     job = _wait(client, _run(client, "extract", {"encoder": enc, "task": "sst2"}))
@@ -107,8 +107,8 @@ def test_a_failing_job_reports_why(client, tiny_bert_dir):
 
 def test_compare_runs_its_cells_on_ray_with_the_sequential_results(ray_local, tiny_bert_dir,
                                                                     tmp_path):  # fmt: skip
-    from cli.main import main as snowfire
-    from tasks import DEMO_DATA_DIR
+    from snowfire.cli.main import main as snowfire
+    from snowfire.tasks import DEMO_DATA_DIR
 
     base = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2", "--data",
             str(DEMO_DATA_DIR), "--heads", "linear", "--quiet"]  # fmt: skip

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cache import (
+from snowfire.cache import (
     ExampleNotFoundError,
     FeatureSetNotFoundError,
     InvalidSelectionError,
@@ -101,7 +101,7 @@ def _bucket(written, request):
 
 
 def _rest(written, request):
-    from api import Settings
+    from snowfire.api import Settings
     from tests.helpers.service import Server
 
     server = Server(Settings(store=written[0]))

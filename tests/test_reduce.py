@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from api import Settings, create_app
-from cache import ExampleBatch, InvalidSelectionError, Store, wire
-from cache.reduce import mix_layers, pool_examples, reduce_batch
+from snowfire.api import Settings, create_app
+from snowfire.cache import ExampleBatch, InvalidSelectionError, Store, wire
+from snowfire.cache.reduce import mix_layers, pool_examples, reduce_batch
 
 
 def _batch(rng, lengths, pair_starts, n_layers=3, dim=4) -> ExampleBatch:
@@ -86,8 +86,8 @@ def test_reduced_batches_keep_the_batch_shape_contract():
 
 @pytest.fixture
 def pair_store(tiny_bert_dir, tmp_path):
-    from extractor import ExtractConfig, extract, load_encoder
-    from extractor.base import TextInput
+    from snowfire.extractor import ExtractConfig, extract, load_encoder
+    from snowfire.extractor.base import TextInput
 
     store = Store(tmp_path / "store")
     pairs = [("a man plays", "the guitar is good"), ("the dog runs", "a cat eats"),

@@ -13,7 +13,7 @@ import httpx
 import numpy as np
 import pytest
 
-from cache import RemoteStore, Store, open_store
+from snowfire.cache import RemoteStore, Store, open_store
 from tests.helpers import REPO, free_port, wait_healthy
 from tests.helpers.compose import LOCAL_ENV, SCHEMA, command, load_compose, local_command
 from tests.helpers.store import extract_texts

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cache import Store
+from snowfire.cache import Store
 from tests.helpers import tree_bytes
 
 pytestmark = pytest.mark.subprocess  # starts and kills real processes
@@ -85,8 +85,8 @@ def test_kill_and_resume_gives_the_identical_store(tiny_bert_dir, tmp_path, kill
 
 
 def test_leftover_temporary_segment_is_ignored_and_cleaned(tiny_bert_dir, tmp_path):
-    from extractor import ExtractConfig, TextInput, extract
-    from extractor.hf import HFEncoder
+    from snowfire.extractor import ExtractConfig, TextInput, extract
+    from snowfire.extractor.hf import HFEncoder
 
     enc = HFEncoder(tiny_bert_dir, name="tiny", spec="tiny")
     store = Store(tmp_path / "s")

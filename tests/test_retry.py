@@ -9,8 +9,8 @@ from email.utils import format_datetime
 
 import pytest
 
-from cache import RetryPolicy, ServiceUnreachableError, StoreUnreachableError
-from cache.retry import Tries, retry_after
+from snowfire.cache import RetryPolicy, ServiceUnreachableError, StoreUnreachableError
+from snowfire.cache.retry import Tries, retry_after
 
 
 class FakeTime:

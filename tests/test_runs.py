@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from options import volatile_fields
-from rundir import (
+from snowfire.options import volatile_fields
+from snowfire.rundir import (
     CONFIG,
     METRICS,
     RunBusyError,
@@ -34,7 +34,7 @@ from rundir import (
 
 HOLDER = """
 import sys, time
-from rundir import hold_run
+from snowfire.rundir import hold_run
 with hold_run(sys.argv[1]):
     print("held", flush=True)
     time.sleep(60)
@@ -107,7 +107,7 @@ def test_a_torch_save_that_fails_keeps_the_previous_checkpoint(tmp_path):
 
 
 def _head_config(out: Path, **kw):
-    from heads import TrainConfig
+    from snowfire.heads import TrainConfig
 
     return TrainConfig(store="store", encoder="minilm", task="sst2", head="linear",
                        data="data", out=str(out), **kw)  # fmt: skip
@@ -149,7 +149,7 @@ def test_a_finished_run_of_another_config_is_refused_naming_each_field(tmp_path)
 
 
 def test_a_finished_run_of_another_kind_is_refused(tmp_path):
-    from finetune import FinetuneConfig
+    from snowfire.finetune import FinetuneConfig
 
     run = tmp_path / "run"
     _finish(run, "train", _head_config(run), {"dev": {}})
@@ -182,9 +182,9 @@ def test_extra_values_are_compared_beside_the_fields(tmp_path):
 
 
 def _run_configs():
-    from compare.config import CompareConfig
-    from finetune.config import FinetuneConfig
-    from heads.config import TrainConfig
+    from snowfire.compare.config import CompareConfig
+    from snowfire.finetune.config import FinetuneConfig
+    from snowfire.heads.config import TrainConfig
 
     return {TrainConfig: {"out", "progress", "device", "max_memory_gb"},
             FinetuneConfig: {"out", "progress", "device", "checkpoint_every",
@@ -202,7 +202,7 @@ def test_every_run_config_marks_what_may_change_between_attempts():
 def test_every_field_but_the_volatile_ones_tells_two_runs_apart(name, tmp_path):
     """One changed field at a time in a saved config: named when it is not volatile, ignored
     when it is (the shape of tests/test_keys_identity.py)."""
-    from finetune import FinetuneConfig
+    from snowfire.finetune import FinetuneConfig
 
     fire = FinetuneConfig(encoder="minilm", task="sst2", data="data", out=str(tmp_path))
     cfg = _head_config(tmp_path) if name == "TrainConfig" else fire

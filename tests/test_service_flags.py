@@ -8,11 +8,13 @@ import dataclasses
 
 import pytest
 
-import jobs.launcher
-import jobs.worker
-from api.settings import ENV_ONLY, Settings
-from cli.main import build_parser, main
-from jobs.worker import WorkerConfig
+import snowfire.jobs.launcher
+from snowfire import jobs
+import snowfire.jobs.worker
+from snowfire import jobs
+from snowfire.api.settings import ENV_ONLY, Settings
+from snowfire.cli.main import build_parser, main
+from snowfire.jobs.worker import WorkerConfig
 
 
 def _flags(command: str) -> dict:
@@ -39,7 +41,7 @@ def test_every_setting_but_the_secret_ones_is_a_serve_flag_with_its_default_and_
 
 def test_a_flag_wins_over_the_environment_which_wins_over_the_default(monkeypatch, tmp_path):
     served = []
-    monkeypatch.setattr("api.serve", served.append)
+    monkeypatch.setattr("snowfire.api.serve", served.append)
     monkeypatch.setenv("SNOWFIRE_HOST", "0.0.0.0")
     monkeypatch.setenv("SNOWFIRE_PORT", "9001")
     assert main(["serve", "--port", "9002", "--home", str(tmp_path), "--ray-slots", "2"]) == 0

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from zarr.codecs import BytesCodec, ShardingCodec, ZstdCodec
 from zarr.core.indexing import _morton_order
 
-from cache import StoreCorruptError, quant, shards
-from cache.segment import CHUNK_TOKENS, SHARD_TOKENS, Segment, record_checksums, write_segment
+from snowfire.cache import StoreCorruptError, quant, shards
+from snowfire.cache.segment import CHUNK_TOKENS, SHARD_TOKENS, Segment, record_checksums, write_segment
 
 L, D = 3, 8  # layers, hidden: small, the layout code does not care
 

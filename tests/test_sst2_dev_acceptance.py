@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from api import Settings
-from cache import RemoteStore, Store
-from cli.main import main as snowfire
+from snowfire.api import Settings
+from snowfire.cache import RemoteStore, Store
+from snowfire.cli.main import main as snowfire
 from tests.helpers import DATA, need_shared
 from tests.helpers.service import Server
 
@@ -19,8 +19,8 @@ pytestmark = pytest.mark.slow
 def test_sst2_dev_through_the_service_equals_plain_transformers(tmp_path):
     from transformers import AutoModel, AutoTokenizer
 
-    from extractor import minilm_dir
-    from tasks import read_split
+    from snowfire.extractor import minilm_dir
+    from snowfire.tasks import read_split
 
     data = need_shared(DATA / "sst2")
     store = tmp_path / "store"

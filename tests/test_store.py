@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cache import (
+from snowfire.cache import (
     ExampleNotFoundError,
     FeatureSetNotFoundError,
     IncompatibleStoreError,
@@ -134,7 +134,8 @@ def test_canonical_hashing():
 
 
 def test_manifest_parsed_once_and_reread_when_replaced(tmp_path, monkeypatch):
-    import cache.store
+    import snowfire.cache.store
+    from snowfire import cache
 
     clock = [1000.0]
     monkeypatch.setattr(cache.store.time, "monotonic", lambda: clock[0])

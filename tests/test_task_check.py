@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cli import main
+from snowfire.cli import main
 
 
 def _write_task(tmp_path, dev_rows: str = "text,label\ngood film,pos\nnew text here,neg\n"):
@@ -86,7 +86,7 @@ def test_malformed_spec_exit_1(tmp_path, capsys):
 
 
 def test_registered_task_with_its_data(capsys):
-    from tasks import DEMO_DATA_DIR
+    from snowfire.tasks import DEMO_DATA_DIR
 
     assert main(["task", "check", "sst2", "--data", str(DEMO_DATA_DIR), "--encoder", "none"]) == 0
     out = capsys.readouterr().out

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks import DEMO_DATA_DIR, available_splits, read_split
+from snowfire.tasks import DEMO_DATA_DIR, available_splits, read_split
 
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SAMPLE_FILES = [

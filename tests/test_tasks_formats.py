@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tasks import Example, read_split, resolve_task
+from snowfire.tasks import Example, read_split, resolve_task
 
 # Hand-written expectations: what every format below holds.
 SINGLE = [

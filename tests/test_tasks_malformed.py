@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks import available_splits, read_split
-from tasks.readers import read_task_file
+from snowfire.tasks import available_splits, read_split
+from snowfire.tasks.readers import read_task_file
 
 
 def _write(path: Path, text: str | bytes) -> Path:
@@ -112,7 +112,7 @@ def test_mnli_columns_by_name_and_no_consensus_rows(tmp_path, caplog):
         "3\tslate\tM n .\tO p .\tneutral\t-",
     ]
     path = _write(tmp_path / "mnli" / "dev_matched.tsv", MNLI_HEADER + "\n".join(rows) + "\n")
-    with caplog.at_level(logging.WARNING, logger="tasks.tsv"):
+    with caplog.at_level(logging.WARNING, logger="snowfire.tasks.tsv"):
         examples = read_split("mnli", tmp_path, "dev")
     assert [(e.index, e.words_a[0], e.label) for e in examples] == [
         (0, "A", "neutral"),

@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 from sklearn import metrics as skm
 
-from tasks import accuracy, binary_f1, macro_f1, matthews_corrcoef, pearson, spearman
-from tasks.metrics import average_ranks
+from snowfire.tasks import accuracy, binary_f1, macro_f1, matthews_corrcoef, pearson, spearman
+from snowfire.tasks.metrics import average_ranks
 
 TOL = 1e-12
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tasks import TASKS, available_splits, evaluate, get_task, read_split, split_path
-from tasks.answers import Answers
-from tasks.readers import read_task_file
-from tasks.tsv import LAYOUTS, read_tsv
+from snowfire.tasks import TASKS, available_splits, evaluate, get_task, read_split, split_path
+from snowfire.tasks.answers import Answers
+from snowfire.tasks.readers import read_task_file
+from snowfire.tasks.tsv import LAYOUTS, read_tsv
 
 pytestmark = pytest.mark.slow
 
@@ -114,7 +114,7 @@ def test_conll_span_f1_matches_seqeval_on_perturbed_dev(data_dir):
     """A golden check on real IOB1 data: gold vs a corrupted copy, ours vs seqeval on IOB2."""
     from seqeval.metrics import f1_score
 
-    from tasks.spans import iob1_to_iob2
+    from snowfire.tasks.spans import iob1_to_iob2
 
     gold = [list(e.tags) for e in _read("conll2003", "dev")]
     rng = np.random.default_rng(0)
@@ -132,7 +132,7 @@ def test_conll_span_f1_matches_seqeval_on_perturbed_dev(data_dir):
 def test_mnli_skips_no_consensus_rows_and_counts_them(data_dir, split, file, caplog):
     path = data_dir / "mnli" / file
     spec = get_task("mnli")
-    with caplog.at_level(logging.WARNING, logger="tasks.tsv"):
+    with caplog.at_level(logging.WARNING, logger="snowfire.tasks.tsv"):
         examples, skipped = read_tsv(Answers.of(spec), LAYOUTS["mnli"], path)
     rows = _data_rows(path, header=True)
     print(f"mnli {split}: {rows} rows, {len(examples)} examples, {skipped} '-' labels skipped")

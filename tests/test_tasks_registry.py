@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import tasks
-from tasks import TASKS, Source, TaskSpec, evaluate, get_task
+from snowfire import tasks
+from snowfire.tasks import TASKS, Source, TaskSpec, evaluate, get_task
 
 CONLL_TAGS = ["B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER", "O"]
 

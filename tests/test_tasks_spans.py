@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from seqeval.metrics import f1_score, precision_score, recall_score
 
-from tasks import span_scores
-from tasks.spans import iob1_to_iob2, tag_spans
+from snowfire.tasks import span_scores
+from snowfire.tasks.spans import iob1_to_iob2, tag_spans
 
 TOL = 1e-12
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tasks import (
+from snowfire.tasks import (
     Example,
     describe,
     evaluate,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks import Example, read_text_file
+from snowfire.tasks import Example, read_text_file
 
 
 def _write(path: Path, text: str) -> Path:

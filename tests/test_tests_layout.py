@@ -34,7 +34,7 @@ def _wrong(path: Path, module: str, names: list[str]) -> str | None:
         return f"a test module or conftest: {shared}"
     if module == "tests" and any(n.startswith("test_") or n == "conftest" for n in names):
         return f"a test module or conftest: {shared}"
-    if module == "cli.demo" and "demo" not in path.stem:
+    if module == "snowfire.cli.demo" and "demo" not in path.stem:
         return f"the demo's helpers, in a test not of the demo: {shared}"
     return None
 
@@ -56,13 +56,13 @@ def test_the_check_sees_each_kind_of_wrong_import():
         "from tests.conftest import WORDS": "conftest",
         "from tests import test_bucket": "a test module",
         "import tests.test_bucket": "a test module",
-        "from cli.demo import _free_port": "the demo's helpers",
+        "from snowfire.cli.demo import _free_port": "the demo's helpers",
     }
     probe = TESTS / "test_probe.py"  # parsed from the text: never written or imported
     for code, why in bad.items():
         ((_, module, names),) = _imports(probe, code)
         assert why in (_wrong(probe, module, names) or ""), code
-    fine = "from tests.helpers.tasks import write_sst2\nfrom cli.main import main\n"
+    fine = "from tests.helpers.tasks import write_sst2\nfrom snowfire.cli.main import main\n"
     assert all(_wrong(probe, m, n) is None for _, m, n in _imports(probe, fine))
-    ((_, module, names),) = _imports(TESTS / "test_demo.py", "from cli.demo import run_demo")
+    ((_, module, names),) = _imports(TESTS / "test_demo.py", "from snowfire.cli.demo import run_demo")
     assert _wrong(TESTS / "test_demo.py", module, names) is None

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from cache import Store
-from cli.main import main as snowfire
-from heads.data import FeatureSource
+from snowfire.cache import Store
+from snowfire.cli.main import main as run_cli
+from snowfire.heads.data import FeatureSource
 from tests.helpers.store import train_cli
 
 
@@ -18,7 +18,7 @@ def store_dir(tiny_bert_dir, data_dir, tmp_path_factory):
     store = tmp_path_factory.mktemp("store") / "s"
     for task in ("sst2", "stsb", "conll2003", "sick-e"):
         assert (
-            snowfire(
+            run_cli(
                 [
                     "extract",
                     "--encoder",
@@ -88,7 +88,7 @@ def test_tagging_conll_output_and_seqeval(
 ):
     from seqeval.metrics import f1_score
 
-    from tasks.spans import iob1_to_iob2
+    from snowfire.tasks.spans import iob1_to_iob2
 
     metrics = train_cli(
         tiny_bert_dir, data_dir, store_dir, tmp_path / "run", "conll2003", head, *extra
@@ -120,7 +120,7 @@ def test_sick_r_trains_on_the_features_extracted_for_sick_e(
 @pytest.mark.parametrize("capped", [False, True], ids=["all", "capped"])
 @pytest.mark.parametrize("pool", [0, 2], ids=["random", "bucketed"])
 def test_a_source_reads_each_of_its_examples_once(store_dir, max_bytes, capped, pool):
-    from tasks import train_subset
+    from snowfire.tasks import train_subset
 
     store = Store(store_dir)
     info = store.find_featureset(
@@ -145,8 +145,8 @@ def test_a_source_reads_each_of_its_examples_once(store_dir, max_bytes, capped, 
 def test_pool_zero_serves_the_batches_of_runs_made_before_buckets(store_dir, data_dir, max_bytes):
     """bucket_pool 0 draws what the source drew before the field: per epoch (per streamed
     block) one permutation, cut into consecutive batches; a saved run reads as pool 0."""
-    from heads import TrainConfig
-    from rundir.reuse import config_changes
+    from snowfire.heads import TrainConfig
+    from snowfire.rundir.reuse import config_changes
 
     store = Store(store_dir)
     info = store.find_featureset(
@@ -200,9 +200,9 @@ def test_a_capped_head_and_fire_train_on_the_same_examples(
 ):
     """--max-train-examples draws one subset for ❄️ and 🔥 with the same seed (compare's quick
     budget relies on it): the head's run records the cap; 🔥 keeps exactly those examples."""
-    from finetune import FinetuneConfig
-    from finetune.trainer import _examples
-    from tasks import read_split, train_subset
+    from snowfire.finetune import FinetuneConfig
+    from snowfire.finetune.trainer import _examples
+    from snowfire.tasks import read_split, train_subset
 
     everything = read_split("sst2", str(data_dir), "train")
     keep = train_subset(len(everything), 9, seed=3)
@@ -237,7 +237,7 @@ def test_wrong_encoder_and_wrong_head_are_refused(
         "--out",
         str(tmp_path / "r"),
     ]
-    assert snowfire(args) == 2
+    assert run_cli(args) == 2
     err = capsys.readouterr().err
     assert "no feature set for encoder 'minilm', task 'sst2'" in err and "hf:" in err
     args = [
@@ -255,7 +255,7 @@ def test_wrong_encoder_and_wrong_head_are_refused(
         "--out",
         str(tmp_path / "r"),
     ]
-    assert snowfire(args) == 2
+    assert run_cli(args) == 2
     assert "esim" in capsys.readouterr().err
 
 
@@ -276,7 +276,8 @@ def test_a_finished_head_run_is_returned_and_a_killed_one_cleared(
     assert all(json.loads(line) for line in (run / "log.jsonl").read_text().splitlines())
     stamp = (run / "weights.safetensors").stat().st_mtime_ns
 
-    import heads.trainer
+    import snowfire.heads.trainer
+    from snowfire import heads
 
     def no_fit(cfg):
         raise AssertionError("a finished run trained again")
@@ -284,12 +285,12 @@ def test_a_finished_head_run_is_returned_and_a_killed_one_cleared(
     monkeypatch.setattr(heads.trainer, "_fit", no_fit)
     assert train_cli(tiny_bert_dir, data_dir, store_dir, run, "sst2", "linear") == first
     assert (run / "weights.safetensors").stat().st_mtime_ns == stamp
-    from cli.main import main as snowfire
+    from snowfire.cli.main import main as run_cli
 
     argv = ["train", "--store", str(store_dir), "--encoder", f"hf:{tiny_bert_dir}", "--task",
             "sst2", "--head", "linear", "--data", str(data_dir), "--out", str(run), "--quiet",
             "--epochs", "3", "--lr", "0.5"]  # fmt: skip
-    assert snowfire(argv) == 2  # another config: refused, the finished run untouched
+    assert run_cli(argv) == 2  # another config: refused, the finished run untouched
     assert (run / "weights.safetensors").stat().st_mtime_ns == stamp
 
 
@@ -300,7 +301,7 @@ def test_a_finished_head_run_is_returned_and_a_killed_one_cleared(
 def test_predict_from_a_saved_run_equals_the_runs_own_predictions(
     tiny_bert_dir, data_dir, store_dir, tmp_path, task, head, split
 ):
-    from cache import Store
+    from snowfire.cache import Store
 
     run = tmp_path / "run"
     train_cli(tiny_bert_dir, data_dir, store_dir, run, task, head)
@@ -308,12 +309,12 @@ def test_predict_from_a_saved_run_equals_the_runs_own_predictions(
     out = tmp_path / "again.tsv"
     argv = ["predict", "--run", str(run), "--store", str(store_dir), "--featureset", fs.id,
             "--out", str(out)]  # fmt: skip
-    assert snowfire(argv) == 0
+    assert run_cli(argv) == 0
     assert out.read_text() == (run / "predictions" / f"{split}.tsv").read_text()
 
 
 def test_predict_on_a_text_file_runs_the_runs_encoder(tiny_bert_dir, data_dir, store_dir, tmp_path):
-    from tasks import read_split
+    from snowfire.tasks import read_split
 
     run = tmp_path / "run"
     train_cli(tiny_bert_dir, data_dir, store_dir, run, "sst2", "linear")
@@ -322,7 +323,7 @@ def test_predict_on_a_text_file_runs_the_runs_encoder(tiny_bert_dir, data_dir, s
         "".join(" ".join(e.words_a) + "\n" for e in read_split("sst2", data_dir, "dev"))
     )
     out = tmp_path / "texts.tsv"
-    assert snowfire(["predict", "--run", str(run), "--input", str(texts), "--out", str(out)]) == 0
+    assert run_cli(["predict", "--run", str(run), "--input", str(texts), "--out", str(out)]) == 0
     _, want = _tsv(run / "predictions" / "dev.tsv")
     gold, got = _tsv(out)
     assert got == want and set(gold) == {""}  # the same predictions; a text file has no gold
@@ -332,5 +333,5 @@ def test_predict_needs_a_saved_head(tmp_path, capsys):
     (tmp_path / "run").mkdir()
     argv = ["predict", "--run", str(tmp_path / "run"), "--store", "s", "--featureset", "x",
             "--out", str(tmp_path / "o.tsv")]  # fmt: skip
-    assert snowfire(argv) == 2
+    assert run_cli(argv) == 2
     assert f"{tmp_path / 'run'}: no head.json" in capsys.readouterr().err

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cache import Store
-from tasks import DEMO_DATA_DIR, split_source
+from snowfire.cache import Store
+from snowfire.tasks import DEMO_DATA_DIR, split_source
 
 GOOD = "good great funny very".split()
 BAD = "bad terrible boring not".split()
@@ -88,8 +88,8 @@ def _keys(store: Store, task: str, split: str, source: dict, pair_encoding="join
 
 def test_sst2_from_its_tsv_is_the_registered_task(tiny_bert_dir, tmp_path):
     """The demo sample's SST-2 rows read as a user's TSV spec: same keys, head, metrics."""
-    from extractor import ExtractConfig, run_extract
-    from heads import TrainConfig, train
+    from snowfire.extractor import ExtractConfig, run_extract
+    from snowfire.heads import TrainConfig, train
 
     data = tmp_path / "data"
     _head_of(DEMO_DATA_DIR / "sst2" / "train.tsv", data / "sst2" / "train.tsv", 81)
@@ -133,7 +133,7 @@ def test_sst2_from_its_tsv_is_the_registered_task(tiny_bert_dir, tmp_path):
 
 
 def _resolve(spec):
-    from tasks import resolve_task
+    from snowfire.tasks import resolve_task
 
     return resolve_task(str(spec))
 
@@ -147,8 +147,8 @@ def _conll(path: Path, sentences: list[list[tuple[str, str]]]) -> None:
 
 
 def test_conll2003_from_its_columns_is_the_registered_task(tiny_bert_dir, tmp_path):
-    from extractor import ExtractConfig, run_extract
-    from heads import TrainConfig, train
+    from snowfire.extractor import ExtractConfig, run_extract
+    from snowfire.heads import TrainConfig, train
 
     rng = random.Random(1)
     words = "man woman dog cat people park street car".split()
@@ -196,11 +196,11 @@ def _bad_dev(tmp_path: Path) -> Path:
 
 
 def test_a_bad_row_is_refused_with_nothing_written(tiny_bert_dir, tmp_path):
-    from compare import CompareConfig, run_compare
-    from extractor import ExtractConfig, run_extract
-    from finetune import FinetuneConfig
-    from finetune import train as finetune
-    from heads import TrainConfig, train
+    from snowfire.compare import CompareConfig, run_compare
+    from snowfire.extractor import ExtractConfig, run_extract
+    from snowfire.finetune import FinetuneConfig
+    from snowfire.finetune import train as finetune
+    from snowfire.heads import TrainConfig, train
 
     spec = str(_bad_dev(tmp_path))
     encoder, store, out = f"hf:{tiny_bert_dir}", tmp_path / "store", tmp_path / "out"
@@ -223,10 +223,10 @@ def test_a_bad_row_is_refused_with_nothing_written(tiny_bert_dir, tmp_path):
 
 
 def test_a_bad_spec_is_refused_by_each_config(tmp_path):
-    from compare import CompareConfig
-    from extractor import ExtractConfig
-    from finetune import FinetuneConfig
-    from heads import TrainConfig
+    from snowfire.compare import CompareConfig
+    from snowfire.extractor import ExtractConfig
+    from snowfire.finetune import FinetuneConfig
+    from snowfire.heads import TrainConfig
 
     spec = _films(tmp_path)
     spec.write_text(spec.read_text().replace("kind: classification", "kind: ranking"))
@@ -271,9 +271,9 @@ def test_a_bad_spec_is_refused_by_each_config(tmp_path):
 def test_an_edited_file_is_extracted_again(tiny_bert_dir, tmp_path):
     """A feature set is found again only for the file it was made from (and read the same
     way): after an edit, train refuses the old one and compare extracts the new one."""
-    from cache import FeatureSetNotFoundError
-    from extractor import ExtractConfig, run_extract
-    from heads import TrainConfig, train
+    from snowfire.cache import FeatureSetNotFoundError
+    from snowfire.extractor import ExtractConfig, run_extract
+    from snowfire.heads import TrainConfig, train
 
     spec = _films(tmp_path)
     store, encoder = tmp_path / "store", f"hf:{tiny_bert_dir}"
@@ -329,7 +329,7 @@ def test_an_edited_file_is_extracted_again(tiny_bert_dir, tmp_path):
 def test_own_task_end_to_end_check_compare_predict(tiny_bert_dir, tmp_path, capsys):
     """A new labelled CSV: task check, compare --budget quick (❄️, 🔥, no training, verdict),
     then predict on a text file with the saved ❄️ run."""
-    from cli import main
+    from snowfire.cli import main
 
     spec = _films(tmp_path)
     assert main(["task", "check", str(spec), "--encoder", f"hf:{tiny_bert_dir}"]) == 0
@@ -388,9 +388,9 @@ def test_own_task_end_to_end_check_compare_predict(tiny_bert_dir, tmp_path, caps
 def test_a_compare_job_on_an_inline_spec(tiny_bert_dir, tmp_path):
     from fastapi.testclient import TestClient
 
-    from api import Settings, create_app
-    from jobs import Home
-    from jobs.worker import Worker
+    from snowfire.api import Settings, create_app
+    from snowfire.jobs import Home
+    from snowfire.jobs.worker import Worker
 
     home = Home(tmp_path / "home")
     _films(home.root / "tasks")  # HOME/tasks: the data directory a job's spec is relative to
@@ -430,8 +430,8 @@ def test_compare_table_says_why_a_tagging_task_has_no_training_row(tmp_path, mon
     """A tagging task (a user's, with the stsb benchmark beside it) has no no-training answer:
     the table shows "–" in the no-training row and names why in the per-task table, instead of
     leaving the row out (a reader would not know whether it was forgotten)."""
-    from compare import CompareConfig, report
-    from compare.report import summarise, table
+    from snowfire.compare import CompareConfig, report
+    from snowfire.compare.report import summarise, table
 
     cost = {"seconds": 1.0, "epochs": 1, "params": 10, "examples_per_s": 3.0}
     monkeypatch.setattr(report, "_cost", lambda cell: cost)  # no run directories here

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from extractor.windows import assign_tokens, plan_windows, stitch
+from snowfire.extractor.windows import assign_tokens, plan_windows, stitch
 
 
 @pytest.mark.parametrize("n", [1, 5, 14, 15, 29, 30, 100, 257])

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from cache import ExampleBatch, StoreError
-from cache.wire import WIRE_FORMAT, body_bytes, decode, encode
+from snowfire.cache import ExampleBatch, StoreError
+from snowfire.cache.wire import WIRE_FORMAT, body_bytes, decode, encode
 
 
 def _batch(dtype: str, n: int = 5, layers=(0, 2)) -> ExampleBatch:
@@ -63,7 +63,7 @@ def test_another_format_or_a_broken_body_is_refused():
 def test_the_streamed_pieces_are_a_safetensors_file_the_library_reads(dtype, n):
     from safetensors.numpy import load, save
 
-    from cache.wire import encode_parts
+    from snowfire.cache.wire import encode_parts
 
     batch = _batch(dtype, n)
     parts, length = encode_parts(batch, "fs", {"cached": "[true]"})

@@ -8,9 +8,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
-from extractor import ENCODER_FORMS
-from options import check, option
-from tasks import TASK_NAMES
+from snowfire.extractor import ENCODER_FORMS
+from snowfire.options import check, option
+from snowfire.tasks import TASK_NAMES
 
 
 def tasks_option(default: tuple[str, ...], why: str = "the paper's") -> Any:
@@ -64,7 +64,7 @@ class AnalysisConfig:
             )
 
     def _user_specs(self) -> list:
-        from tasks import resolve_task
+        from snowfire.tasks import resolve_task
 
         try:
             return [resolve_task(ref, base=self.data) for ref in self.task_spec or []]
@@ -74,7 +74,7 @@ class AnalysisConfig:
     @cached_property
     def specs(self) -> dict[str, Any]:
         """Every task analysed by name (`tasks.TaskSpec`): the registered, then the user's."""
-        from tasks import get_task
+        from snowfire.tasks import get_task
 
         specs = {name: get_task(name) for name in self.tasks}
         for spec in self._user_specs():
@@ -100,7 +100,7 @@ class AnalysisConfig:
 def train_head(cfg: AnalysisConfig, task: str, head: str, out: Path, pair: str, seed: int = 0,
                encoder: str | None = None, **options: Any) -> dict:  # fmt: skip
     """A ❄️ head run on the analysis' store (`snowfire train`): its metrics."""
-    from heads import TrainConfig, train
+    from snowfire.heads import TrainConfig, train
 
     from ..run import task_fields
 
@@ -113,7 +113,7 @@ def train_head(cfg: AnalysisConfig, task: str, head: str, out: Path, pair: str, 
 
 def finetune_run(cfg: AnalysisConfig, task: str, out: Path, seed: int, **options: Any) -> dict:
     """A 🔥 run (`snowfire finetune`); options left None keep FinetuneConfig's defaults."""
-    from finetune import FinetuneConfig, train
+    from snowfire.finetune import FinetuneConfig, train
 
     from ..run import task_fields
 

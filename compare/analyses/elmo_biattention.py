@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from options import option
+from snowfire.options import option
 
 from .base import AnalysisConfig, finetune_run, tasks_option
 from .output import bars, paired_rows, write
@@ -31,7 +31,7 @@ class ElmoBiattentionConfig(AnalysisConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from extractor import encoder_family
+        from snowfire.extractor import encoder_family
 
         if encoder_family(self.encoder) != "elmo":
             raise ValueError(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from options import option
+from snowfire.options import option
 
 from .base import AnalysisConfig, features, tasks_option
 from .output import layer_rows, lines, write
@@ -45,8 +45,8 @@ def run(cfg: MiConfig) -> dict[str, Any]:
     regression labels in 5 equal-frequency bins. OUT/mi.{json,md,png}."""
     import numpy as np
 
-    from cache import open_reader
-    from tasks import read_split
+    from snowfire.cache import open_reader
+    from snowfire.tasks import read_split
 
     from ..mi import discretise, mi_knn, reduce
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from options import option
+from snowfire.options import option
 
 from .base import AnalysisConfig, features, finetune_run, tasks_option, train_head
 from .output import hbars, write

@@ -8,7 +8,7 @@ from pathlib import Path
 
 def write(out: Path, name: str, result: dict, rows: list[str], caption: str) -> dict:
     """OUT/NAME.json and OUT/NAME.md (the plot OUT/NAME.png is drawn by the analysis)."""
-    from rundir import atomic_write, write_json
+    from snowfire.rundir import atomic_write, write_json
 
     write_json(out / f"{name}.json", result)
     atomic_write(out / f"{name}.md", f"# {name}\n\n{caption}\n\n" + "\n".join(rows)
@@ -50,7 +50,7 @@ def _figure(size):
 def _save(fig, ax, path: Path, legend_size: int = 8) -> None:
     import matplotlib.pyplot as plt
 
-    from rundir import atomic_write
+    from snowfire.rundir import atomic_write
 
     ax.legend(fontsize=legend_size)
     fig.tight_layout()

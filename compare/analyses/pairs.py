@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from options import option
+from snowfire.options import option
 
 from .base import AnalysisConfig, features, tasks_option, train_head
 from .output import bars, paired_rows, write
@@ -39,7 +39,7 @@ class PairsConfig(AnalysisConfig):
 
 def run(cfg: PairsConfig) -> dict[str, Any]:
     """Every task's dev score both ways, mean and sd over the seeds; OUT/pairs.{json,md,png}."""
-    from extractor import PAIR_ENCODINGS
+    from snowfire.extractor import PAIR_ENCODINGS
 
     from ..verdict import mean_sd
 

@@ -1,6 +1,6 @@
 """How far ELMo's `fixed` state policy is from the reference `stateful` one, per layer.
 
-    python -m extractor.elmo.compare_policies --data ../shared/data [--model DIR] [--n 300]
+    python -m snowfire.extractor.elmo.compare_policies --data ../shared/data [--model DIR] [--n 300]
 
 Encodes the first `n` SST-2 dev sentences in order with both policies (and, for scale, from
 zero state every batch) and prints, per layer, the mean and max absolute difference to

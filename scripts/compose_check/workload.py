@@ -71,7 +71,7 @@ def path_fields(kind: str) -> list[str]:
     """Which of data, store, out the kind's config has (a job fills them from its HOME)."""
     import dataclasses
 
-    from jobs import JOB_KINDS
+    from snowfire.jobs import JOB_KINDS
 
     names = {f.name for f in dataclasses.fields(JOB_KINDS[kind].config())}
     return [name for name in PATHS if name in names]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import subprocess
 import time
 from pathlib import Path
@@ -42,6 +43,11 @@ def need_shared(path: Path) -> Path:
     if not path.exists():
         pytest.skip(f"{path} not found: the shared data/fixtures sit beside the checkout in CI")
     return path
+
+
+def snowfire_cli(*args: str) -> list[str]:
+    """argv of `snowfire ARGS...` with this interpreter (the venv's, whatever PATH says)."""
+    return [sys.executable, "-m", "snowfire.cli", *args]
 
 
 def free_port() -> int:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from cache import ExampleBatch
-from heads import HEADS, HeadBatch, build_head, collate
+from snowfire.cache import ExampleBatch
+from snowfire.heads import HEADS, HeadBatch, build_head, collate
 
 L, D = 3, 8  # tiny store: 3 layers of 8
 NUM_LABELS = {"classification": 3, "regression": 1, "tagging": 4}

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from cache import Store, digest, example_key
+from snowfire.cache import Store, digest, example_key
 
 LENGTHS = [3, 5, 2, 4, 6]  # tokens per example
 LAYERS, DIM = 3, 8
@@ -47,7 +47,7 @@ class Server:
         """port: 0 for a free one; that of a server just stopped to start it again there."""
         import uvicorn
 
-        from api import create_app
+        from snowfire.api import create_app
 
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

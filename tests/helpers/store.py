@@ -19,7 +19,7 @@ from . import WORDS
 
 def texts(n=40, seed=0):
     """`n` random texts of the tiny vocabulary, every third a pair."""
-    from extractor import TextInput
+    from snowfire.extractor import TextInput
 
     rng = np.random.default_rng(seed)
     out = []
@@ -32,8 +32,8 @@ def texts(n=40, seed=0):
 
 def extract_texts(tiny_bert_dir, store, dtype="float16", inputs=None, tiles="token"):
     """`inputs` (default: `texts()`) extracted into `store` in segments of 120 tokens."""
-    from extractor import ExtractConfig, extract
-    from extractor.hf import HFEncoder
+    from snowfire.extractor import ExtractConfig, extract
+    from snowfire.extractor.hf import HFEncoder
 
     enc = HFEncoder(tiny_bert_dir, name="tiny", spec=f"hf:{tiny_bert_dir}")
     cfg = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store.path), progress=False,
@@ -66,7 +66,7 @@ def tiny_sst2(root: Path) -> Path:
 
 def train_cli(tiny_bert_dir, data_dir, store_dir, out, task, head, *extra) -> dict:
     """`snowfire train` (3 epochs, quiet; `extra` flags last, so they win): the metrics."""
-    from cli.main import main as snowfire
+    from snowfire.cli.main import main as snowfire
 
     args = ["train", "--store", str(store_dir), "--encoder", f"hf:{tiny_bert_dir}", "--task",
             task, "--head", head, "--data", str(data_dir), "--out", str(out), "--quiet",

@@ -122,7 +122,7 @@ def write_task_data(root: Path) -> Path:
 
 def finetune_config(encoder: str, task: str, data: Path, out: Path, **kw):
     """A small 🔥 config (2 epochs of batches of 8 at 1e-3, quiet); `kw` overrides."""
-    from finetune import FinetuneConfig
+    from snowfire.finetune import FinetuneConfig
 
     defaults = dict(epochs=2, batch_size=8, lr=1e-3, progress=False, patience=5)
     return FinetuneConfig(
@@ -134,7 +134,7 @@ def check_run(run: Path, task: str, data: Path, metrics: dict) -> None:
     """Every output of a run is there and metrics.json == metrics from the prediction files."""
     import torch
 
-    from tasks import evaluate, get_task, read_predictions, read_split
+    from snowfire.tasks import evaluate, get_task, read_predictions, read_split
 
     spec = get_task(task)
     for name in ("config.json", "metrics.json", "log.jsonl", "best.pt"):

@@ -1,0 +1,30 @@
+"""The REST service over a snowfire store.
+
+GET  /healthz                            status, store, number of feature sets, limits
+GET  /v1/featuresets                     one summary per set (?manifest=true: with manifests)
+GET  /v1/featuresets/find?encoder=&task=&split=[&pair_encoding=]
+GET  /v1/featuresets/{id}                summary + manifest
+GET  /v1/featuresets/{id}/keys           example keys in order
+POST /v1/featuresets/{id}/features       {"indices"|"keys": [...], "layers": [...]}
+     Accept: application/x-safetensors (default) | application/json (small requests)
+
+With a data directory (`snowfire serve --home DIR`, SNOWFIRE_HOME), jobs too (job_routes.py):
+POST /v1/jobs                            {"kind": "extract"|"train"|"finetune"|"compare",
+                                          "params": {...}}
+GET  /v1/jobs, /v1/jobs/{id}             status, progress, log tail, metrics when done
+POST /v1/jobs/{id}/cancel
+run by `snowfire worker --kind K --home DIR` from the SQLite queue (the `jobs` package).
+"""
+
+_WHERE = {"ENV_ONLY": "settings", "Settings": "settings", "create_app": "app", "serve": "app"}
+
+__all__ = ["ENV_ONLY", "Settings", "create_app", "serve"]
+
+
+def __getattr__(name: str):
+    # names load on first use: the CLI reads the settings' fields without loading fastapi
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

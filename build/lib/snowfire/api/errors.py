@@ -1,0 +1,109 @@
+"""The store's and the job queue's exceptions become HTTP status codes here, in one place;
+routes never catch.
+
+Every error body is `{"detail": "<what was wrong>"}` (plus `"error": "<class>"` for store and
+job errors, which lets `cache.RemoteStore` raise the very class the local store would).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
+
+from snowfire.cache import (
+    ExampleNotFoundError,
+    FeatureSetNotFoundError,
+    InvalidSelectionError,
+    RequestTooLargeError,
+    StoreError,
+    StoreUnreachableError,
+)
+from snowfire.extractor import EmbedBusyError
+from snowfire.jobs import (
+    InvalidJobError,
+    JobError,
+    JobNotFoundError,
+    JobsDisabledError,
+    JobStateError,
+    describe_validation,
+)
+
+from .embed_routes import EmbedUnavailableError, EmbedValueError
+from .limits import EMBED_QUEUE, too_many
+
+log = logging.getLogger(__name__)
+
+#: Store or job error -> HTTP status; any other (corrupt, incompatible store) is a 500.
+STATUS: dict[type[Exception], int] = {
+    FeatureSetNotFoundError: 404,
+    ExampleNotFoundError: 404,
+    InvalidSelectionError: 422,
+    RequestTooLargeError: 413,
+    StoreUnreachableError: 503,
+    JobNotFoundError: 404,
+    InvalidJobError: 422,
+    JobStateError: 409,
+    JobsDisabledError: 503,
+    EmbedUnavailableError: 503,
+    EmbedValueError: 422,
+}
+
+
+async def error_handler(request: Request, exc: Exception) -> JSONResponse:
+    status = next((code for cls, code in STATUS.items() if isinstance(exc, cls)), 500)
+    if status == 500:
+        log.error("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+    return JSONResponse({"detail": str(exc), "error": type(exc).__name__}, status_code=status)
+
+
+async def embed_busy(request: Request, exc: Exception) -> Response:
+    """429 with Retry-After: the embed queue is at its bound (api/limits.py)."""
+    settings = request.app.state.settings
+    request.app.state.metrics.refuse(EMBED_QUEUE)
+    status, headers, body = too_many(
+        f"{exc} (SNOWFIRE_EMBED_MAX_QUEUE={settings.embed_max_queue}): retry after "
+        f"{settings.retry_after} s",
+        settings.retry_after,
+    )
+    return Response(body, status_code=status, headers={k.decode(): v.decode() for k, v in headers})
+
+
+async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's list of validation errors as one sentence, e.g.
+    `indices.1: Input should be a valid integer (got 'x')`."""
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse({"detail": describe_validation(exc.errors())}, status_code=422)
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _routed(request: Request, method: str) -> bool:
+    scope = {**request.scope, "method": method}
+    return any(route.matches(scope)[0] == Match.FULL for route in request.app.router.routes)
+
+
+async def method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
+    """405 with `Allow` listing every method of the path (Starlette lists only the first
+    route's: GET and POST /v1/jobs are two routes); other HTTP errors as Starlette sends them."""
+    assert isinstance(exc, StarletteHTTPException)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        methods = [m for m in _METHODS if _routed(request, m)]
+        headers["Allow"] = ", ".join(methods)
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(StarletteHTTPException, method_not_allowed)
+    app.add_exception_handler(StoreError, error_handler)
+    app.add_exception_handler(JobError, error_handler)
+    app.add_exception_handler(EmbedUnavailableError, error_handler)
+    app.add_exception_handler(EmbedValueError, error_handler)
+    app.add_exception_handler(EmbedBusyError, embed_busy)
+    app.add_exception_handler(RequestValidationError, validation_error_handler)

@@ -1,0 +1,240 @@
+"""Pydantic models at the HTTP boundary: what the service accepts and what it answers."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
+
+from snowfire.cache import POOLS, WIRE_FORMAT
+from snowfire.extractor import PAIR_ENCODINGS
+
+
+def _integral(value: Any) -> Any:
+    """A JSON-Schema integer is any number with no fractional part: 1.0 is the integer 1.
+    Booleans and strings stay what they are (and fail the strict check after this)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: A JSON-Schema integer: an int or an integral float (2.0), not a bool, a string or 2.5
+#: (a bound goes before the validator, or pydantic leaves it out of the JSON schema).
+Integer = Annotated[StrictInt, BeforeValidator(_integral)]
+
+#: Python's white space (what str.split splits on, and what a word may not hold) as the body
+#: of a JSON-Schema character class; no character above U+3000 is white space (a test checks).
+_SPACE = "".join(f"\\u{c:04x}" for c in range(0x3001) if chr(c).isspace())
+#: A text: at least one character that is not white space (else it has no words).
+Text = Annotated[StrictStr, Field(json_schema_extra={"pattern": f"[^{_SPACE}]"})]
+#: A word given as is: not empty, no white space. The route checks both (api/embed_routes.py,
+#: naming the text); the schema says them, so a client knows before it asks.
+Word = Annotated[StrictStr, Field(json_schema_extra={"pattern": f"^[^{_SPACE}]+$"})]
+
+#: Layer indices to read (default all): at least one, none negative.
+Layers = Annotated[
+    list[Annotated[StrictInt, Field(ge=0), BeforeValidator(_integral)]] | None,
+    Field(min_length=1, description="layer indices; default all"),
+]
+#: Reduce each example to one row before sending (mean or max over its word pieces, special
+#: tokens left out; first: its first token; cls: its [CLS] state, refused where the first token
+#: is a word piece); none: every token's features. The pools are cache.POOLS.
+PoolName = Literal[("none", *POOLS)]
+Pool = Annotated[
+    PoolName,
+    Field(
+        description="none: every token; mean or max over each example's word pieces "
+        "(specials left out); first: its first token; cls: its [CLS] state (a 422 where the "
+        "first token is not a special token, e.g. ELMo)"
+    ),  # fmt: skip
+]
+
+
+def exactly_one_of(*names: str):
+    """A json_schema_extra for "exactly one of these fields, none of them null": the fields
+    lose their null branch and the object gets a oneOf of required sets."""
+
+    def extra(schema: dict[str, Any]) -> None:
+        for name in names:
+            prop = schema["properties"][name]
+            branches = [b for b in prop.pop("anyOf", []) if b.get("type") != "null"]
+            if branches:
+                prop.update(branches[0])
+            prop.pop("default", None)
+        schema["oneOf"] = [{"required": [name]} for name in names]
+
+    return extra
+
+
+def _not_null(value: Any) -> Any:
+    if value is None:
+        raise ValueError("null is not a value here: leave the field out")
+    return value
+
+
+class Limits(BaseModel):
+    max_json_values: int = Field(description="feature values one JSON response may hold")
+    max_body_bytes: int = Field(description="bytes one safetensors response may hold")
+    max_in_flight: int = Field(description="requests handled at once (429 beyond)")
+    embed_max_queue: int = Field(description="embed requests waiting for the encoder (429 beyond)")
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+    store: str = Field(description="the store directory served")
+    featuresets: int = Field(description="number of feature sets in the store")
+    version: str = Field(description="snowfire version")
+    store_format: int = Field(description="store format version this service reads")
+    limits: Limits
+
+
+class FeatureSetSummary(BaseModel):
+    """`FeatureSetInfo.summary()`."""
+
+    id: str
+    encoder: dict[str, Any]
+    encoder_id: str
+    task: str | None
+    split: str | None
+    num_examples: int
+    num_layers: int
+    dim: int
+    dtype: str
+
+
+class FeatureSetDetail(FeatureSetSummary):
+    manifest: dict[str, Any] = Field(description="everything that made the set")
+
+
+class FeatureSetKeys(BaseModel):
+    id: str
+    keys: list[str] = Field(description="example keys, in feature-set order")
+
+
+class FeatureSetOrder(BaseModel):
+    id: str
+    order: list[int] = Field(
+        description="feature-set indices in on-disk order: reading consecutive runs of it is "
+        "fast (a streaming trainer shuffles blocks of it)"
+    )
+
+
+class FeatureSetTexts(BaseModel):
+    id: str
+    texts: list[dict[str, Any]] = Field(description='words of each example: {"a": [...], "b"}')
+
+
+class Mix(BaseModel):
+    """A scalar mix applied by the service: `gamma * sum_l weights[l] * h_l` over the layers
+    read (`weights`: the normalised ones, a run's scalar_mix.json "mix"; one per layer)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    weights: list[float] = Field(min_length=1, description="one per layer read, in order")
+    gamma: float = Field(1.0, description="the mix's scale")
+
+
+class FeaturesRequest(BaseModel):
+    """Select examples by position (`indices`) or by key (`keys`), exactly one; all layers
+    unless `layers` names some; optionally mixed (`mix`) and/or pooled (`pool`) by the
+    service. Pooled, example i owns rows offsets[i]:offsets[i+1] of `features` (one row, or
+    two with `pool_sides`: type_ids 0 = text a, 1 = text b); mixed, `features` has one layer
+    and `layers` names the layers mixed. Reduced features are float32."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=exactly_one_of("indices", "keys"),
+    )
+
+    indices: list[Integer] | None = Field(None, description="positions in the feature set",
+                                            examples=[[0, 1, 2]])  # fmt: skip
+    keys: list[StrictStr] | None = Field(None, description="example keys")
+    layers: Layers = None
+    pool: Pool = "none"
+    pool_sides: bool = Field(
+        False, description="pool each side of a pair on its own: two rows per example (a, b)"
+    )
+    mix: Mix | None = Field(None, description="mix the layers read into one before sending")
+    _given = field_validator("indices", "keys", mode="before")(_not_null)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> FeaturesRequest:
+        if self.indices is None and self.keys is None:
+            raise ValueError("give exactly one of 'indices' or 'keys' (got neither)")
+        if self.indices is not None and self.keys is not None:
+            raise ValueError("give exactly one of 'indices' or 'keys' (got both)")
+        return self
+
+
+class FeaturesJSON(BaseModel):
+    """The JSON form of an `ExampleBatch` (small requests only)."""
+
+    format: Literal["snowfire-features/1"] = WIRE_FORMAT
+    featureset: str
+    dtype: str
+    layers: list[int]
+    keys: list[str]
+    shape: list[int] = Field(description="(N tokens, layers, dim) of `features`")
+    features: list[list[list[float]]] = Field(description="(N, layers, dim)")
+    offsets: list[int] = Field(description="(n + 1,) example i owns rows offsets[i]:offsets[i+1]")
+    word_ids: list[int] = Field(description="(N,) word within its segment, -1 for specials")
+    type_ids: list[int] = Field(description="(N,) 0 first text, 1 second text")
+    pair_starts: list[int] = Field(description="(n,) token where text b starts, -1 if none")
+
+
+class ErrorBody(BaseModel):
+    detail: str = Field(description="what was wrong")
+    error: str | None = Field(None, description="the store's exception class, when it raised")
+
+
+class EmbedRequest(BaseModel):
+    """Texts to embed: exactly one of `texts` (split on whitespace), `pairs` (two texts each)
+    or `tokens` (words given). Examples already in the store are read; the rest are computed by
+    the service's encoder and stored where `snowfire extract` would store them."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=exactly_one_of("texts", "pairs", "tokens"),
+    )
+
+    texts: list[Text] | None = Field(None, description="one text per example",
+                                     examples=[["A man plays a guitar ."]])  # fmt: skip
+    pairs: list[tuple[Text, Text]] | None = Field(None, description="[a, b] per example")
+    tokens: list[Annotated[list[Word], Field(json_schema_extra={"minItems": 1})]] | None = Field(
+        None, description="words per example (at least one each)"
+    )
+    _given = field_validator("texts", "pairs", "tokens", mode="before")(_not_null)
+    layers: Layers = None
+    pool: Pool = "none"
+    pair_encoding: Literal[PAIR_ENCODINGS] = Field(  # type: ignore[valid-type]
+        "joint", description="pairs as one sequence (joint) or each text on its own"
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> EmbedRequest:
+        given = [n for n in ("texts", "pairs", "tokens") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"give exactly one of 'texts', 'pairs' or 'tokens' (got {given or 'none'})"
+            )
+        return self
+
+
+class EmbedJSON(FeaturesJSON):
+    """The JSON answer of /v1/embed: the features of the texts (pooled as asked: then example
+    i owns row i), with the pool they are stored in and which were already there."""
+
+    format: Literal["snowfire-features/1"] = WIRE_FORMAT
+    featureset: str | None = None
+    encoder_id: str = Field(description="the pool the examples are stored in")
+    cached: list[bool] = Field(description="true where the example was already in the store")
+    pool: PoolName

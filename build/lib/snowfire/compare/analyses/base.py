@@ -1,0 +1,136 @@
+"""What the analyses share: the options every one has, and the runs they make (❄️ head runs
+and 🔥 runs, ordinary run directories, so a finished one is read back, not trained again)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar
+
+from snowfire.extractor import ENCODER_FORMS
+from snowfire.options import check, option
+from snowfire.tasks import TASK_NAMES
+
+
+def tasks_option(default: tuple[str, ...], why: str = "the paper's") -> Any:
+    """The `tasks` field of an analysis, defaulting to `default`."""
+    return option(
+        help=f"registered tasks (repeatable, or comma-separated; default: {why}: "
+        f"{', '.join(default)}; none with --task-spec)",
+        factory=lambda: list(default), choices=TASK_NAMES,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AnalysisConfig:
+    """The options of every analysis; each analysis' config adds its own, and its `tasks`
+    (`tasks_option`, checked here)."""
+
+    #: The analysis' name: `snowfire analyze NAME`, OUT/NAME.json, .md, .png.
+    name: ClassVar[str] = ""
+
+    encoder: str = option(help=f"the encoder: {ENCODER_FORMS}")
+    out: str = option(help="output directory (NAME.json, NAME.md, NAME.png; runs under OUT/NAME/)")
+    data: str | None = option(None, "task data directory of the registered tasks (one folder "
+                              "per task)")  # fmt: skip
+    store: str | None = option(None, "feature store (default: OUT/store)")
+    task_spec: list[str | dict] | None = option(
+        None, "your own task: a spec file (repeatable; README 'Your own task'), analysed "
+        "instead of the default tasks",
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        check(self)
+        where = type(self).__name__
+        for field in ("encoder", "out"):
+            if not getattr(self, field):
+                raise ValueError(f"{where}.{field}: expected a non-empty string")
+        tasks = getattr(self, "tasks", None) or []
+        default = next(f for f in fields(self) if f.name == "tasks").default_factory()
+        if self.task_spec and tasks == default:  # the user's tasks, not the paper's
+            tasks = []
+        if not tasks and not self.task_spec:
+            raise ValueError(f"{where}.tasks: expected at least one task")
+        if tasks and self.data is None:
+            raise ValueError(f"{where}.data: the tasks {', '.join(tasks)} need their data "
+                             "directory")  # fmt: skip
+        object.__setattr__(self, "tasks", list(dict.fromkeys(tasks)))  # each once, in order
+        if len(self.specs) != len(self.tasks) + len(self.task_spec or []):
+            mine = [s.name for s in self._user_specs()]
+            raise ValueError(
+                f"{where}.task_spec: expected tasks of distinct names, got {mine} beside "
+                f"{self.tasks}"
+            )
+
+    def _user_specs(self) -> list:
+        from snowfire.tasks import resolve_task
+
+        try:
+            return [resolve_task(ref, base=self.data) for ref in self.task_spec or []]
+        except (ValueError, TypeError, OSError) as err:
+            raise ValueError(f"{type(self).__name__}.task_spec: {err}") from err
+
+    @cached_property
+    def specs(self) -> dict[str, Any]:
+        """Every task analysed by name (`tasks.TaskSpec`): the registered, then the user's."""
+        from snowfire.tasks import get_task
+
+        specs = {name: get_task(name) for name in self.tasks}
+        for spec in self._user_specs():
+            specs.setdefault(spec.name, spec)
+        return specs
+
+    @property
+    def names(self) -> list[str]:
+        """The names of the tasks analysed, in order."""
+        return list(self.specs)
+
+    @property
+    def store_dir(self) -> str:
+        """`store`, or OUT/store."""
+        return self.store or str(Path(self.out) / "store")
+
+    @property
+    def root(self) -> Path:
+        """OUT/NAME: the analysis' run directories."""
+        return Path(self.out) / self.name
+
+
+def train_head(cfg: AnalysisConfig, task: str, head: str, out: Path, pair: str, seed: int = 0,
+               encoder: str | None = None, **options: Any) -> dict:  # fmt: skip
+    """A ❄️ head run on the analysis' store (`snowfire train`): its metrics."""
+    from snowfire.heads import TrainConfig, train
+
+    from ..run import task_fields
+
+    return train(TrainConfig(
+        store=cfg.store_dir, encoder=encoder or cfg.encoder, head=head, data=cfg.data,
+        out=str(out), pair_encoding=pair, seed=seed, progress=False,
+        **task_fields(cfg.specs[task]), **options,
+    ))  # fmt: skip
+
+
+def finetune_run(cfg: AnalysisConfig, task: str, out: Path, seed: int, **options: Any) -> dict:
+    """A 🔥 run (`snowfire finetune`); options left None keep FinetuneConfig's defaults."""
+    from snowfire.finetune import FinetuneConfig, train
+
+    from ..run import task_fields
+
+    options = {k: v for k, v in options.items() if v is not None}
+    return train(FinetuneConfig(
+        encoder=cfg.encoder, data=cfg.data, out=str(out), seed=seed, progress=False,
+        **task_fields(cfg.specs[task]), **options,
+    ))  # fmt: skip
+
+
+def features(cfg: AnalysisConfig, task: str, splits: tuple[str, ...], pair: str = "joint",
+             encoder: str | None = None):  # fmt: skip
+    """The feature sets of `splits` of `task` (extracted where the store lacks them); the last."""
+    from ..run import find_or_extract
+
+    info = None
+    for split in splits:
+        info = find_or_extract(encoder or cfg.encoder, cfg.store_dir, cfg.specs[task], cfg.data,
+                               split, pair)  # fmt: skip
+    return info

@@ -1,0 +1,75 @@
+"""The arms of `snowfire compare --arms`: the paper's two poles and the adaptation menu between
+them (the tutorial's; issue #27). Every arm runs the same cells: the same training draw, seeds,
+caps of the budget (🔥's for every fine-tuning arm), metrics, learning curves, and its Δ against
+❄️ and against 🔥 from the same paired bootstrap as the verdict (compare/judge.py).
+
+    snow     ❄️ the task's heads on cached features of every layer (the paper)
+    fire     🔥 every encoder weight, the family's recipe (the paper)
+    adapter  Houlsby bottleneck adapters (m = 64) and the layer norms; rate 1e-3
+    lora     LoRA on query and value (r = 8, alpha = 8) through peft; rate 5e-4
+    bitfit   the encoder's biases only; rate 1e-3
+    l2sp     🔥 with λ ||θ − θ₀||² pulling towards the pretrained weights, λ = L2SP_LAMBDA
+    lpft     🔥 whose output layer starts at a ❄️ linear probe of the top layer's [CLS] state
+             (LP-FT; the probe is a ❄️ run of its own, OUT/snow/TASK/probe-cls/seedK)
+    seq      🔥 from an encoder fine-tuned first on `--intermediate` (a registered task, run
+             once as OUT/intermediate/TASK/seed0, or a finished 🔥 run directory)
+
+The partial methods (adapter, lora, bitfit) keep only what they trained (RUN/best.pt) and
+reload on the shared encoder: finetune/methods.py. Their rates are their papers' (recipe.py
+METHOD_LR); λ was not tuned here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Every arm, in the table's order.
+ARMS = ("snow", "fire", "adapter", "lora", "bitfit", "l2sp", "lpft", "seq")
+DEFAULT_ARMS = ("snow", "fire")
+#: What each fine-tuning arm sets on the 🔥 config (the arms that need a run of their own first
+#: add it in `arm_options`).
+ARM_OPTIONS: dict[str, dict[str, Any]] = {
+    "fire": {},
+    "adapter": {"method": "adapter"},
+    "lora": {"method": "lora"},
+    "bitfit": {"method": "bitfit"},
+    "l2sp": {"l2sp": 1e-2},
+    "lpft": {},
+    "seq": {},
+}
+L2SP_LAMBDA = ARM_OPTIONS["l2sp"]["l2sp"]
+#: Words for tables and plots (plots have no emoji).
+ARM_NAMES = {
+    "snow": "❄️ features + head",
+    "fire": "🔥 fine-tuning",
+    "adapter": "adapters (Houlsby)",
+    "lora": "LoRA",
+    "bitfit": "BitFit",
+    "l2sp": "🔥 + L2-SP",
+    "lpft": "LP-FT",
+    "seq": "sequential 🔥",
+}
+PLAIN_NAMES = {"snow": "features + head", "fire": "fine-tuning", "l2sp": "fine-tuning + L2-SP",
+               "seq": "sequential fine-tuning"}  # fmt: skip
+#: The ❄️ probe an lpft cell starts from: what a BERT-family 🔥 output layer reads.
+PROBE = {"head": "probe", "hparams": {"pool": "cls"}, "dir": "probe-cls"}
+
+
+def plain(arm: str) -> str:
+    return PLAIN_NAMES.get(arm, ARM_NAMES[arm])
+
+
+def parse_arms(items: list[str] | None) -> list[str]:
+    """The arms asked for ("snow,fire,lora" or repeated), in `ARMS` order; snow and fire are
+    always run (every Δ is against them)."""
+    names = [a for item in items or [] for a in item.split(",") if a] or list(DEFAULT_ARMS)
+    unknown = [a for a in names if a not in ARMS]
+    if unknown:
+        raise ValueError(f"CompareConfig.arms: unknown {unknown}; expected among {list(ARMS)}")
+    asked = set(names) | set(DEFAULT_ARMS)
+    return [a for a in ARMS if a in asked]
+
+
+def fine_tuning_arms(arms: list[str]) -> list[str]:
+    """The arms beside snow and fire (each a 🔥 run per seed)."""
+    return [a for a in arms if a not in DEFAULT_ARMS]

@@ -1,0 +1,61 @@
+"""A task's learning curves in one picture: dev score per epoch of every cell, one line per
+seed, ❄️ heads solid and 🔥 dashed, and a cell that was still improving when its epochs ran out
+marked at its last point (compare/convergence.py decides which)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .convergence import CONVERGED
+
+#: Line colour per ❄️ head (cycled) and for 🔥; plot fonts have no emoji, so labels are words.
+_SNOW_COLOURS = ("#4c8cbf", "#2a9d8f", "#6a4c93", "#8ab17d")
+_FIRE_COLOUR = "#d9622b"
+
+
+def plot_curves(task: str, metric: str, cells: Sequence[Mapping], path: str | Path) -> dict:
+    """Write the PNG at `path`; {"lines": how many, "marked": the labels of cells still improving}.
+
+    cells: {"mode": "snow" | "fire", "head": name (❄️), "seed": k, "curve": [(epoch, score),
+    ...], "status": a `Convergence.status` (optional; anything but "converged" is marked)}.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not cells:
+        raise ValueError(f"plot_curves {task}: expected at least one cell, got none")
+    heads = sorted({str(c.get("head")) for c in cells if c.get("mode") == "snow"})
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    named, marked, lines = set(), [], 0
+    for i, cell in enumerate(cells):
+        mode, curve = cell.get("mode"), cell.get("curve")
+        if mode not in ("snow", "fire") or not curve:
+            raise ValueError(f"plot_curves {task}: cell {i}: expected mode 'snow' or 'fire' and "
+                             f"a non-empty curve, got mode {mode!r}, curve {curve!r}")  # fmt: skip
+        if mode == "snow":
+            colour = _SNOW_COLOURS[heads.index(str(cell.get("head"))) % len(_SNOW_COLOURS)]
+            group, style = f"features + {cell.get('head')}", "-"
+        else:
+            colour, group, style = _FIRE_COLOUR, "fine-tuning", "--"
+        xs = [float(x) for x, _ in curve]
+        ys = [100 * float(y) for _, y in curve]
+        ax.plot(xs, ys, style, color=colour, marker=".", alpha=0.85,
+                label=None if group in named else group)  # fmt: skip
+        named.add(group)
+        lines += 1
+        if cell.get("status", CONVERGED) != CONVERGED:
+            marked.append(f"{group}, seed {cell.get('seed')}")
+            ax.plot(xs[-1], ys[-1], "^", color=colour, markersize=10, markeredgecolor="black",
+                    label=None if "still" in named else "still improving at the cap")  # fmt: skip
+            named.add("still")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(f"dev {metric} (x100)")
+    ax.set_title(f"{task}: learning curves, one line per seed")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return {"lines": lines, "marked": marked}

@@ -1,0 +1,132 @@
+"""One task's verdict from its finished cells: the evidence compare/report.py shows.
+
+split      test where every cell scored a labelled test split, else dev
+bootstrap  every seed's predictions on that split (RUN/predictions/<split>.tsv), and the
+           zero-training baseline's where the task has one (compare/baseline.py), weighed
+           by compare/interval.py's paired bootstrap (`verdict.weigh`)
+curves     every cell's dev score per epoch (RUN/log.jsonl), marked by
+           compare/convergence.py against the epochs the cell was allowed
+restarts   each side's seeds' spread and degenerate restarts (compare/restarts.py)
+verdict    `verdict.task_verdict`: no call from a cell still improving, the zero-training
+           words where neither side beats it, else the call from Δ's 95% interval
+arms       each other arm (--arms) in the same bootstrap: its score, its Δ against ❄️ and
+           against 🔥 with their 95% intervals, its curves and whether every cell converged
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from snowfire.rundir import CONFIG, prediction_file
+
+from .convergence import mark_curve, read_curve
+from .restarts import restart_spread
+from .verdict import BASELINE_WORDS, task_verdict, weigh
+
+#: The level a restart that learned nothing sits at, per metric (classification: the majority
+#: label's score, from the baseline): a correlation, MCC or span F1 of a model that learned
+#: nothing is 0.
+_ZERO_FLOOR = ("pearson", "spearman", "matthews", "span_f1")
+
+
+def eval_split(cells: list[dict[str, Any]]) -> str:
+    """test when every cell has a labelled test score, else dev."""
+    return "test" if all("test" in c.get("metrics", {}) for c in cells) else "dev"
+
+
+def _run_of(cell: dict[str, Any]) -> tuple[Path, float | None]:
+    """The run whose log is the cell's curve (a 🔥 grid: its chosen run) and its epoch cap."""
+    run = Path(cell["run"])
+    config = json.loads((run / CONFIG).read_text())
+    if "grid" in config:
+        run = Path(config["grid"]["chosen"]["run"])
+        config = json.loads((run / CONFIG).read_text())
+    made = config.get("train") or config.get("finetune") or {}  # ❄️'s or 🔥's config
+    cap = made.get("epochs")
+    return run, float(cap) if cap is not None else None
+
+
+def convergence(cell: dict[str, Any], metric: str):
+    """The cell's learning curve and its `Convergence`."""
+    run, cap = _run_of(cell)
+    curve = read_curve(run, metric)
+    return curve, mark_curve(curve, cap=cap)
+
+
+def _predictions(cells: list[dict[str, Any]], split: str, kind: str) -> tuple[list, list[list]]:
+    """Gold (from the first cell) and each cell's predictions on `split`; every cell must have
+    scored the same examples in the same order."""
+    from snowfire.tasks import read_predictions
+
+    gold, preds = None, []
+    for cell in cells:
+        path = prediction_file(cell["run"], split)
+        g, p = read_predictions(path, kind)
+        if gold is None:
+            gold = g
+        elif g != gold:
+            raise ValueError(f"{path}: its gold answers differ from {cells[0]['run']}'s on "
+                             f"{split}: the cells did not score the same examples")  # fmt: skip
+        preds.append(p)
+    return gold, preds
+
+
+def judge(spec, snow: list[dict], fire: list[dict], baseline: dict | None,
+          replicates: int | None = None, arms: dict[str, list[dict]] | None = None
+          ) -> dict[str, Any]:  # fmt: skip
+    """The task's verdict (see the module docstring) from its best ❄️ head's cells and its 🔥
+    cells, each a finished cell of compare/run.py (`run`, `seed`, `metrics`); `arms`: the other
+    arms' cells by arm."""
+    arms = arms or {}
+    split = eval_split(snow + fire + [c for cells in arms.values() for c in cells])
+    metric = spec.metric
+    gold, snow_preds = _predictions(snow, split, spec.kind)
+    _, fire_preds = _predictions(fire, split, spec.kind)
+    others = {arm: _predictions(cells, split, spec.kind)[1] for arm, cells in arms.items()}
+    base_preds = (baseline or {}).get("predictions", {}).get(split)
+    words = BASELINE_WORDS.get(spec.kind) if base_preds is not None else None
+    boot = weigh(metric, gold, snow_preds, fire_preds, baseline=base_preds, replicates=replicates,
+                 others=others)  # fmt: skip
+    curves = {}
+    marks = {}
+    for side, cells in (("snow", snow), ("fire", fire)):
+        pairs = [convergence(c, metric) for c in cells]
+        curves[side] = [{"seed": c["seed"], "curve": curve, **mark.to_json()}
+                        for c, (curve, mark) in zip(cells, pairs, strict=True)]  # fmt: skip
+        marks[side] = [mark for _, mark in pairs]
+    out = task_verdict(boot, marks["snow"], marks["fire"], baseline=words)
+    floor = (boot.point["baseline"] if spec.kind == "classification" and base_preds is not None
+             else 0.0 if metric in _ZERO_FLOOR else None)  # fmt: skip
+    out["restarts"] = {side: restart_spread(boot.scores[side], floor=floor)
+                       for side in ("snow", "fire")}  # fmt: skip
+    icon = {"snow": "❄️", "fire": "🔥"}
+    degenerate = [
+        f"{icon[side]} seed {j} degenerate ({why})"
+        for side, r in out["restarts"].items()
+        for j, why in r["why"].items()
+    ]
+    if degenerate:
+        out["notes"] = [*out["notes"], *degenerate]
+        out["text"] = f"{out['verdict']} ({'; '.join(out['notes'])})"
+    out.update(split=split, metric=metric, curves=curves)
+    out["arms"] = {arm: _arm(boot, arm, cells, metric) for arm, cells in arms.items()}
+    return out
+
+
+def _arm(boot, arm: str, cells: list[dict], metric: str) -> dict[str, Any]:
+    """One arm's evidence: its seeds' mean and scores, Δ against ❄️ and 🔥 (arm − side) with
+    the 95% interval, its curves and their marks."""
+    pairs = [convergence(c, metric) for c in cells]
+    return {
+        "score": boot.point[arm],
+        "scores": boot.scores[arm],
+        "vs_snow": boot.interval("snow", arm).to_json(),
+        "vs_fire": boot.interval("fire", arm).to_json(),
+        "converged": all(mark.converged for _, mark in pairs),
+        "curves": [
+            {"seed": c["seed"], "curve": curve, **mark.to_json()}
+            for c, (curve, mark) in zip(cells, pairs, strict=True)
+        ],  # fmt: skip
+    }

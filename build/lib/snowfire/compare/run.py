@@ -1,0 +1,288 @@
+"""`snowfire compare`: per task, the features (extracted once, reused from the store), the ❄️
+heads and the 🔥 baseline, for every seed; then the report (compare/report.py).
+
+    OUT/store/                          the features (or --store)
+    OUT/snow/<task>/<head>/seed<k>/     ❄️ runs (`snowfire train` run directories)
+    OUT/fire/<task>/seed<k>/            🔥 runs (`snowfire finetune` run directories)
+    OUT/<arm>/<task>/seed<k>/           the other arms' runs (--arms, compare/arms.py)
+    OUT/snow/<task>/probe-cls/seed<k>/  arm lpft: the ❄️ probe its output layer starts from
+    OUT/intermediate/<task>/seed0/      arm seq: 🔥 on --intermediate, once
+    OUT/extract/<task>.json             what the extraction cost (kept, so a rerun reports it)
+    OUT/baseline/<task>.json            the zero-training baseline (compare/baseline.py)
+    OUT/results.json, table.md, table.png, layer_weights.png
+
+Every cell is an ordinary run directory, and a finished run is returned as it is: a rerun
+recomputes nothing, and `kill -9` then the same command finishes the same table.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from .config import CompareConfig
+
+
+def _store(cfg: CompareConfig) -> str:
+    return cfg.store or str(Path(cfg.out) / "store")
+
+
+def task_fields(spec) -> dict[str, Any]:
+    """How a command's config names `spec`: a registered task by name, a user's by its
+    recorded spec object (absolute paths, each file's sha256: a file edited mid-comparison is
+    refused, never mixed in)."""
+    from snowfire.tasks import describe
+
+    if spec.registered:
+        return {"task": spec.name}
+    record = describe(spec)
+    return {"task_spec": {k: v for k, v in record.items() if k not in ("metrics", "registered")}}
+
+
+def check_tasks(cfg: CompareConfig) -> None:
+    """Read every split of every task (each row checked) before anything is written: a bad
+    row stops the comparison with its file and line, the store and OUT untouched."""
+    from snowfire.tasks import TASK_NAMES, available_splits, get_task, read_split
+
+    specs = list(cfg.specs.values())
+    if cfg.intermediate in TASK_NAMES:  # arm seq fine-tunes on it first
+        specs.append(get_task(cfg.intermediate))
+    for spec in specs:
+        splits = available_splits(spec, cfg.data)
+        for needed in ("train", "dev"):
+            if needed not in splits:
+                raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
+        for split in splits:
+            read_split(spec, cfg.data, split)
+
+
+def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
+    """The task's feature sets (every split in the data directory), extracted where missing."""
+    from snowfire.cache import FeatureSetNotFoundError, open_reader
+    from snowfire.extractor import ExtractConfig, run_extract
+    from snowfire.rundir import write_json
+    from snowfire.tasks import available_splits, split_source
+
+    record_path = Path(cfg.out) / "extract" / f"{task}.json"
+    record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    pair_encoding = cfg.pair_encoding_used
+    spec = cfg.specs[task]
+    reader = open_reader(_store(cfg))
+    missing, splits = [], available_splits(spec, cfg.data)
+    for split in splits:
+        source = split_source(spec, cfg.data, split)
+        try:
+            reader.find_featureset(encoder=cfg.encoder, task=task, split=split,
+                                   pair_encoding=pair_encoding, sha256=source["sha256"],
+                                   read=source.get("read"))  # fmt: skip
+        except (FeatureSetNotFoundError, ValueError):
+            missing.append(split)
+    if missing:
+        started, cpu = time.perf_counter(), time.process_time()
+        made = run_extract(ExtractConfig(
+            encoder=cfg.encoder, store=_store(cfg), data=cfg.data, split=missing,
+            pair_encoding=pair_encoding, device=cfg.device, progress=cfg.progress,
+            **task_fields(spec),
+        ))  # fmt: skip
+        record = {
+            "seconds": round(time.perf_counter() - started + record.get("seconds", 0.0), 2),
+            "cpu_seconds": round(time.process_time() - cpu + record.get("cpu_seconds", 0.0), 1),
+            "splits": sorted(set(record.get("splits", [])) | set(missing)),
+            "examples": record.get("examples", 0) + sum(i.num_examples for i in made),
+        }
+        record_path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(record_path, record)
+    return record | {"reused": not missing, "pair_encoding": pair_encoding,
+                     "all_splits": splits}  # fmt: skip
+
+
+def find_or_extract(encoder: str, store: str, task, data: str | None, split: str, pair: str,
+                    device: str | None = None, progress: bool = True,
+                    who: str = "analyze"):  # fmt: skip
+    """The feature set of one task split (`task`: a TaskSpec or a registered name) made from
+    its current file, extracted first when the store lacks it."""
+    from snowfire.cache import FeatureSetNotFoundError, open_reader
+    from snowfire.extractor import ExtractConfig, run_extract
+    from snowfire.tasks import as_spec, split_source
+
+    spec = as_spec(task)
+    source = split_source(spec, data, split)
+
+    def find():
+        return open_reader(store).find_featureset(
+            encoder=encoder, task=spec.name, split=split, pair_encoding=pair,
+            sha256=source["sha256"], read=source.get("read"),
+        )  # fmt: skip
+
+    try:
+        return find()
+    except FeatureSetNotFoundError:
+        print(f"{who}: extracting {spec.name} {split} ({pair} pairs) with {encoder}", flush=True)
+        run_extract(ExtractConfig(encoder=encoder, store=store, data=data, split=[split],
+                                  pair_encoding=pair, device=device, progress=progress,
+                                  **task_fields(spec)))  # fmt: skip
+        return find()
+
+
+def intermediate_run(cfg: CompareConfig) -> str | None:
+    """Arm seq's starting encoder's run: --intermediate's run directory, or where compare runs
+    the registered task it names."""
+    from snowfire.tasks import TASK_NAMES
+
+    if not cfg.intermediate:
+        return None
+    if cfg.intermediate in TASK_NAMES:
+        return str(Path(cfg.out) / "intermediate" / cfg.intermediate / "seed0")
+    return cfg.intermediate
+
+
+def plan(cfg: CompareConfig) -> list[dict[str, Any]]:
+    """Every cell of the comparison, in the order they run."""
+    from snowfire.tasks import TASK_NAMES
+
+    from .arms import PROBE, fine_tuning_arms
+
+    cells = []
+    if cfg.intermediate in TASK_NAMES:  # arm seq's first stage, before every task
+        cells.append({"mode": "intermediate", "task": cfg.intermediate, "head": None,
+                      "seed": 0, "run": intermediate_run(cfg)})  # fmt: skip
+    for task in cfg.names:
+        for seed in range(cfg.seeds):
+            for head in cfg.heads_for(task):
+                out = Path(cfg.out) / "snow" / task / head / f"seed{seed}"
+                cells.append({"mode": "snow", "task": task, "head": head, "seed": seed,
+                              "run": str(out)})  # fmt: skip
+        for seed in range(cfg.seeds_fire):
+            out = Path(cfg.out) / "fire" / task / f"seed{seed}"
+            cells.append({"mode": "fire", "task": task, "head": None, "seed": seed,
+                          "run": str(out)})  # fmt: skip
+        for arm in fine_tuning_arms(cfg.arms):
+            if arm == "seq" and task == cfg.intermediate:
+                continue  # a task after itself is just more epochs
+            for seed in range(cfg.seeds_fire):
+                if arm == "lpft":
+                    probe = Path(cfg.out) / "snow" / task / PROBE["dir"] / f"seed{seed}"
+                    cells.append({"mode": "probe", "task": task, "head": PROBE["head"],
+                                  "seed": seed, "run": str(probe)})  # fmt: skip
+                out = Path(cfg.out) / arm / task / f"seed{seed}"
+                cells.append({"mode": arm, "task": task, "head": None, "seed": seed,
+                              "run": str(out)})  # fmt: skip
+    return cells
+
+
+def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> dict[str, Any]:
+    """Train one cell (or return its finished run): {split: {metric: value}}."""
+    from .arms import ARM_OPTIONS, PROBE
+
+    caps = {mode: cfg.caps(mode, cell["task"]) for mode in ("snow", "fire")}
+    spec = cfg.specs.get(cell["task"])
+    task = task_fields(spec) if spec is not None else {"task": cell["task"]}
+    if cell["mode"] in ("snow", "probe"):
+        from snowfire.heads import TrainConfig, train
+
+        hparams = PROBE["hparams"] if cell["mode"] == "probe" else cfg.hparams
+        return train(TrainConfig(
+            store=_store(cfg), encoder=cfg.encoder, head=cell["head"], data=cfg.data,
+            out=cell["run"], seed=cell["seed"], pair_encoding=pair_encoding, progress=cfg.progress,
+            device=cfg.device, hparams=dict(hparams), **task, **caps["snow"],
+        ))  # fmt: skip
+    from snowfire.finetune import FinetuneConfig
+    from snowfire.finetune import train as finetune
+
+    # full: the rate and epochs tuned on dev as the paper did (`snowfire finetune --grid shared`)
+    grid = "shared" if cfg.budget == "full" else None
+    options = dict(ARM_OPTIONS.get(cell["mode"], {}))
+    encoder = cfg.encoder
+    if cell["mode"] == "lpft":
+        probe = Path(cfg.out) / "snow" / cell["task"] / PROBE["dir"] / f"seed{cell['seed']}"
+        options["init_head"] = str(probe)
+    if cell["mode"] == "seq":
+        encoder = f"hf:{Path(intermediate_run(cfg)) / 'encoder'}"
+    if options.get("method") or cell["mode"] == "intermediate":
+        grid = None  # a grid tunes 🔥 alone; the other arms run their papers' recipes
+    return finetune(FinetuneConfig(
+        encoder=encoder, data=cfg.data, out=cell["run"], seed=cell["seed"],
+        progress=cfg.progress, device=cfg.device, grid=grid, **task, **caps["fire"], **options,
+    ))  # fmt: skip
+
+
+def run_compare(cfg: CompareConfig) -> dict[str, Any]:
+    """Run every cell (finished ones are read back), write the report; its summary."""
+    from .baseline import run_baseline
+    from .report import write_report
+
+    check_tasks(cfg)  # every row of every task, before anything is written
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cells = plan(cfg)
+    extraction, baselines = {}, {}
+    first = [c for c in cells if c["mode"] == "intermediate"]  # arm seq's first stage
+    done = _run_stage(cfg, first, {"pair_encoding": cfg.pair_encoding_used}, 0, len(cells))
+    for task in cfg.names:
+        print(f"compare {task}: features of {cfg.encoder}", flush=True)
+        extraction[task] = extract_task(cfg, task)
+        baselines[task] = run_baseline(cfg, task, _store(cfg))
+        if baselines[task]:
+            shown = ", ".join(f"{k} {v:.4f}" for k, v in baselines[task].get("dev", {}).items())
+            print(f"compare {task}: no training, {baselines[task]['method']}: dev {shown}",
+                  flush=True)  # fmt: skip
+        mine = [c for c in cells if c["task"] == task and c["mode"] != "intermediate"]
+        # lpft's probes before the arms that start from them (Ray runs a stage's cells at once)
+        for stage in ([c for c in mine if c["mode"] == "probe"],
+                      [c for c in mine if c["mode"] != "probe"]):  # fmt: skip
+            done = _run_stage(cfg, stage, extraction[task], done, len(cells))
+    return write_report(cfg, cells, extraction, baselines)
+
+
+def _run_stage(cfg: CompareConfig, cells: list[dict], extraction: dict, done: int,
+               total: int) -> int:  # fmt: skip
+    """Run `cells` (at once on Ray, else in turn), printing each as it finishes."""
+    from .arms import ARM_NAMES
+
+    if not cells:
+        return done
+    runs = _on_ray(cfg, cells, extraction) if cfg.ray else _here(cfg, cells, extraction)
+    for cell, (metrics, seconds) in runs:
+        cell["metrics"] = metrics
+        done += 1
+        what = {"snow": f"❄️ {cell['head']}", "probe": "❄️ probe (LP-FT's start)",
+                "intermediate": "🔥 intermediate (arm seq's start)"}.get(
+                    cell["mode"], ARM_NAMES.get(cell["mode"], cell["mode"]))  # fmt: skip
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.get("dev", {}).items())
+        print(f"[{done}/{total}] {cell['task']} {what} seed {cell['seed']}: dev {shown} "
+              f"({seconds:.0f} s)", flush=True)  # fmt: skip
+    return done
+
+
+def _timed(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> tuple[dict, float]:
+    started = time.perf_counter()
+    return run_cell(cfg, cell, pair_encoding), time.perf_counter() - started
+
+
+def _here(cfg: CompareConfig, cells: list[dict], extraction: dict):
+    """The cells one after another, each as it finishes."""
+    for cell in cells:
+        yield cell, _timed(cfg, cell, extraction["pair_encoding"])
+
+
+def _on_ray(cfg: CompareConfig, cells: list[dict], extraction: dict):
+    """The cells at once as Ray tasks (a GPU each for 🔥 when the cluster has GPUs), each as
+    it finishes. A cell's seed is in its config, so its result is the sequential one."""
+    import ray
+
+    from snowfire.extractor import cluster_gpus, connect_ray
+
+    connect_ray(cfg.ray)
+    gpu = cluster_gpus() > 0
+    task = ray.remote(_timed)
+    refs = {
+        task.options(num_cpus=1, num_gpus=1 if gpu and c["mode"] == "fire" else 0).remote(
+            cfg, c, extraction["pair_encoding"]
+        ): c
+        for c in cells
+    }
+    while refs:
+        ready, _ = ray.wait(list(refs), num_returns=1)
+        yield refs.pop(ready[0]), ray.get(ready[0])

@@ -1,0 +1,198 @@
+"""Compute-and-cache embedding (`POST /v1/embed`): texts in, misses encoded and stored.
+
+The worker is built from an `ExtractConfig` (encoder, options, dtype, tiles, token budget), so
+a request's examples get the content keys `snowfire extract` gives them (same pool: encoder
+identity + dtype; same key: the canonical words). Hits are read from the store. Misses go to one
+encoder thread, which takes every request waiting (up to the token budget, waiting at most
+`max_wait_ms` for more after the first), encodes the union of their misses by `extract`'s own
+path (`bucketed` batches under the same token budget, `encode_segment`), commits them as one
+segment under the pool's write lock and wakes the requests, which then read everything from
+the store. So a text gives the same bytes whichever way it entered the store, and is encoded
+once however many requests ask for it at the same time. At most `max_queue` requests wait for
+the encoder at once; one more is refused at once (EmbedBusyError), before it waits.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+
+from snowfire.cache import Store, digest, example_key
+
+from .base import Encoder, TextInput
+from .config import ExtractConfig
+from .encoders import load_encoder
+from .run import bucketed, encode_segment
+
+log = logging.getLogger(__name__)
+
+
+class EmbedBusyError(RuntimeError):
+    """`max_queue` requests are already waiting for the encoder: this one is refused (the
+    service answers 429 with Retry-After)."""
+
+    def __init__(self, waiting: int) -> None:
+        super().__init__(
+            f"{waiting} requests are already waiting for the encoder, its queue's limit"
+        )
+        self.waiting = waiting
+
+
+@dataclass
+class _Job:
+    pool: str
+    pair_encoding: str
+    items: list[tuple[str, TextInput]]  # (key, text) the store lacked
+    tokens: int
+    done: Future = field(default_factory=Future)
+
+
+class EmbedWorker:
+    """One encoder per pair encoding, one thread encoding for every request.
+
+    config: the encoder and how to store (its store, task and input are not read: the worker
+    writes to `store`, the texts come with the requests); each pair encoding a request asks
+    for loads the config's encoder with that pair encoding."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: ExtractConfig,
+        *,
+        max_wait_ms: float = 5.0,
+        max_queue: int | None = None,
+        on_batch=None,
+    ):
+        if max_queue is not None and max_queue < 1:
+            raise ValueError(f"max_queue: expected >= 1 or None, got {max_queue}")
+        self.store, self.config = store, config
+        self.max_wait = max_wait_ms / 1000.0
+        self.max_queue = max_queue  # requests waiting for the encoder at once; None: no bound
+        self._waiting = 0
+        self._waiting_lock = threading.Lock()
+        self._encoders: dict[str, Encoder] = {}
+        self._pools: dict[str, str] = {}
+        self._load_lock = threading.Lock()
+        self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self.rounds = 0  # encoder-thread rounds that encoded something
+        self._on_batch = on_batch or (lambda n: None)  # examples per round, for /metrics
+        self._thread = threading.Thread(target=self._loop, name="snowfire-embed", daemon=True)
+        self._thread.start()
+        self.encoder(config.pair_encoding)  # load now: a bad spec fails at start, not later
+
+    # ------------------------------------------------------------------ requests
+    def encoder(self, pair_encoding: str) -> Encoder:
+        with self._load_lock:
+            if pair_encoding not in self._encoders:
+                cfg = replace(self.config, pair_encoding=pair_encoding)
+                enc = load_encoder(cfg.encoder, **cfg.encoder_options())
+                if enc.ordered:
+                    raise ValueError(
+                        f"encoder {cfg.encoder!r} carries state from one example to the next "
+                        "(ELMo --elmo-state stateful): its features depend on the other texts, "
+                        "so it cannot embed texts on their own; serve a stateless encoder"
+                    )
+                pool = self.store.ensure_pool(enc.identity, cfg.dtype, enc.num_layers, enc.dim)
+                self._encoders[pair_encoding], self._pools[pair_encoding] = enc, pool
+            return self._encoders[pair_encoding]
+
+    def pool(self, pair_encoding: str) -> str:
+        self.encoder(pair_encoding)
+        return self._pools[pair_encoding]
+
+    def keys(self, texts: list[TextInput], pair_encoding: str) -> list[str]:
+        pool = self.pool(pair_encoding)
+        return [example_key(pool, t.payload()) for t in texts]
+
+    def ensure(self, texts: list[TextInput], keys: list[str], pair_encoding: str,
+               timeout: float = 600.0) -> list[bool]:  # fmt: skip
+        """Make every key stored (encoding the misses); return which were hits."""
+        pool = self.pool(pair_encoding)
+        missing = set(self.store.missing_keys(pool, keys))
+        hits = [k not in missing for k in keys]
+        if missing:
+            first = {}
+            for key, text in zip(keys, texts, strict=True):
+                if key in missing:
+                    first.setdefault(key, text)
+            tokens = sum(len(t.words_a) + len(t.words_b or ()) for t in first.values())
+            job = _Job(pool, pair_encoding, list(first.items()), tokens)
+            with self._waiting_lock:
+                if self.max_queue is not None and self._waiting >= self.max_queue:
+                    raise EmbedBusyError(self._waiting)
+                self._waiting += 1
+            try:
+                self._queue.put(job)
+                job.done.result(timeout=timeout)  # re-raises the encoder thread's error
+            finally:
+                with self._waiting_lock:
+                    self._waiting -= 1
+        return hits
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=10)
+
+    # ------------------------------------------------------------------ encoder thread
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            jobs = [job] + self._gather(job)
+            for group in _by_pool(jobs):
+                try:
+                    self._encode(group)
+                except BaseException as err:  # noqa: BLE001 - every waiter gets the error
+                    log.exception("embedding failed")
+                    for j in group:
+                        j.done.set_exception(err)
+                else:
+                    for j in group:
+                        j.done.set_result(None)
+
+    def _gather(self, first: _Job) -> list[_Job]:
+        """More waiting jobs, until the token budget is used or max_wait has passed."""
+        more, tokens = [], first.tokens
+        deadline = time.monotonic() + self.max_wait
+        while tokens < self.config.token_budget:
+            try:
+                job = self._queue.get(timeout=max(deadline - time.monotonic(), 0))
+            except queue.Empty:
+                break
+            if job is None:
+                self._queue.put(None)  # close after this round
+                break
+            more.append(job)
+            tokens += job.tokens
+        return more
+
+    def _encode(self, jobs: list[_Job]) -> None:
+        pool, encoder = jobs[0].pool, self._encoders[jobs[0].pair_encoding]
+        wanted: dict[str, TextInput] = {}
+        for job in jobs:
+            for key, text in job.items:
+                wanted.setdefault(key, text)
+        with self.store.writer(pool):  # another process may have stored some meanwhile
+            todo = set(self.store.missing_keys(pool, list(wanted)))
+            texts = [(k, t) for k, t in wanted.items() if k in todo]
+            if not texts:
+                return
+            items = [(k, encoder.prepare(i, t)) for i, (k, t) in enumerate(texts)]
+            out_keys, parts = encode_segment(encoder, bucketed(items, self.config.token_budget))
+            seg_id = digest({"embed": out_keys}, 24)
+            self.store.write_segment(pool, seg_id, out_keys, parts, self.config.dtype,
+                                     self.config.tiles)  # fmt: skip
+        self.rounds += 1
+        self._on_batch(len(out_keys))
+
+
+def _by_pool(jobs: list[_Job]) -> list[list[_Job]]:
+    groups: dict[str, list[_Job]] = {}
+    for job in jobs:
+        groups.setdefault(job.pool, []).append(job)
+    return list(groups.values())

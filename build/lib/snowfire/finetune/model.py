@@ -1,0 +1,176 @@
+"""Which 🔥 model an encoder spec builds (`BertFinetuner` for "minilm" / "hf:...",
+`ElmoFinetuner` for "elmo:..."), the batches of a training epoch, and running a model over
+examples for predictions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from snowfire.tasks import example_length, length_batches
+
+from .config import FinetuneConfig
+
+
+def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
+    """The model for `cfg.encoder` and the task, and the identity of the starting encoder."""
+    num_labels = 1 if spec.kind == "regression" else len(spec.labels)
+    if cfg.family == "hf":
+        from snowfire.extractor import MINILM_NAME, hf_identity, minilm_dir, resolve_model_dir
+
+        from .bert import BertFinetuner
+
+        name = MINILM_NAME if cfg.encoder == "minilm" else cfg.encoder.split(":", 1)[1]
+        model_dir = minilm_dir() if cfg.encoder == "minilm" else resolve_model_dir(name)
+        model = BertFinetuner(
+            model_dir,
+            kind=spec.kind,
+            num_labels=num_labels,
+            labels=spec.labels,
+            dropout=cfg.dropout,
+            max_length=cfg.max_length,
+            crf=bool(cfg.crf),  # None: the BERT family's softmax
+            lstm=cfg.output_lstm,
+            method=cfg.method,
+            adapter_size=cfg.adapter_size,
+            lora_rank=cfg.lora_rank,
+            lora_alpha=cfg.lora_alpha,
+        )
+        # the extractor's identity of the starting encoder: the same hashes a store keys on
+        config = model.encoder.config
+        return model, hf_identity(Path(model_dir), config, name=name, spec=cfg.encoder)
+    from snowfire.cache import file_sha256
+    from snowfire.extractor import ElmoBiLM, resolve_elmo_spec
+
+    from .elmo import ElmoFinetuner
+
+    options, weights = resolve_elmo_spec(cfg.encoder.split(":", 1)[1])
+    model = ElmoFinetuner(
+        ElmoBiLM.from_files(options, weights),
+        kind=spec.kind,
+        pair=spec.pair,
+        num_labels=num_labels,
+        labels=spec.labels,
+        dropout=cfg.dropout,
+        bi_attention=cfg.bi_attention,
+        crf=cfg.crf is not False,  # None: ELMo's CRF
+        lstm=cfg.output_lstm,
+    )
+    identity = {
+        "kind": "elmo",
+        "spec": cfg.encoder,
+        "options_sha256": file_sha256(options),
+        "weights_sha256": file_sha256(weights),
+        "state_policy": "fixed",
+        "num_layers": model.bilm.num_layers,
+        "dim": model.bilm.output_dim,
+    }
+    return model, identity
+
+
+def start_hashes(cfg: FinetuneConfig, identity: dict | None = None) -> dict[str, str]:
+    """What a run starts from, by content, where its config names it only by place: the
+    encoder's weights and an LP-FT probe's weights. A folder can be retrained in place (arm
+    seq's intermediate run, a probe), so a finished or checkpointed run is reused only when
+    these are unchanged (`check_start`). `identity`: the built model's (`build_model`), whose
+    weights hash is taken as it is. Without it nothing is loaded and the hub is never asked:
+    only an encoder in local files (the bundled MiniLM, a model folder, an ELMo file) is hashed,
+    and a hub name's run keeps its revision in its record instead."""
+    from snowfire.cache import file_sha256
+
+    start = {}
+    if identity is not None:
+        start["encoder_weights_sha256"] = identity["weights_sha256"]
+    elif cfg.family == "hf":
+        from snowfire.extractor import minilm_dir, weights_sha256
+
+        name = cfg.encoder.split(":", 1)[-1]
+        folder = minilm_dir() if cfg.encoder == "minilm" else Path(name).expanduser()
+        if folder.is_dir():
+            start["encoder_weights_sha256"] = weights_sha256(folder)
+    else:
+        from snowfire.extractor import resolve_elmo_spec
+
+        _, weights = resolve_elmo_spec(cfg.encoder.split(":", 1)[1])
+        start["encoder_weights_sha256"] = file_sha256(weights)
+    if cfg.init_head:
+        from snowfire.rundir import WEIGHTS
+
+        probe = Path(cfg.init_head) / WEIGHTS
+        start["init_head_sha256"] = file_sha256(probe) if probe.is_file() else "(missing)"
+    return start
+
+
+def saved_start(record: dict) -> dict[str, str]:
+    """`start_hashes` as a run's RUN/config.json (or checkpoint) saved them; a run made before
+    they were saved has its encoder's weights hash in its `encoder` identity, and no probe's."""
+    start = {"encoder_weights_sha256": (record.get("encoder") or {}).get("weights_sha256")}
+    return start | record.get("start", {})
+
+
+def check_start(saved: dict[str, str], start: dict[str, str], what: str) -> None:
+    """Refuse (rundir.RunConfigError) a run whose saved start differs from `start`; the message
+    starts with `what` and names each hash, saved and now."""
+    from snowfire.rundir import RunConfigError
+
+    changed = {k: (saved.get(k, "(not saved)"), v) for k, v in start.items() if saved.get(k) != v}
+    if changed:
+        detail = "; ".join(f"{k}: saved {old}, now {new}" for k, (old, new) in changed.items())
+        raise RunConfigError(
+            f"{what} other starting weights ({detail}): they were retrained or replaced since; "
+            "use a new --out (or restore the weights the run started from)"
+        )
+
+
+def trained_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """What RUN/best.pt keeps: a partial method's trained tensors, else the whole state."""
+    return model.trained_state() if hasattr(model, "trained_state") else model.state_dict()
+
+
+def load_trained(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Load `trained_state`'s tensors; a partial state must cover every trained tensor."""
+    if getattr(model, "method", "full") == "full":
+        model.load_state_dict(state)
+        return
+    expected = set(model.trained_state())
+    if set(state) != expected:
+        missing, extra = sorted(expected - set(state)), sorted(set(state) - expected)
+        raise ValueError(f"trained weights of method {model.method}: missing {missing[:5]}, "
+                         f"unexpected {extra[:5]}")  # fmt: skip
+    model.load_state_dict(state, strict=False)
+
+
+def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def epoch_batches(lengths, batch_size: int, pool: int, seed: int, epoch: int) -> list[np.ndarray]:
+    """The training batches of `epoch` (tasks.length_batches), a function of seed and epoch
+    only, so that a resumed epoch sees the same batches."""
+    return length_batches(lengths, batch_size, pool, np.random.default_rng([seed, epoch]))
+
+
+def predict(model: nn.Module, examples: list, batch_size: int, device: torch.device) -> list:
+    """The model's predictions (indices, floats or tag-index lists) for `examples`, in order.
+
+    Batches hold examples of similar length (less padding); padding does not change an
+    example's output, so this only saves time.
+    """
+    model.eval()
+    if hasattr(model, "refresh_state"):
+        model.refresh_state()  # ELMo: the warm-up state of the current weights
+    order = sorted(range(len(examples)), key=lambda i: example_length(examples[i]))
+    preds: list = [None] * len(examples)
+    with (
+        torch.inference_mode(),
+        torch.autocast(device.type, dtype=torch.float16, enabled=device.type == "cuda"),
+    ):
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            out, _ = model(to_device(model.collate([examples[i] for i in chunk]), device))
+            for i, p in zip(chunk, model.predict(out), strict=True):
+                preds[i] = p
+    return preds

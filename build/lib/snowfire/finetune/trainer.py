@@ -1,0 +1,446 @@
+"""The 🔥 trainer: one readable loop that fine-tunes a whole encoder with a minimal output layer.
+
+build data (examples of every split) -> build model (encoder + output layer) -> AdamW with
+discriminative rates, LambdaLR schedule -> for each epoch: unfreeze, for each batch
+`out, loss = model(batch)`, backward, clip, step, (checkpoint every N steps); evaluate dev; keep
+the best; checkpoint; stop early -> evaluate every split with the best weights -> write the run
+directory (rundir/files.py) and the fine-tuned encoder, ready for `snowfire extract`.
+
+A killed run resumes from RUN/checkpoint.pt when started again with the same config: model,
+optimiser, scheduler, grad scaler, RNG state, position in the epoch (the data order is a
+function of seed and epoch) and the early-stopping state, so it ends with the same metrics.
+A finished run drops its checkpoint (the encoder's size times three, with AdamW's moments);
+started again with the same config it returns the saved metrics without training. A checkpoint
+or a finished run of another config is refused (rundir.check_same_config: the config fields
+marked volatile may differ), and so is one that started from other weights than the config's
+paths now hold (model.start_hashes: a retrained LP-FT probe or intermediate encoder).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from snowfire.cache import versions
+from snowfire.rundir import (
+    BEST,
+    CHECKPOINT,
+    CONFIG,
+    ENCODER,
+    LOG,
+    METRICS,
+    PREDICTIONS,
+    check_same_config,
+    finished_or_refuse,
+    hold_run,
+    prediction_file,
+    save_torch,
+    write_json,
+    write_lines,
+)
+from snowfire.tasks import decode, describe, example_length, gold_of, write_predictions
+
+from .config import FinetuneConfig
+from .model import (
+    build_model,
+    check_start,
+    epoch_batches,
+    load_trained,
+    predict,
+    saved_start,
+    start_hashes,
+    to_device,
+    trained_state,
+)
+from .optim import lr_multiplier, param_groups, unfreeze
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainState:
+    """Where a run is, besides the weights: saved in every checkpoint, so a killed run resumes
+    at the same batch with the same early-stopping state."""
+
+    epoch: int = 1  # the epoch under way (or next)
+    batch: int = 0  # batches of it done
+    step: int = 0  # optimiser steps in all
+    best: float = -math.inf  # best dev primary metric so far
+    best_epoch: int | None = None
+    bad: int = 0  # epochs since the best
+    stopped: bool = False  # early stopping hit
+    history: list[dict[str, Any]] = field(default_factory=list)  # one record per epoch
+    loss_sum: float = 0.0  # this epoch's summed training loss ...
+    loss_n: int = 0  # ... over this many examples
+    seconds: float = 0.0  # training time before this process
+    cpu_seconds: float = 0.0  # CPU time (every thread) of the processes before this one
+    within: list[dict[str, Any]] = field(default_factory=list)  # this epoch's mid-epoch points
+
+
+@dataclass
+class _Fit:
+    """What trains, on which device: saved to and restored from RUN/checkpoint.pt."""
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    scaler: torch.amp.GradScaler
+    device: torch.device
+    amp: bool  # fp16 autocast + loss scaling (GPU only)
+    anchors: dict[str, torch.Tensor] | None = None  # L2-SP's θ₀ by parameter name
+
+    def save(self, path: Path, cfg: FinetuneConfig, state: TrainState, start: dict) -> None:
+        rng = {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if self.amp else None,
+        }
+        save_torch(
+            path,
+            {
+                "config": cfg.to_json(),
+                "start": start,  # the hashes of the weights it started from
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "scaler": self.scaler.state_dict(),
+                "rng": rng,
+                "state": asdict(state),
+            },
+        )
+
+    def restore(self, path: Path, cfg: FinetuneConfig, start: dict) -> TrainState:
+        ckpt = torch.load(path, map_location=self.device, weights_only=True)
+        check_same_config(ckpt["config"], cfg, f"{path} was written by")
+        check_start(ckpt.get("start", start), start, f"{path} was written by a run from")
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.scheduler.load_state_dict(ckpt["scheduler"])
+        self.scaler.load_state_dict(ckpt["scaler"])
+        torch.set_rng_state(ckpt["rng"]["torch"].cpu())
+        if self.amp and ckpt["rng"].get("cuda") is not None:
+            torch.cuda.set_rng_state_all([t.cpu() for t in ckpt["rng"]["cuda"]])
+        return TrainState(**ckpt["state"])
+
+
+def train(
+    cfg: FinetuneConfig,
+    *,
+    on_step: Callable[[int, nn.Module], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, dict[str, float]]:
+    """Fine-tune, write the run directory, return metrics per split (splits with labels).
+
+    on_step: for tests; called as on_step(0, model) before the first step of a fresh run and
+        on_step(step, model) after every optimiser step (raise from it to simulate a kill).
+    clock: seconds, what the run's `seconds` (config.json, log.jsonl) are measured with.
+    The run directory is held for the whole run (rundir.hold_run). A config with `grid` set is
+    a grid of such runs (finetune/grid.py): the chosen run's metrics.
+    """
+    if not isinstance(cfg, FinetuneConfig):
+        raise TypeError(f"train: expected a FinetuneConfig, got {type(cfg).__name__}")
+    if cfg.grid is not None:
+        from .grid import run_grid
+
+        return run_grid(cfg)
+    examples = _examples(cfg)  # every row checked before anything is written
+    with hold_run(cfg.out):  # one process at a time: a second attempt fails at once
+        return _train(cfg, on_step, clock, examples)
+
+
+def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str, float]]:
+    started = clock()
+    torch.manual_seed(cfg.seed)
+    device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    out_dir = Path(cfg.out)
+    finished = finished_or_refuse(out_dir, cfg, "finetune")
+    if finished is not None:  # and started from the weights the config's paths hold now
+        saved = saved_start(json.loads((out_dir / CONFIG).read_text()))
+        check_start(saved, start_hashes(cfg), f"{out_dir} holds a finished run from")
+        (out_dir / CHECKPOINT).unlink(missing_ok=True)  # killed just before it was dropped
+        return finished
+    (out_dir / PREDICTIONS).mkdir(parents=True, exist_ok=True)
+    spec = cfg.spec
+    steps_per_epoch = math.ceil(len(examples["train"]) / cfg.batch_size)
+    total_steps = steps_per_epoch * cfg.epochs
+
+    # -- model, optimiser, schedule
+    model, identity = build_model(cfg, spec)
+    start = start_hashes(cfg, identity)  # the weights it starts from, by content
+    if cfg.init_head:  # LP-FT: the output layer starts at the ❄️ probe's weights
+        from .methods import load_probe
+
+        probe = load_probe(cfg.init_head, model.output.linear.in_features,
+                           model.output.linear.out_features)  # fmt: skip
+        model.output.linear.load_state_dict(probe)
+    model.to(device)
+    # L2-SP's θ₀: the pretrained encoder weights, before any checkpoint is restored
+    anchors = ({n: p.detach().clone() for n, p in model.named_parameters()
+                if n.startswith(("encoder.", "bilm."))} if cfg.l2sp else None)  # fmt: skip
+    if hasattr(model, "refresh_state"):
+        model.refresh_state()  # on the device
+    optimizer, scheduler = build_optimizer(model, cfg, total_steps)
+    amp = device.type == "cuda"
+    fit = _Fit(
+        model,
+        optimizer,
+        scheduler,
+        torch.amp.GradScaler(device.type, enabled=amp),
+        device,
+        amp,
+        anchors,
+    )
+    run_info = _run_info(cfg, spec, fit, identity, examples, total_steps) | {"start": start}
+    write_json(out_dir / CONFIG, run_info)
+
+    # -- resume, or start fresh
+    ckpt_path = out_dir / CHECKPOINT
+    if ckpt_path.is_file():
+        state = fit.restore(ckpt_path, cfg, start)
+        log.info("resuming %s at epoch %d, batch %d", out_dir, state.epoch, state.batch)
+    else:
+        state = TrainState()
+        if on_step is not None:
+            on_step(0, model)
+    zero = clock() - state.seconds  # when the run would have started, had it never stopped
+    earlier = state.seconds  # trained by the processes before this one (0 when fresh)
+    earlier_cpu, cpu0 = state.cpu_seconds, time.process_time()
+
+    def checkpoint() -> None:
+        state.seconds = clock() - zero
+        state.cpu_seconds = earlier_cpu + time.process_time() - cpu0
+        fit.save(ckpt_path, cfg, state, start)
+
+    # -- loop
+    from snowfire.rundir import PeakMemory
+
+    with PeakMemory(device) as peak:
+        _epochs(fit, cfg, spec, examples, state, out_dir, clock, zero, checkpoint, on_step)
+        metrics = _finish(fit, cfg, spec, examples, out_dir)
+    # a resumed run counts the time of the processes before it too (kept in the checkpoint)
+    seconds = clock() - started + earlier
+    cost = _cost(fit, out_dir, examples, state, seconds) | peak.record()
+    cost["cpu_seconds"] = round(cost["cpu_seconds"] + earlier_cpu, 1)
+    run_info.update(best_epoch=state.best_epoch, seconds=round(seconds, 2), cost=cost)
+    write_json(out_dir / CONFIG, run_info)
+    write_json(out_dir / METRICS, metrics)  # last: its presence says the run is finished
+    ckpt_path.unlink(missing_ok=True)
+    return metrics
+
+
+def _cost(fit: _Fit, out_dir: Path, examples, state: TrainState, seconds: float):
+    """The run's cost: parameters trained, training examples per second, bytes it keeps."""
+    from snowfire.rundir import saved_bytes
+
+    trained = sum(p.numel() for g in fit.optimizer.param_groups for p in g["params"])
+    seen = len(examples["train"]) * len(state.history)
+    return {
+        "trainable_params": trained,
+        "total_params": sum(p.numel() for p in fit.model.parameters()),
+        "examples_per_s": round(seen / seconds, 1) if seconds else None,
+        "saved_bytes": saved_bytes(out_dir, [BEST]),  # what reloads it on the pretrained encoder
+    }
+
+
+def _epochs(fit: _Fit, cfg, spec, examples, state, out_dir, clock, zero, checkpoint, on_step):
+    """Train from `state` to the last epoch or early stopping, logging each epoch."""
+    model = fit.model
+    for epoch in range(state.epoch, cfg.epochs + 1):
+        if state.stopped:
+            break
+        trainable = unfreeze(model.layer_groups(), epoch, cfg.settings()["gradual_unfreezing"])
+        _train_epoch(fit, cfg, examples["train"], epoch, state, checkpoint, on_step,
+                     examples["dev"])  # fmt: skip
+        record = _end_epoch(fit, cfg, spec, examples["dev"], epoch, state, out_dir)
+        record.update(trainable=trainable, seconds=round(clock() - zero, 2))
+        if state.within:
+            record["within"], state.within = state.within, []
+        state.history.append(record)
+        write_lines(out_dir / LOG, state.history)
+        if cfg.progress:
+            print(
+                f"epoch {epoch}: loss {record['train_loss']:.4f} "
+                f"dev {spec.metric} {record['dev'][spec.metric]:.4f}"
+            )
+        state.epoch, state.batch, state.loss_sum, state.loss_n = epoch + 1, 0, 0.0, 0
+        checkpoint()
+
+
+def _examples(cfg: FinetuneConfig):
+    """The task's examples per split present (train and dev needed, with gold labels), every
+    row checked; `max_train_examples` drawn at random with the seed, kept in file order."""
+    from snowfire.tasks import available_splits, read_split, train_subset
+
+    spec = cfg.spec
+    splits = available_splits(spec, cfg.data)
+    for needed in ("train", "dev"):
+        if needed not in splits:
+            raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
+    examples = {s: read_split(spec, cfg.data, s) for s in splits}
+    keep = train_subset(len(examples["train"]), cfg.max_train_examples, cfg.seed)
+    if keep is not None:  # the same draw as a ❄️ head's with this cap and seed
+        examples["train"] = [examples["train"][i] for i in keep]
+    if gold_of(spec, examples["train"]) is None or gold_of(spec, examples["dev"]) is None:
+        raise ValueError(f"{spec.name}: the train and dev splits in {cfg.data} need gold labels")
+    return examples
+
+
+def _run_info(cfg: FinetuneConfig, spec, fit: _Fit, identity, examples, total_steps: int):
+    """What RUN/config.json records about the run (`seconds` is added when it finishes)."""
+    return {
+        "finetune": cfg.to_json(),
+        "recipe": cfg.recipe_record(),
+        "peak_lr": cfg.settings()["lr"],
+        "layer_groups": [
+            {
+                "name": g["name"],
+                "depth": g["depth"],
+                "lr": g["lr"],
+                "parameters": sum(p.numel() for p in g["params"]),
+            }
+            for g in fit.optimizer.param_groups
+        ],
+        "encoder": identity,
+        "task": describe(spec, cfg.data),  # kind, labels, pair, each split file's sha256
+        "num_examples": {s: len(e) for s, e in examples.items()},
+        "total_steps": total_steps,
+        "seed": cfg.seed,
+        "versions": versions(),
+    }
+
+
+def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, checkpoint, on_step,
+                 dev_set=None):  # fmt: skip
+    """The batches of `epoch` from `state.batch` on (the order is a function of seed and
+    epoch, so a resumed epoch sees the same batches); dev scored `cfg.curve_points` times
+    within it for the learning curve."""
+    from tqdm import tqdm
+
+    model, device = fit.model, fit.device
+    if state.batch == 0 and hasattr(model, "refresh_state"):
+        model.refresh_state()  # ELMo: mid-epoch resumption keeps the restored state
+    model.train()
+    batches = epoch_batches([example_length(e) for e in train_set], cfg.batch_size, cfg.bucket_pool,
+                            cfg.seed, epoch)  # fmt: skip
+    bar = tqdm(
+        total=len(train_set),
+        initial=sum(len(b) for b in batches[: state.batch]),
+        desc=f"epoch {epoch}",
+        unit="ex",
+        disable=not cfg.progress,
+        leave=False,
+    )
+    from .methods import l2sp_penalty
+
+    # the weights L2-SP pulls, found once per epoch rather than per batch
+    pulled = [(n, p) for n, p in model.named_parameters() if n in (fit.anchors or ())]
+    n_batches = len(batches)
+    marks = {round(k * n_batches / (cfg.curve_points + 1)) for k in range(1, cfg.curve_points + 1)}
+    marks -= {0, n_batches}  # the epoch's end is scored anyway
+    for i in range(state.batch, n_batches):
+        idx = batches[i]
+        batch = to_device(model.collate([train_set[j] for j in idx]), device)
+        with torch.autocast(device.type, dtype=torch.float16, enabled=fit.amp):
+            _, loss = model(batch)
+        task_loss = loss.item()
+        if pulled:  # L2-SP: λ ||θ − θ₀||² over the trained encoder weights
+            loss = loss + cfg.l2sp * l2sp_penalty(pulled, fit.anchors)
+        fit.optimizer.zero_grad(set_to_none=True)
+        fit.scaler.scale(loss).backward()
+        if cfg.max_grad_norm > 0:
+            fit.scaler.unscale_(fit.optimizer)
+            nn.utils.clip_grad_norm_(
+                [p for p in model.parameters() if p.grad is not None], cfg.max_grad_norm
+            )
+        fit.scaler.step(fit.optimizer)
+        fit.scaler.update()
+        fit.scheduler.step()
+        state.step += 1
+        state.batch = i + 1
+        state.loss_sum += task_loss * len(idx)
+        state.loss_n += len(idx)
+        bar.update(len(idx))
+        bar.set_postfix(loss=f"{state.loss_sum / state.loss_n:.4f}")
+        if (i + 1) in marks:  # a point of the learning curve within the epoch
+            state.within.append(_curve_point(fit, cfg, dev_set, epoch - 1 + (i + 1) / n_batches))
+        if cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0:
+            checkpoint()
+        if on_step is not None:
+            on_step(state.step, model)
+    bar.close()
+
+
+def _curve_point(fit: _Fit, cfg, dev_set, at: float) -> dict[str, Any]:
+    """Dev scored mid-epoch at position `at` (epochs), for the curve only; training resumes
+    unchanged (BERT family: no state, no random numbers drawn)."""
+    from snowfire.tasks import evaluate
+
+    spec = cfg.spec
+    preds = decode(spec, predict(fit.model, dev_set, cfg.batch_size, fit.device))
+    fit.model.train()
+    return {"epoch": round(at, 4), "dev": evaluate(spec, gold_of(spec, dev_set), preds)}
+
+
+def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out_dir: Path):
+    """Score dev, keep the best weights (RUN/best.pt), update early stopping; the epoch's
+    log record."""
+    from snowfire.tasks import evaluate
+
+    preds = decode(spec, predict(fit.model, dev_set, cfg.batch_size, fit.device))
+    dev = evaluate(spec, gold_of(spec, dev_set), preds)
+    score = dev[spec.metric]
+    key = -math.inf if math.isnan(score) else score  # a constant prediction has no pearson
+    if key > state.best or state.best_epoch is None:
+        state.best, state.best_epoch, state.bad = key, epoch, 0
+        save_torch(out_dir / BEST, trained_state(fit.model))
+    else:
+        state.bad += 1
+        state.stopped = state.bad >= cfg.patience
+    return {
+        "epoch": epoch,
+        "step": state.step,
+        "train_loss": state.loss_sum / max(state.loss_n, 1),
+        "lr": fit.scheduler.get_last_lr()[0],
+        "dev": dev,
+    }
+
+
+def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path) -> dict[str, dict[str, float]]:
+    """Every split scored with the best weights: predictions and the encoder written, the
+    metrics returned (the caller writes metrics.json last)."""
+    from snowfire.tasks import evaluate
+
+    model = fit.model
+    load_trained(model, torch.load(out_dir / BEST, map_location=fit.device, weights_only=True))
+    metrics = {}
+    for split, split_examples in examples.items():
+        preds = decode(spec, predict(model, split_examples, cfg.batch_size, fit.device))
+        write_predictions(prediction_file(out_dir, split), spec, split_examples, preds)
+        gold = gold_of(spec, split_examples)
+        if gold is not None:
+            metrics[split] = evaluate(spec, gold, preds)
+    if getattr(model, "method", "full") == "full":  # partial: best.pt is all it keeps
+        model.save_encoder(out_dir / ENCODER)
+    return metrics
+
+
+def build_optimizer(
+    model: nn.Module, cfg: FinetuneConfig, total_steps: int
+) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW over the model's layer groups with the recipe's discriminative rates, and its
+    schedule (`cfg.settings()`: the recipe in effect for the task)."""
+    settings = cfg.settings()
+    groups = param_groups(
+        model.layer_groups(), settings["lr"], settings["discriminative"], cfg.weight_decay
+    )
+    optimizer = torch.optim.AdamW(groups)
+    multiplier = lr_multiplier(settings["schedule"], total_steps, settings["warmup"])
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)

@@ -1,0 +1,25 @@
+"""The job system's exceptions, mixed with builtins so callers can catch either; the service
+maps them to HTTP status codes in one handler (api/errors.py)."""
+
+
+class JobError(Exception):
+    """Base class of the errors the job system raises on purpose."""
+
+
+class JobNotFoundError(JobError, KeyError):
+    """No job with that id (HTTP 404)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "job not found"
+
+
+class InvalidJobError(JobError, ValueError):
+    """A submission with bad parameters (HTTP 422)."""
+
+
+class JobStateError(JobError, ValueError):
+    """The job is in a state that does not allow the request, e.g. cancelling a done job (409)."""
+
+
+class JobsDisabledError(JobError, RuntimeError):
+    """The service runs without a data directory, so without a queue (HTTP 503)."""

@@ -1,0 +1,79 @@
+"""Run directories: what every ❄️ head run, 🔥 fine-tuning run, grid and comparison shares.
+
+    with hold_run(out):                            # one process at a time (RUN/.lock)
+        done = finished_or_refuse(out, cfg, "train")
+        if done is not None:                       # a finished run of the same config
+            return done
+        ...
+        write_json(Path(out) / CONFIG, record)     # whole or absent (cache.atomic_write)
+        write_json(Path(out) / METRICS, metrics)   # last: its presence says "finished"
+
+files.py names every file of a run directory; lock.py holds one; write.py writes its files
+atomically; reuse.py reuses a finished run of the same config and refuses another, reading
+which config fields may change between attempts from the fields themselves (`volatile=True`).
+Imports `cache` (the atomic writer, when a file is written) and `options`, nothing else.
+"""
+
+from .cost import PeakMemory, saved_bytes
+from .files import (
+    BEST,
+    CHECKPOINT,
+    CONFIG,
+    DEADLINE,
+    ENCODER,
+    GRID,
+    GRID_JSON,
+    GRID_PLOT,
+    GRID_TABLE,
+    HEAD,
+    LAYER_PLOT,
+    LOCK,
+    LOG,
+    METRICS,
+    PREDICTIONS,
+    RESULTS,
+    SCALAR_MIX,
+    TABLE,
+    TABLE_PLOT,
+    WEIGHTS,
+    prediction_file,
+)
+from .lock import RunBusyError, hold_run
+from .reuse import RunConfigError, check_same_config, config_changes, finished_or_refuse
+from .write import atomic_write, save_torch, write_json, write_lines
+
+__all__ = [
+    "PeakMemory",
+    "saved_bytes",
+    "BEST",
+    "CHECKPOINT",
+    "CONFIG",
+    "DEADLINE",
+    "ENCODER",
+    "GRID",
+    "GRID_JSON",
+    "GRID_PLOT",
+    "GRID_TABLE",
+    "HEAD",
+    "LAYER_PLOT",
+    "LOCK",
+    "LOG",
+    "METRICS",
+    "PREDICTIONS",
+    "RESULTS",
+    "SCALAR_MIX",
+    "TABLE",
+    "TABLE_PLOT",
+    "WEIGHTS",
+    "RunBusyError",
+    "RunConfigError",
+    "atomic_write",
+    "check_same_config",
+    "config_changes",
+    "finished_or_refuse",
+    "hold_run",
+    "prediction_file",
+    "save_torch",
+    "write_json",
+    "write_lines",
+]

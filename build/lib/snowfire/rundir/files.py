@@ -1,0 +1,73 @@
+"""The names in a run directory, in one place (writers and readers import them from here).
+
+A ❄️ head run (`snowfire train`, heads/trainer.py):
+
+    RUN/config.json             {"train": TrainConfig, "featureset", "train_examples",
+                                "features_manifest", "seconds"}
+    RUN/metrics.json            {split: {metric: value}}; written last: the run is finished
+    RUN/log.jsonl               one line per epoch: train loss, dev metrics, seconds
+    RUN/scalar_mix.json         {module name: softmax(w) per layer} of every scalar mix
+    RUN/head.json               what rebuilds the head without the training data
+    RUN/weights.safetensors     the head's weights
+    RUN/predictions/<split>.tsv tasks.predictions' format
+
+A 🔥 fine-tuning run (`snowfire finetune`, finetune/trainer.py):
+
+    RUN/config.json             {"finetune": FinetuneConfig, "recipe", "peak_lr", "layer_groups",
+                                "encoder", "task", "num_examples", "total_steps", "seed",
+                                "versions"}; "best_epoch", "seconds" and "cost" (trainable
+                                params, examples/s, bytes kept, peak memory, CPU seconds:
+                                rundir/cost.py) once finished
+    RUN/metrics.json            {split: {metric: value}} for every split with gold labels;
+                                written last: the run is finished
+    RUN/log.jsonl               one line per epoch: train loss, dev metrics, trainable groups
+    RUN/predictions/<split>.tsv as above
+    RUN/encoder/                the fine-tuned encoder (HF folder, or ELMo options + HDF5);
+                                method full only
+    RUN/checkpoint.pt           everything needed to resume; removed once the run finished
+    RUN/best.pt                 model weights of the best dev epoch (methods bitfit, adapter,
+                                lora: only what they trained; finetune/methods.py)
+
+A 🔥 grid (`snowfire finetune --grid`, finetune/grid.py): RUN/grid/<cell>/ one 🔥 run per
+sub-run, RUN/grid.json, grid.md, grid.png, and the chosen run's config.json (with "grid"),
+metrics.json and predictions/.
+
+A comparison (`snowfire compare`, compare/report.py): OUT/results.json, table.md, table.png,
+layer_weights.png beside its runs.
+
+Every run directory holds RUN/.lock (rundir/lock.py) while a process works in it.
+
+A run of a job killed at its deadline (jobs/worker.py) is kept as the kill left it, with
+RUN/deadline_exceeded.json {"job", "kind", "attempt", "deadline_s", "elapsed_s", "at"}
+beside it: the run is partial, and why (its metrics.json, written last, is absent).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CONFIG = "config.json"
+METRICS = "metrics.json"
+LOG = "log.jsonl"
+PREDICTIONS = "predictions"
+SCALAR_MIX = "scalar_mix.json"
+HEAD = "head.json"
+WEIGHTS = "weights.safetensors"
+ENCODER = "encoder"
+CHECKPOINT = "checkpoint.pt"
+BEST = "best.pt"
+GRID = "grid"
+GRID_JSON = "grid.json"
+GRID_TABLE = "grid.md"
+GRID_PLOT = "grid.png"
+RESULTS = "results.json"
+TABLE = "table.md"
+TABLE_PLOT = "table.png"
+LAYER_PLOT = "layer_weights.png"
+LOCK = ".lock"
+DEADLINE = "deadline_exceeded.json"
+
+
+def prediction_file(run: str | Path, split: str) -> Path:
+    """RUN/predictions/<split>.tsv."""
+    return Path(run) / PREDICTIONS / f"{split}.tsv"

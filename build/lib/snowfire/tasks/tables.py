@@ -1,0 +1,275 @@
+"""Reading a user task's file into columns, with the libraries made for each format.
+
+    csv, tsv    pyarrow.csv: a header row; every column read as text (a label 1 stays "1");
+                quoting on for csv (a field may hold the delimiter, quotes and newlines),
+                off for tsv (GLUE-style files hold bare quotes); blank lines skipped
+    jsonl       pyarrow.json: one object per line; blank lines skipped
+    parquet     pyarrow.parquet
+    hf-dataset  datasets.load_from_disk (a saved Dataset, or a DatasetDict and its split);
+                a ClassLabel column gives its label names, not their numbers
+
+`read_table` returns the wanted columns as Python lists and where each row came from (a line
+of a text file, a row of a Parquet file or a dataset), so a bad row is named exactly. When a
+library refuses a file, the file is scanned again with Python's own csv/json modules to name
+the line (a diagnosis only: the data always comes from the library).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .lines import malformed, numbered_lines
+
+
+@dataclass
+class Table:
+    """The wanted columns of one file: names present, values, and where row i came from."""
+
+    path: Path
+    names: list[str]
+    columns: dict[str, list[Any]]
+    where: Callable[[int], int | str]  # row index -> line number, or "row N"
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values()), []))
+
+
+def read_table(path: Path, fmt: str, wanted: list[str], options: dict[str, Any]) -> Table:
+    """The `wanted` columns present in file `path` of format `fmt` (absent ones are left out:
+    the caller decides which it needs and names the columns present)."""
+    readers = {"csv": _read_delimited, "tsv": _read_delimited, "jsonl": _read_jsonl,
+               "parquet": _read_parquet, "hf-dataset": _read_dataset}  # fmt: skip
+    if fmt == "hf-dataset":
+        if not path.is_dir():
+            raise FileNotFoundError(f"{path}: expected a directory saved by datasets' save_to_disk")
+    elif not path.is_file():
+        raise FileNotFoundError(f"expected the file {path}")
+    return readers[fmt](path, fmt, wanted, options)
+
+
+def _missing_library(name: str, fmt: str) -> ImportError:
+    extra = " (pip install 'snowfire[tasks]')" if name == "datasets" else ""
+    return ImportError(f"reading {fmt} files needs the {name} package{extra}")
+
+
+# -- csv / tsv
+
+
+def _dialect(fmt: str, options: dict[str, Any]) -> tuple[str, bool]:
+    quoting = options.get("quoting", fmt == "csv")
+    return ("," if fmt == "csv" else "\t"), bool(quoting)
+
+
+def _read_delimited(path: Path, fmt: str, wanted: list[str], options: dict[str, Any]) -> Table:
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+    except ImportError:
+        raise _missing_library("pyarrow", fmt) from None
+    delimiter, quoting = _dialect(fmt, options)
+    parse = pacsv.ParseOptions(
+        delimiter=delimiter, quote_char='"' if quoting else False, newlines_in_values=quoting
+    )
+    names = _header(path, delimiter, quoting)
+    present = [n for n in wanted if n in names]
+    convert = pacsv.ConvertOptions(
+        column_types={n: pa.string() for n in present}, include_columns=present,
+        strings_can_be_null=False, quoted_strings_can_be_null=False,
+    )  # fmt: skip
+    try:
+        table = pacsv.read_csv(path, parse_options=parse, convert_options=convert)
+    except (pa.ArrowInvalid, UnicodeDecodeError) as err:
+        raise _diagnose_delimited(path, delimiter, quoting, len(names), err) from None
+    lines = _LazyLines(lambda: _record_lines(path, delimiter, quoting))
+    columns = {n: table.column(n).to_pylist() for n in present}
+    return Table(path, names, columns, lines.line_of)
+
+
+def _csv_records(path: Path, delimiter: str, quoting: bool):
+    """(first line, fields) of every record after the header, blank lines left out, read with
+    Python's csv module in the dialect pyarrow was given; invalid UTF-8 names its line."""
+    lines = (line + "\n" for _, line in numbered_lines(path))  # checks UTF-8 per line
+    reader = csv.reader(
+        lines, delimiter=delimiter,
+        quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE, doublequote=True,
+    )  # fmt: skip
+    previous = 0
+    for fields in reader:
+        first, previous = previous + 1, reader.line_num
+        if fields:
+            yield first, fields
+
+
+def _header(path: Path, delimiter: str, quoting: bool) -> list[str]:
+    for _, fields in _csv_records(path, delimiter, quoting):
+        return [f.strip() for f in fields]
+    raise malformed(path, 1, "expected a header row naming the columns, got an empty file")
+
+
+def _record_lines(path: Path, delimiter: str, quoting: bool) -> list[int]:
+    return [line for line, _ in _csv_records(path, delimiter, quoting)][1:]
+
+
+def _diagnose_delimited(path: Path, delimiter: str, quoting: bool, width: int, err) -> ValueError:
+    """The line pyarrow refused, found again with Python's csv module."""
+    records = _csv_records(path, delimiter, quoting)  # a UTF-8 error is raised from here
+    next(records, None)
+    sep = "comma" if delimiter == "," else "tab"
+    for line, fields in records:
+        if len(fields) != width:
+            hint = "" if quoting or delimiter != "," else " (quoting is off)"
+            return malformed(
+                path, line, f"expected {width} {sep}-separated fields (as the header), got "
+                f"{len(fields)}{hint}",
+            )  # fmt: skip
+    return ValueError(f"{path}: could not read it as {sep}-separated values: {err}")
+
+
+class _LazyLines:
+    """Row index -> line number, computed (once) only when an error needs one."""
+
+    def __init__(self, compute: Callable[[], list[int]]):
+        self._compute, self._lines = compute, None
+
+    def line_of(self, row: int) -> int:
+        if self._lines is None:
+            self._lines = self._compute()
+        return self._lines[row]
+
+
+# -- JSON lines
+
+
+def _jsonl_lines(path: Path) -> list[int]:
+    return [n for n, text in numbered_lines(path) if text.strip()]
+
+
+def _read_jsonl(path: Path, fmt: str, wanted: list[str], options: dict[str, Any]) -> Table:
+    try:
+        import pyarrow as pa
+        import pyarrow.json as pajson
+    except ImportError:
+        raise _missing_library("pyarrow", fmt) from None
+    try:
+        table = pajson.read_json(path)
+    except (pa.ArrowInvalid, UnicodeDecodeError) as err:
+        raise _diagnose_jsonl(path, wanted, err) from None
+    names = list(table.column_names)
+    present = [n for n in wanted if n in names]
+    columns = {n: table.column(n).to_pylist() for n in present}
+    return Table(path, names, columns, _LazyLines(lambda: _jsonl_lines(path)).line_of)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _diagnose_jsonl(path: Path, wanted: list[str], err) -> ValueError:
+    """The line pyarrow refused: invalid JSON, not an object, or a column whose type changes."""
+    first_seen: dict[str, tuple[str, int]] = {}
+    for number, text in numbered_lines(path):  # a UTF-8 error is raised from here
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as bad:
+            return malformed(path, number, f"expected a JSON object, got invalid JSON ({bad.msg} "
+                             f"at column {bad.colno})")  # fmt: skip
+        if not isinstance(record, dict):
+            return malformed(path, number, f"expected a JSON object, got {_json_type(record)}")
+        for key, value in record.items():
+            kinds = {_json_type(v) for v in value} if isinstance(value, list) else set()
+            shown = _json_type(value) + (f" of {'/'.join(sorted(kinds))}" if kinds else "")
+            if value is None:
+                continue
+            seen = first_seen.setdefault(key, (shown, number))
+            if seen[0] != shown:
+                return malformed(
+                    path, number, f"column {key!r}: expected {seen[0]} as on line {seen[1]}, "
+                    f"got {shown}",
+                )  # fmt: skip
+    return ValueError(f"{path}: could not read it as JSON lines: {err}")
+
+
+# -- Parquet and saved datasets
+
+
+def _rows(n: int) -> str:
+    return f"row {n + 1}"
+
+
+def _read_parquet(path: Path, fmt: str, wanted: list[str], options: dict[str, Any]) -> Table:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise _missing_library("pyarrow", fmt) from None
+    try:
+        names = list(pq.read_schema(path).names)
+        present = [n for n in wanted if n in names]
+        table = pq.read_table(path, columns=present)
+    except pa.ArrowException as err:
+        raise ValueError(f"{path}: could not read it as Parquet: {err}") from None
+    return Table(path, names, {n: table.column(n).to_pylist() for n in present}, _rows)
+
+
+def dataset_split(names: list[str], split: str, chosen: str | None) -> str | None:
+    """The split of a DatasetDict to read for task split `split`: the spec's `split` option,
+    else the split of that name (dev: also "validation", the Hub's name for it)."""
+    if chosen is not None:
+        return chosen if chosen in names else None
+    for name in (split, "validation") if split == "dev" else (split,):
+        if name in names:
+            return name
+    return None
+
+
+def _read_dataset(path: Path, fmt: str, wanted: list[str], options: dict[str, Any]) -> Table:
+    try:
+        import datasets
+    except ImportError:
+        raise _missing_library("datasets", fmt) from None
+    try:
+        loaded = datasets.load_from_disk(str(path))
+    except (FileNotFoundError, ValueError) as err:
+        raise ValueError(f"{path}: not a directory saved by save_to_disk: {err}") from None
+    if isinstance(loaded, datasets.DatasetDict):
+        name = dataset_split(list(loaded), options["task_split"], options.get("split"))
+        if name is None:
+            wanted_split = options.get("split") or options["task_split"]
+            raise ValueError(
+                f"{path}: expected a split {wanted_split!r} in the saved DatasetDict (give "
+                f"split: NAME), got splits {list(loaded)}"
+            )
+        loaded = loaded[name]
+    names = list(loaded.column_names)
+    present = [n for n in wanted if n in names]
+    columns = loaded.select_columns(present).to_dict() if present else {}
+    for name in present:
+        columns[name] = _class_names(loaded.features[name], columns[name])
+    return Table(path, names, columns, _rows)
+
+
+def _class_names(feature, values: list) -> list:
+    """Values of a ClassLabel column (or a sequence of them) as their names."""
+    names = getattr(feature, "names", None)
+    if names is not None:
+        return [None if v is None or v < 0 else names[v] for v in values]
+    inner = getattr(feature, "feature", None)
+    inner_names = getattr(inner, "names", None)
+    if inner_names is not None:
+        return [None if seq is None else [inner_names[v] for v in seq] for seq in values]
+    return values
