@@ -102,8 +102,13 @@ def create_app(
     app.include_router(page_router)
     metrics = app.state.metrics = Metrics(app.state)
 
-    @app.get("/metrics", include_in_schema=True, tags=["service"],
-             response_class=PlainTextResponse, summary="Prometheus metrics")  # fmt: skip
+    @app.get(
+        "/metrics",
+        include_in_schema=True,
+        tags=["service"],
+        response_class=PlainTextResponse,
+        summary="Prometheus metrics",
+    )
     def prometheus_metrics() -> PlainTextResponse:
         return PlainTextResponse(metrics.render(), media_type=METRICS_TYPE)
 
@@ -112,12 +117,20 @@ def create_app(
 
         origins = [o.strip() for o in settings.cors_origins.split(",") if o.strip()]
         headers = ["Authorization", "Content-Type", "Idempotency-Key"]
-        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST"],
-                           allow_headers=headers)  # fmt: skip
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=headers,
+        )
     ring = app.state.api_keys = KeyRing(load_keys(settings.api_keys, settings.api_keys_file))
     app.add_middleware(APIKeys, ring=ring)
-    app.add_middleware(InFlightLimit, limit=settings.max_in_flight,
-                       retry_after=settings.retry_after, on_refused=metrics.refuse)  # fmt: skip
+    app.add_middleware(
+        InFlightLimit,
+        limit=settings.max_in_flight,
+        retry_after=settings.retry_after,
+        on_refused=metrics.refuse,
+    )
     app.add_middleware(MetricsMiddleware, metrics=metrics)  # outermost: counts 401s, 429s too
     return app
 

@@ -152,10 +152,12 @@ def stream_features(store: Store, fs_id: str, request: FeaturesRequest, settings
     raw = store.get_featureset(fs_id).dtype == "int8"  # a byte per value, with its scales
     by_index = request.indices is not None
     plan = store.plan_read(
-        fs_id, indices=request.indices if by_index else None,
-        keys=None if by_index else request.keys, layers=request.layers,
+        fs_id,
+        indices=request.indices if by_index else None,
+        keys=None if by_index else request.keys,
+        layers=request.layers,
         dtype="int8" if raw else None,
-    )  # fmt: skip
+    )
     small = plan.small()
     layers = plan.layers if plan.layers is not None else list(range(plan.num_layers))
     shape = (plan.num_tokens, plan.num_layers, plan.dim)

@@ -19,20 +19,36 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 class Metrics:
     def __init__(self, app_state) -> None:
         self.registry = CollectorRegistry()
-        self.requests = Counter("snowfire_requests", "HTTP requests", ["route", "method", "status"],
-                                registry=self.registry)  # fmt: skip
-        self.latency = Histogram("snowfire_request_seconds", "request latency", ["route"],
-                                 registry=self.registry)  # fmt: skip
-        self.sent = Counter("snowfire_response_bytes", "response body bytes sent", ["route"],
-                            registry=self.registry)  # fmt: skip
-        self.embed_examples = Counter("snowfire_embed_examples", "examples asked of /v1/embed",
-                                      ["result"], registry=self.registry)  # fmt: skip
-        self.embed_batch = Histogram("snowfire_embed_batch_examples",
-                                     "examples the encoder computed per micro-batch",
-                                     buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
-                                     registry=self.registry)  # fmt: skip
-        self.refused = Counter("snowfire_refused", "requests refused at a bound (429)",
-                               ["limit"], registry=self.registry)  # fmt: skip
+        self.requests = Counter(
+            "snowfire_requests",
+            "HTTP requests",
+            ["route", "method", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "snowfire_request_seconds", "request latency", ["route"], registry=self.registry
+        )
+        self.sent = Counter(
+            "snowfire_response_bytes", "response body bytes sent", ["route"], registry=self.registry
+        )
+        self.embed_examples = Counter(
+            "snowfire_embed_examples",
+            "examples asked of /v1/embed",
+            ["result"],
+            registry=self.registry,
+        )
+        self.embed_batch = Histogram(
+            "snowfire_embed_batch_examples",
+            "examples the encoder computed per micro-batch",
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+            registry=self.registry,
+        )
+        self.refused = Counter(
+            "snowfire_refused",
+            "requests refused at a bound (429)",
+            ["limit"],
+            registry=self.registry,
+        )
         for limit in (IN_FLIGHT, EMBED_QUEUE):
             self.refused.labels(limit)  # shown at 0 before the first refusal
         self.registry.register(_JobStates(app_state))

@@ -31,8 +31,10 @@ def _too_many(path: str) -> dict[str, Any]:
     why = "the service handles its limit of requests at once (SNOWFIRE_MAX_IN_FLIGHT)"
     if path == "/v1/embed":
         why += ", or its limit of embed requests wait for the encoder (SNOWFIRE_EMBED_MAX_QUEUE)"
-    retry = {"description": "seconds to wait before retrying (SNOWFIRE_RETRY_AFTER)",
-             "schema": {"type": "integer", "minimum": 1}}  # fmt: skip
+    retry = {
+        "description": "seconds to wait before retrying (SNOWFIRE_RETRY_AFTER)",
+        "schema": {"type": "integer", "minimum": 1},
+    }
     return {**_error(f"refused at once: {why}"), "headers": {"Retry-After": retry}}
 
 
@@ -90,11 +92,11 @@ def _links(paths: dict[str, Any]) -> None:
         "GetJob": {
             "operationId": paths["/v1/jobs/{job_id}"]["get"]["operationId"],
             "parameters": job_params,
-        },  # fmt: skip
+        },
         "CancelJob": {
             "operationId": paths["/v1/jobs/{job_id}/cancel"]["post"]["operationId"],
             "parameters": job_params,
-        },  # fmt: skip
+        },
     }
 
 
@@ -102,8 +104,9 @@ def truthful_openapi(app: FastAPI) -> dict[str, Any]:
     """The document, built once (after the lifespan has loaded the embed encoder)."""
     if app.openapi_schema:
         return app.openapi_schema
-    doc = get_openapi(title=app.title, version=app.version, description=app.description,
-                      routes=app.routes)  # fmt: skip
+    doc = get_openapi(
+        title=app.title, version=app.version, description=app.description, routes=app.routes
+    )
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
     schemas.pop("HTTPValidationError", None)
     schemas.pop("ValidationError", None)
@@ -118,8 +121,9 @@ def truthful_openapi(app: FastAPI) -> dict[str, Any]:
             if op.get("parameters"):
                 responses.setdefault("422", _error("a parameter does not fit the schema"))
             if path not in _OPEN:
-                responses.setdefault("401", _error("API keys are configured and none was sent, "
-                                                   "or an unknown one"))  # fmt: skip
+                responses.setdefault(
+                    "401", _error("API keys are configured and none was sent, or an unknown one")
+                )
             if method == "post" and path.startswith("/v1/jobs"):
                 responses.setdefault("403", _error("this API key may read, not submit or cancel"))
             if path.startswith("/v1/jobs"):

@@ -62,7 +62,7 @@ def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozen
         + "".join(
             f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>"
             for i, c in enumerate(row)
-        )  # fmt: skip
+        )
         + "</tr>"
         for row in rows
     )
@@ -90,12 +90,30 @@ def featuresets_html(store: Store) -> str:
         size = tokens * info.bytes_per_token()
         name = info.encoder.get("name") or info.encoder.get("spec", "?")
         pairs = info.encoder.get("pair_encoding") or "—"
-        rows.append([f"<code>{escape(info.id)}</code>", escape(str(name)), escape(str(pairs)),
-                     escape(info.task or "—"), escape(info.split or "—"),
-                     f"{info.num_examples:,}", f"{tokens:,}",
-                     f"{info.num_layers} × {info.dim}", _size(size)])  # fmt: skip
-    headers = ["id", "encoder", "pairs", "task", "split", "examples", "tokens", "layers × dim",
-               "bytes"]  # fmt: skip
+        rows.append(
+            [
+                f"<code>{escape(info.id)}</code>",
+                escape(str(name)),
+                escape(str(pairs)),
+                escape(info.task or "—"),
+                escape(info.split or "—"),
+                f"{info.num_examples:,}",
+                f"{tokens:,}",
+                f"{info.num_layers} × {info.dim}",
+                _size(size),
+            ]
+        )
+    headers = [
+        "id",
+        "encoder",
+        "pairs",
+        "task",
+        "split",
+        "examples",
+        "tokens",
+        "layers × dim",
+        "bytes",
+    ]
     return _table(headers, rows, numeric={5, 6, 8})
 
 
@@ -113,18 +131,27 @@ def jobs_html(request: Request) -> str:
         bar = "—"
         if d.progress is not None:
             bar = f'<progress max="1" value="{d.progress:.3f}"></progress> {d.progress:.0%}'
-        cancel = (f'<button data-cancel="{escape(d.id)}">cancel</button>'
-                  if d.status in _LIVE and not d.cancel_requested else "")  # fmt: skip
+        cancel = (
+            f'<button data-cancel="{escape(d.id)}">cancel</button>'
+            if d.status in _LIVE and not d.cancel_requested
+            else ""
+        )
         status = d.status + (" (cancelling)" if d.cancel_requested and d.status in _LIVE else "")
         log = escape("\n".join(d.log[-5:]))
-        rows.append([
-            f"<code>{escape(d.id)}</code>", escape(d.kind), escape(what),
-            f'<span class="{escape(d.status)}" data-status="{escape(d.status)}">'
-            f"{escape(status)}</span>",
-            bar, str(d.attempts), f"<pre>{log}</pre>" + (
-                f'<div class="failed">{escape(d.error)}</div>' if d.error else ""),
-            cancel,
-        ])  # fmt: skip
+        rows.append(
+            [
+                f"<code>{escape(d.id)}</code>",
+                escape(d.kind),
+                escape(what),
+                f'<span class="{escape(d.status)}" data-status="{escape(d.status)}">'
+                f"{escape(status)}</span>",
+                bar,
+                str(d.attempts),
+                f"<pre>{log}</pre>"
+                + (f'<div class="failed">{escape(d.error)}</div>' if d.error else ""),
+                cancel,
+            ]
+        )
     return _table(["job", "kind", "what", "status", "progress", "attempts", "log", ""], rows)
 
 
@@ -138,8 +165,9 @@ def _mix_svg(weights: list[float]) -> str:
         f'text-anchor="middle">{i}</text>'
         for i, w in enumerate(weights)
     )
-    return (f'<svg role="img" aria-label="layer weights" width="{width}" height="{height}">'
-            f"{bars}</svg>")  # fmt: skip
+    return (
+        f'<svg role="img" aria-label="layer weights" width="{width}" height="{height}">{bars}</svg>'
+    )
 
 
 def _read_json(path: Path) -> Any:
@@ -166,10 +194,16 @@ def runs_html(runs_dir: Path | None) -> str:
         config = _read_json(run / CONFIG) or {}
         if (run / TABLE).is_file():
             src = f"/ui/runs/{escape(run.name)}/{TABLE_PLOT}"
-            img = (f'<img alt="{escape(run.name)} table" src="{src}">'
-                   if (run / TABLE_PLOT).is_file() else "")  # fmt: skip
-            compares.append(f"<h3>{escape(run.name)}: ❄️ or 🔥</h3>"
-                            + _markdown_table((run / TABLE).read_text()) + img)  # fmt: skip
+            img = (
+                f'<img alt="{escape(run.name)} table" src="{src}">'
+                if (run / TABLE_PLOT).is_file()
+                else ""
+            )
+            compares.append(
+                f"<h3>{escape(run.name)}: ❄️ or 🔥</h3>"
+                + _markdown_table((run / TABLE).read_text())
+                + img
+            )
             continue
         metrics = _read_json(run / METRICS)
         kind = "🔥 fine-tune" if "finetune" in config else "❄️ head" if "train" in config else "?"
@@ -177,12 +211,16 @@ def runs_html(runs_dir: Path | None) -> str:
         dev = (metrics or {}).get("dev") or {}
         shown = ", ".join(f"{k} {v:.4f}" for k, v in dev.items() if isinstance(v, (int, float)))
         mix = (_read_json(run / SCALAR_MIX) or {}).get("mix")
-        rows.append([
-            f"<code>{escape(run.name)}</code>", kind, escape(str(cfg.get("task", "—"))),
-            escape(str(cfg.get("head", "—" if "train" in config else "encoder"))),
-            escape(shown) if metrics else '<span class="muted">running or unfinished</span>',
-            _mix_svg([float(w) for w in mix]) if mix else "",
-        ])  # fmt: skip
+        rows.append(
+            [
+                f"<code>{escape(run.name)}</code>",
+                kind,
+                escape(str(cfg.get("task", "—"))),
+                escape(str(cfg.get("head", "—" if "train" in config else "encoder"))),
+                escape(shown) if metrics else '<span class="muted">running or unfinished</span>',
+                _mix_svg([float(w) for w in mix]) if mix else "",
+            ]
+        )
     html = _table(["run", "kind", "task", "head", "dev", "layer weights"], rows) if rows else ""
     return (html + "".join(compares)) or '<p class="muted">no runs yet</p>'
 
@@ -243,6 +281,7 @@ async def login(request: Request) -> Response:
         message = "That key is not known here. Try again."
         return HTMLResponse(_LOGIN.format(style=_STYLE, message=message), status_code=401)
     response = RedirectResponse("/", status_code=303)
-    response.set_cookie(COOKIE, key, httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https")  # fmt: skip
+    response.set_cookie(
+        COOKIE, key, httponly=True, samesite="strict", secure=request.url.scheme == "https"
+    )
     return response

@@ -101,7 +101,7 @@ def find_featureset(
             pair_encoding=pair_encoding,
             sha256=sha256,
             read=read,
-        )  # fmt: skip
+        )
     )
 
 

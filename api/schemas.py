@@ -55,7 +55,7 @@ Pool = Annotated[
         description="none: every token; mean or max over each example's word pieces "
         "(specials left out); first: its first token; cls: its [CLS] state (a 422 where the "
         "first token is not a special token, e.g. ELMo)"
-    ),  # fmt: skip
+    ),
 ]
 
 
@@ -155,8 +155,9 @@ class FeaturesRequest(BaseModel):
         json_schema_extra=exactly_one_of("indices", "keys"),
     )
 
-    indices: list[Integer] | None = Field(None, description="positions in the feature set",
-                                            examples=[[0, 1, 2]])  # fmt: skip
+    indices: list[Integer] | None = Field(
+        None, description="positions in the feature set", examples=[[0, 1, 2]]
+    )
     keys: list[StrictStr] | None = Field(None, description="example keys")
     layers: Layers = None
     pool: Pool = "none"
@@ -206,8 +207,9 @@ class EmbedRequest(BaseModel):
         json_schema_extra=exactly_one_of("texts", "pairs", "tokens"),
     )
 
-    texts: list[Text] | None = Field(None, description="one text per example",
-                                     examples=[["A man plays a guitar ."]])  # fmt: skip
+    texts: list[Text] | None = Field(
+        None, description="one text per example", examples=[["A man plays a guitar ."]]
+    )
     pairs: list[tuple[Text, Text]] | None = Field(None, description="[a, b] per example")
     tokens: list[Annotated[list[Word], Field(json_schema_extra={"minItems": 1})]] | None = Field(
         None, description="words per example (at least one each)"

@@ -118,10 +118,12 @@ class APIKeys:
             )
         elif granted != "write" and _needs_write(scope["method"], scope["path"], self.writes):
             response = JSONResponse(
-                {"detail": "this key may read, not submit or cancel jobs (a write key can)",
-                 "error": "Forbidden"},
+                {
+                    "detail": "this key may read, not submit or cancel jobs (a write key can)",
+                    "error": "Forbidden",
+                },
                 status_code=403,
-            )  # fmt: skip
+            )
         else:
             await self.app(scope, receive, send)
             return

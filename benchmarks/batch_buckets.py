@@ -67,14 +67,16 @@ def snow_plans(args, data: str, train: list, store: str):
     from snowfire.tasks import get_task
 
     spec = get_task("stsb")
-    extract = ExtractConfig(encoder="minilm", task="stsb", data=data, store=store,
-                            split=["train"], progress=False)  # fmt: skip
+    extract = ExtractConfig(
+        encoder="minilm", task="stsb", data=data, store=store, split=["train"], progress=False
+    )
     (info,) = snowfire.extract(extract)
     reader = snowfire.open_store(store)
     source = FeatureSource(reader, info, None, max_bytes=8 * 10**9)
     targets = task_targets(spec, train)
-    head = build_head("esim", kind=spec.kind, pair=True, num_layers=info.num_layers,
-                      dim=info.dim, num_labels=1)  # fmt: skip
+    head = build_head(
+        "esim", kind=spec.kind, pair=True, num_layers=info.num_layers, dim=info.dim, num_labels=1
+    )
     head.train()
     optimizer = torch.optim.AdamW(head.parameters(), lr=1e-3)
     work, shape = {}, {}
@@ -113,25 +115,41 @@ def main() -> None:
 
     data = args.data or str(DEMO_DATA_DIR)
     train = read_split(get_task("stsb"), data, "train")
-    record = {"mean_words": float(np.mean([example_length(e) for e in train])),
-              "train_examples": len(train)}  # fmt: skip
+    record = {
+        "mean_words": float(np.mean([example_length(e) for e in train])),
+        "train_examples": len(train),
+    }
     sides = ("fire", "snow") if args.side == "both" else (args.side,)
     with tempfile.TemporaryDirectory() as store:
         for side in sides:
             t0 = time.perf_counter()
-            work, shape = fire_plans(args, data, train) if side == "fire" else snow_plans(
-                args, data, train, store)  # fmt: skip
+            work, shape = (
+                fire_plans(args, data, train)
+                if side == "fire"
+                else snow_plans(args, data, train, store)
+            )
             times = report.interleaved(work, args.repeats, shuffle=args.seed)
             rate = {n: shape[n][0] / report.median(times[n]) for n in work}
-            rows = [{"case": f"{side} {n}", "examples/s": f"{rate[n]:.1f}",
-                     "padding": f"{shape[n][1]:.0%}", "seconds": report.spread(times[n])}
-                    for n in work]  # fmt: skip
+            rows = [
+                {
+                    "case": f"{side} {n}",
+                    "examples/s": f"{rate[n]:.1f}",
+                    "padding": f"{shape[n][1]:.0%}",
+                    "seconds": report.spread(times[n]),
+                }
+                for n in work
+            ]
             print(report.table(rows, ["case", "examples/s", "padding", "seconds"]))
             ratio = rate["bucketed"] / rate["random"]
-            print(f"{side}: bucketed / random examples/s: {ratio:.2f}  "
-                  f"({time.perf_counter() - t0:.0f} s)\n")  # fmt: skip
-            record[side] = {"examples_per_s": rate, "ratio": ratio,
-                            "padding": {n: shape[n][1] for n in work}}  # fmt: skip
+            print(
+                f"{side}: bucketed / random examples/s: {ratio:.2f}  "
+                f"({time.perf_counter() - t0:.0f} s)\n"
+            )
+            record[side] = {
+                "examples_per_s": rate,
+                "ratio": ratio,
+                "padding": {n: shape[n][1] for n in work},
+            }
     report.save("batch_buckets", args, record)
 
 

@@ -35,13 +35,13 @@ SHAPES = {
         "num_hidden_layers": 12,
         "num_attention_heads": 12,
         "intermediate_size": 3072,
-    },  # fmt: skip
+    },
     "large": {
         "hidden_size": 1024,
         "num_hidden_layers": 24,
         "num_attention_heads": 16,
         "intermediate_size": 4096,
-    },  # fmt: skip
+    },
 }
 
 
@@ -56,8 +56,7 @@ def model_dir(shape: str, root: Path) -> str:
 
     out = root / f"bert-{shape}"
     out.mkdir()
-    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json",
-                 "special_tokens_map.json"):  # fmt: skip
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         src = Path(minilm_dir()) / name
         if src.exists():
             shutil.copy(src, out / name)
@@ -75,13 +74,15 @@ def measure(shape: str, root: Path, sentences: int, repeats: int) -> dict:
     examples = read_split("sst2", str(DEMO_DATA_DIR), "dev")[:sentences]
     texts = [TextInput(tuple(e.words_a)) for e in examples]
     store = Store(root / f"store-{shape}")
-    config = ExtractConfig(encoder=f"hf:{model_dir(shape, root)}", store=str(store.path),
-                           progress=False)  # fmt: skip
+    config = ExtractConfig(
+        encoder=f"hf:{model_dir(shape, root)}", store=str(store.path), progress=False
+    )
     info = extract(encoder, texts, store, task=None, split=None, config=config)
     tokens = int(info.manifest["num_tokens"])
     items = [(str(i), encoder.prepare(i, t)) for i, t in enumerate(texts)]
-    batches = [[p for _, p in b] for seg in plan_segments(encoder, items, config, 1 << 30)
-               for b in seg]  # fmt: skip
+    batches = [
+        [p for _, p in b] for seg in plan_segments(encoder, items, config, 1 << 30) for b in seg
+    ]
     indices = list(range(len(texts)))
     port = free_port()
     server = start_server(store.path, port, root / f"serve-{shape}.log")
@@ -100,9 +101,14 @@ def measure(shape: str, root: Path, sentences: int, repeats: int) -> dict:
         server.terminate()
         server.wait(timeout=15)
     med = {k: report.median(v) for k, v in times.items()}
-    return {"shape": shape, "layers x dim": f"{encoder.num_layers} x {encoder.dim}",
-            "tokens": tokens, "MB": tokens * encoder.num_layers * encoder.dim * 2 / 2**20,
-            "tok_s": {k: tokens / v for k, v in med.items()}, "seconds": times}  # fmt: skip
+    return {
+        "shape": shape,
+        "layers x dim": f"{encoder.num_layers} x {encoder.dim}",
+        "tokens": tokens,
+        "MB": tokens * encoder.num_layers * encoder.dim * 2 / 2**20,
+        "tok_s": {k: tokens / v for k, v in med.items()},
+        "seconds": times,
+    }
 
 
 def main() -> int:
@@ -125,7 +131,7 @@ def main() -> int:
             **{f"{k} tok/s": f"{v:,.0f}" for k, v in r["tok_s"].items()},
             "REST/recompute": f"{r['tok_s']['REST'] / r['tok_s']['recompute']:.1f}",
             "local/recompute": f"{r['tok_s']['local'] / r['tok_s']['recompute']:.1f}",
-        }  # fmt: skip
+        }
         for r in results
     ]
     print()

@@ -60,8 +60,9 @@ def main() -> int:
         store, fs_id, *_ = build(root, args.examples, args.seed)
         info = store.get_featureset(fs_id)
         labels = np.random.default_rng(args.seed).integers(0, 2, args.examples)
-        head = build_head(args.head, kind="classification", pair=False, num_layers=L,
-                          dim=info.dim, num_labels=2)  # fmt: skip
+        head = build_head(
+            args.head, kind="classification", pair=False, num_layers=L, dim=info.dim, num_labels=2
+        )
         optim = torch.optim.AdamW(head.parameters(), lr=1e-3)
         port = free_port()
         server = start_server(store.path, port, root / "serve.log")
@@ -84,8 +85,15 @@ def main() -> int:
             server.terminate()
             server.wait(timeout=30)
     med = {k: report.median(v) for k, v in times.items()}
-    rows = [{"case": k, "epochs": len(v), "median [IQR]": report.spread(v),
-             "examples/s": f"{args.examples / med[k]:.0f}"} for k, v in times.items()]  # fmt: skip
+    rows = [
+        {
+            "case": k,
+            "epochs": len(v),
+            "median [IQR]": report.spread(v),
+            "examples/s": f"{args.examples / med[k]:.0f}",
+        }
+        for k, v in times.items()
+    ]
     print()
     print(report.table(rows, ["case", "epochs", "median [IQR]", "examples/s"]))
     ratios = {
@@ -95,8 +103,11 @@ def main() -> int:
     print()
     for name, value in ratios.items():
         print(f"ratio {name} = {value:.2f}")
-    report.save("epoch_remote", args, {"median_seconds": med, "ratios": ratios,
-                                       "examples": args.examples, "head": args.head})  # fmt: skip
+    report.save(
+        "epoch_remote",
+        args,
+        {"median_seconds": med, "ratios": ratios, "examples": args.examples, "head": args.head},
+    )
     return 0
 
 

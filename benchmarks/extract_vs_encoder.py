@@ -78,8 +78,14 @@ def bare_pass(encoder, batches) -> None:
 
 def run_extract(encoder, texts, config) -> None:
     with tempfile.TemporaryDirectory(prefix="snowfire-bench-") as tmp:
-        extract(encoder, texts, Store(tmp), task="sst2", split="dev",
-                config=dataclasses.replace(config, store=tmp))  # fmt: skip
+        extract(
+            encoder,
+            texts,
+            Store(tmp),
+            task="sst2",
+            split="dev",
+            config=dataclasses.replace(config, store=tmp),
+        )
 
 
 @contextmanager
@@ -149,8 +155,12 @@ def main() -> int:
     examples = read_split("sst2", DEMO_DATA_DIR, "dev")[: args.sentences]
     texts = [TextInput(tuple(e.words_a)) for e in examples]
     encoder = load_encoder("minilm")
-    config = ExtractConfig(encoder="minilm", store=tempfile.gettempdir(), progress=False,
-                           token_budget=args.token_budget)  # fmt: skip
+    config = ExtractConfig(
+        encoder="minilm",
+        store=tempfile.gettempdir(),
+        progress=False,
+        token_budget=args.token_budget,
+    )
     batches = bare_batches(encoder, texts, config)
     n_tokens = sum(t for _, t in batches)
     print(

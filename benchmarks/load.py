@@ -48,8 +48,12 @@ WORDS = (
 
 def _start(cmd: list[str], log: Path) -> subprocess.Popen:
     with open(log, "w") as out:
-        return subprocess.Popen([sys.executable, "-m", "snowfire.cli", *cmd], cwd=ROOT, stdout=out,
-                                stderr=subprocess.STDOUT)  # fmt: skip
+        return subprocess.Popen(
+            [sys.executable, "-m", "snowfire.cli", *cmd],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def _wait(url: str, proc: subprocess.Popen, log: Path) -> None:
@@ -72,8 +76,15 @@ def _sentences(n: int, rng: random.Random) -> list[str]:
 
 
 class Client(threading.Thread):
-    def __init__(self, url: str, fs_id: str, n_examples: int, cached: list[str], seed: int,
-                 stop: threading.Event):  # fmt: skip
+    def __init__(
+        self,
+        url: str,
+        fs_id: str,
+        n_examples: int,
+        cached: list[str],
+        seed: int,
+        stop: threading.Event,
+    ):
         super().__init__(daemon=True)
         self.url, self.fs_id, self.n, self.cached, self.stop = url, fs_id, n_examples, cached, stop
         self.rng = random.Random(seed)
@@ -146,8 +157,9 @@ class Bounded(Client):
 
 def _phase(url, fs_id, args, cached, clients: int, seconds: float) -> list[Bounded]:
     stop = threading.Event()
-    running = [Bounded(url, fs_id, args.examples, cached, args.seed + i, stop)
-               for i in range(clients)]  # fmt: skip
+    running = [
+        Bounded(url, fs_id, args.examples, cached, args.seed + i, stop) for i in range(clients)
+    ]
     for c in running:
         c.start()
     time.sleep(seconds)
@@ -175,8 +187,20 @@ def overload(args) -> int:
         _, fs_id, *_ = build(home, args.examples, args.seed)
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        serve = _start(["serve", "--home", str(home), "--port", str(port), "--encoder", "minilm",
-                        "--max-in-flight", str(n)], home / "serve.log")  # fmt: skip
+        serve = _start(
+            [
+                "serve",
+                "--home",
+                str(home),
+                "--port",
+                str(port),
+                "--encoder",
+                "minilm",
+                "--max-in-flight",
+                str(n),
+            ],
+            home / "serve.log",
+        )
         try:
             _wait(url, serve, home / "serve.log")
             cached = _sentences(args.cached, rng)
@@ -198,20 +222,34 @@ def overload(args) -> int:
         r = {"alone p99": _p(base[kind], 99), "accepted": len(got), "accepted p99": _p(got, 99)}
         r["p99 ratio"] = r["accepted p99"] / r["alone p99"]
         record["kinds"][kind] = r
-        rows.append({"request": kind, "alone p99 ms": f"{r['alone p99'] * 1e3:.0f}",
-                     "accepted": len(got), "accepted p99 ms": f"{r['accepted p99'] * 1e3:.0f}",
-                     "accepted p99 / alone p99": f"{r['p99 ratio']:.2f}"})  # fmt: skip
+        rows.append(
+            {
+                "request": kind,
+                "alone p99 ms": f"{r['alone p99'] * 1e3:.0f}",
+                "accepted": len(got),
+                "accepted p99 ms": f"{r['accepted p99'] * 1e3:.0f}",
+                "accepted p99 / alone p99": f"{r['p99 ratio']:.2f}",
+            }
+        )
     fastest = min(_p(base[k], 50) for k in KINDS)
     print(f"\nbound {n} in flight, {4 * n} clients x {args.seconds:.0f} s (one alone before)")
     print(report.table(rows, list(rows[0])))
-    print(f"refused: {len(refused)} (429/503 with Retry-After), p50 {_p(refused, 50) * 1e3:.1f} ms"
-          f", p99 {_p(refused, 99) * 1e3:.1f} ms = {_p(refused, 99) / fastest:.2f} x the fastest "
-          f"request's unloaded p50; /metrics: {'; '.join(counted)}")  # fmt: skip
+    print(
+        f"refused: {len(refused)} (429/503 with Retry-After), p50 {_p(refused, 50) * 1e3:.1f} ms"
+        f", p99 {_p(refused, 99) * 1e3:.1f} ms = {_p(refused, 99) / fastest:.2f} x the fastest "
+        f"request's unloaded p50; /metrics: {'; '.join(counted)}"
+    )
     print(f"errors other than 429/503: {len(errors)}")
     for e in errors[:5]:
         print("error:", e)
-    record.update({"refused": len(refused), "refused_p50": _p(refused, 50),
-                   "refused_p99": _p(refused, 99), "errors": len(errors)})  # fmt: skip
+    record.update(
+        {
+            "refused": len(refused),
+            "refused_p50": _p(refused, 50),
+            "refused_p99": _p(refused, 99),
+            "errors": len(errors),
+        }
+    )
     report.save("load_overload", args, record)
     return 0 if not errors else 1
 
@@ -233,8 +271,12 @@ def main() -> int:
     p.add_argument("--examples", type=int, default=2000, help="synthetic examples for /features")
     p.add_argument("--cached", type=int, default=400, help="sentences embedded before the load")
     p.add_argument("--job-lines", type=int, default=200)
-    p.add_argument("--overload", type=int, metavar="N",
-                   help="instead: a service bounded to N in flight, 4N clients")  # fmt: skip
+    p.add_argument(
+        "--overload",
+        type=int,
+        metavar="N",
+        help="instead: a service bounded to N in flight, 4N clients",
+    )
     args = p.parse_args()
     if args.overload:
         return overload(args)
@@ -247,8 +289,10 @@ def main() -> int:
         _, fs_id, *_ = build(home, args.examples, args.seed)
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        serve = _start(["serve", "--home", str(home), "--port", str(port), "--encoder", "minilm"],
-                       home / "serve.log")  # fmt: skip
+        serve = _start(
+            ["serve", "--home", str(home), "--port", str(port), "--encoder", "minilm"],
+            home / "serve.log",
+        )
         worker = _start(["worker", "--kind", "extract", "--home", str(home)], home / "worker.log")
         try:
             _wait(url, serve, home / "serve.log")
@@ -258,10 +302,13 @@ def main() -> int:
             stop = threading.Event()
             alone = Client(url, fs_id, args.examples, cached, args.seed + 99, stop)
             with httpx.Client(timeout=120) as http:  # each request alone, 5 times
-                idle = {k: report.median([alone.request(http, k)[0] for _ in range(5)])
-                        for k in KINDS}  # fmt: skip
-            clients = [Client(url, fs_id, args.examples, cached, args.seed + i, stop)
-                       for i in range(args.clients)]  # fmt: skip
+                idle = {
+                    k: report.median([alone.request(http, k)[0] for _ in range(5)]) for k in KINDS
+                }
+            clients = [
+                Client(url, fs_id, args.examples, cached, args.seed + i, stop)
+                for i in range(args.clients)
+            ]
             started = time.monotonic()
             for c in clients:
                 c.start()
@@ -296,21 +343,39 @@ def main() -> int:
         lat = np.array([t for t, _ in samples]) if samples else np.zeros(1)
         mb = sum(b for _, b in samples) / 2**20
         p50, p99 = float(np.percentile(lat, 50)), float(np.percentile(lat, 99))
-        row = {"request": kind, "count": len(samples), "p50 ms": f"{p50 * 1e3:.0f}",
-               "p99 ms": f"{p99 * 1e3:.0f}", "MB/s": f"{mb / elapsed:.1f}",
-               "alone p50 ms": f"{idle[kind] * 1e3:.0f}",
-               "loaded/alone": f"{p50 / idle[kind]:.1f}"}  # fmt: skip
+        row = {
+            "request": kind,
+            "count": len(samples),
+            "p50 ms": f"{p50 * 1e3:.0f}",
+            "p99 ms": f"{p99 * 1e3:.0f}",
+            "MB/s": f"{mb / elapsed:.1f}",
+            "alone p50 ms": f"{idle[kind] * 1e3:.0f}",
+            "loaded/alone": f"{p50 / idle[kind]:.1f}",
+        }
         rows.append(row)
-        record["kinds"][kind] = {"count": len(samples), "p50": p50, "p99": p99,
-                                 "mb_per_s": mb / elapsed, "alone_p50": idle[kind]}  # fmt: skip
+        record["kinds"][kind] = {
+            "count": len(samples),
+            "p50": p50,
+            "p99": p99,
+            "mb_per_s": mb / elapsed,
+            "alone_p50": idle[kind],
+        }
     print(f"\n{args.clients} clients x {elapsed:.1f} s, {len(errors)} errors")
     print(report.table(rows, list(rows[0])))
-    print(f"\nextract job of {args.job_lines} sentences submitted mid-load: {state['status']} "
-          f"after {job_seconds:.1f} s")  # fmt: skip
+    print(
+        f"\nextract job of {args.job_lines} sentences submitted mid-load: {state['status']} "
+        f"after {job_seconds:.1f} s"
+    )
     for e in errors[:5]:
         print("error:", e)
-    record.update({"errors": len(errors), "job_status": state["status"],
-                   "job_seconds": job_seconds, "elapsed": elapsed})  # fmt: skip
+    record.update(
+        {
+            "errors": len(errors),
+            "job_status": state["status"],
+            "job_seconds": job_seconds,
+            "elapsed": elapsed,
+        }
+    )
     report.save("load", args, record)
     return 0 if not errors and state["status"] == "done" else 1
 

@@ -43,8 +43,11 @@ def local_s3():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     exe = shutil.which("moto_server") or str(Path(sys.executable).parent / "moto_server")
-    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [exe, "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     atexit.register(proc.terminate)
     endpoint = f"http://127.0.0.1:{port}"
     for _ in range(100):
@@ -54,9 +57,12 @@ def local_s3():
         except OSError:
             time.sleep(0.1)
     os.environ.update(
-        AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_REGION="us-east-1",
-        AWS_ENDPOINT_URL=endpoint, AWS_ALLOW_HTTP="true",
-    )  # fmt: skip
+        AWS_ACCESS_KEY_ID="bench",
+        AWS_SECRET_ACCESS_KEY="bench",
+        AWS_REGION="us-east-1",
+        AWS_ENDPOINT_URL=endpoint,
+        AWS_ALLOW_HTTP="true",
+    )
     boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="bench")
     return endpoint
 
@@ -141,8 +147,9 @@ def store_reads(args, endpoint: str) -> tuple[list[dict], dict[str, float]]:
     local, bucket = Store(store.path), BucketStore("s3://bench/store")
     rng = np.random.default_rng(args.seed + 1)
     singles = rng.integers(0, args.examples, size=args.singles).tolist()
-    batches = [rng.choice(args.examples, args.batch, replace=False).tolist()
-               for _ in range(args.batches)]  # fmt: skip
+    batches = [
+        rng.choice(args.examples, args.batch, replace=False).tolist() for _ in range(args.batches)
+    ]
     for i in singles[:3] + batches[0][:3]:  # same values both ways
         a, b = bucket.read(fs_id, indices=[i]), local.read(fs_id, indices=[i])
         assert np.array_equal(a.features, b.features), i

@@ -106,9 +106,13 @@ def main() -> int:
     p.add_argument("--batches", type=int, default=15, help="throughput repeats")
     p.add_argument("--opens", type=int, default=50, help="fresh opens of the set, timed")
     p.add_argument("--keep", default=None, help="build the store here and keep it")
-    p.add_argument("--order", choices=("shuffled", "fixed"), default="shuffled",
-                   help="the cases' order in each round: shuffled (seeded), or fixed "
-                   "(memmap always right after the store read of the same bytes)")  # fmt: skip
+    p.add_argument(
+        "--order",
+        choices=("shuffled", "fixed"),
+        default="shuffled",
+        help="the cases' order in each round: shuffled (seeded), or fixed "
+        "(memmap always right after the store read of the same bytes)",
+    )
     args = p.parse_args()
     import zarr
 

@@ -40,8 +40,10 @@ def accuracy_cells(rng, n, seeds, tau):
     z = rng.normal(size=n)
     sides, truth = {}, []
     for side, mu in zip(SIDES, (0.8, 1.0), strict=True):
-        sides[side] = [np.where(z + mu + rng.normal(0, tau) + rng.normal(0, 1, n) > 0, "1", "0")
-                       .tolist() for _ in range(seeds[side])]  # fmt: skip
+        sides[side] = [
+            np.where(z + mu + rng.normal(0, tau) + rng.normal(0, 1, n) > 0, "1", "0").tolist()
+            for _ in range(seeds[side])
+        ]
         truth.append(0.5 * (1 + math.erf(mu / math.sqrt(2 + tau**2) / math.sqrt(2))))
     return ["1"] * n, sides, truth[1] - truth[0]
 
@@ -53,8 +55,10 @@ def pearson_cells(rng, n, seeds, tau):
     x, d = rng.normal(size=n), rng.normal(size=n)
     sides, truth = {}, []
     for side, beta in zip(SIDES, (1.0, 1.2), strict=True):
-        sides[side] = [((beta + rng.normal(0, tau)) * x + 0.6 * d + rng.normal(0, 0.6, n))
-                       .tolist() for _ in range(seeds[side])]  # fmt: skip
+        sides[side] = [
+            ((beta + rng.normal(0, tau)) * x + 0.6 * d + rng.normal(0, 0.6, n)).tolist()
+            for _ in range(seeds[side])
+        ]
         b = beta + tau * _NODES
         truth.append(float(_WEIGHTS @ (b / np.sqrt(b * b + 0.72)) / _WEIGHTS.sum()))
     return x.tolist(), sides, truth[1] - truth[0]
@@ -120,29 +124,57 @@ def main() -> int:
         for snow, fire in ((2, 2), (3, 3), (5, 5), (3, 1)):
             for tau in (0.0, 0.05, 0.15):
                 started = time.perf_counter()
-                hit, width = coverage(metric, cells, {"snow": snow, "fire": fire}, tau,
-                                      args.reps, args.examples, args.replicates,
-                                      args.seed)  # fmt: skip
-                rows.append({"metric": metric, "seeds": f"{snow}+{fire}", "tau": tau,
-                             "t": f"{hit['t']:.3f}", "basic": f"{hit['basic']:.3f}",
-                             "resample": f"{hit['resample']:.3f}",
-                             "width t": f"{width['t']:.3f}",
-                             "width resample": f"{width['resample']:.3f}",
-                             "s": f"{time.perf_counter() - started:.0f}"})  # fmt: skip
+                hit, width = coverage(
+                    metric,
+                    cells,
+                    {"snow": snow, "fire": fire},
+                    tau,
+                    args.reps,
+                    args.examples,
+                    args.replicates,
+                    args.seed,
+                )
+                rows.append(
+                    {
+                        "metric": metric,
+                        "seeds": f"{snow}+{fire}",
+                        "tau": tau,
+                        "t": f"{hit['t']:.3f}",
+                        "basic": f"{hit['basic']:.3f}",
+                        "resample": f"{hit['resample']:.3f}",
+                        "width t": f"{width['t']:.3f}",
+                        "width resample": f"{width['resample']:.3f}",
+                        "s": f"{time.perf_counter() - started:.0f}",
+                    }
+                )
                 print(rows[-1], flush=True)
     columns = ["metric", "seeds", "tau", "t", "basic", "resample", "width t", "width resample"]
-    print(f"\ncoverage of the 95% interval, {args.reps} comparisons per row, "
-          f"{args.examples} examples, {args.replicates} replicates")  # fmt: skip
+    print(
+        f"\ncoverage of the 95% interval, {args.reps} comparisons per row, "
+        f"{args.examples} examples, {args.replicates} replicates"
+    )
     print(report.table(rows, columns))
     rng = np.random.default_rng(args.seed)
     timing = []
-    for metric, n in (("accuracy", 10_000), ("f1", 10_000), ("matthews", 10_000),
-                      ("pearson", 10_000), ("spearman", 10_000), ("span_f1", 3_453)):  # fmt: skip
+    for metric, n in (
+        ("accuracy", 10_000),
+        ("f1", 10_000),
+        ("matthews", 10_000),
+        ("pearson", 10_000),
+        ("spearman", 10_000),
+        ("span_f1", 3_453),
+    ):
         for replicates in (2_000, 10_000):
             seconds, ratio = speed(metric, n, replicates, rng)
-            timing.append({"metric": metric, "examples": n, "replicates": replicates,
-                           "seconds": f"{seconds:.2f}",
-                           "evaluate / bootstrap per replicate": f"{ratio:.0f}"})  # fmt: skip
+            timing.append(
+                {
+                    "metric": metric,
+                    "examples": n,
+                    "replicates": replicates,
+                    "seconds": f"{seconds:.2f}",
+                    "evaluate / bootstrap per replicate": f"{ratio:.0f}",
+                }
+            )
             print(timing[-1], flush=True)
     print("\none bootstrap of 3 + 3 seeds")
     print(report.table(timing, list(timing[0])))

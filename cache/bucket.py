@@ -208,8 +208,11 @@ class BucketStore(Store):
     def _listing(self, prefix: str | None) -> dict:
         import obstore
 
-        return attempt(self, f"listing {prefix or 'the prefix'}",
-                       lambda: obstore.list_with_delimiter(self.client, prefix))  # fmt: skip
+        return attempt(
+            self,
+            f"listing {prefix or 'the prefix'}",
+            lambda: obstore.list_with_delimiter(self.client, prefix),
+        )
 
     def _manifest_names(self) -> list[str]:
         names = (o["path"].rsplit("/", 1)[-1] for o in self._listing("featuresets")["objects"])
@@ -242,16 +245,30 @@ class BucketStore(Store):
 
         prefix = f"pools/{pool_id}/segments/{seg_id}"
         table = json.loads(self._get(f"{prefix}/{CHECKSUMS}"))
-        sizes = attempt(self, f"listing {prefix}", lambda: {
-            o["path"][len(prefix) + 1 :]: o["size"]
-            for page in obstore.list(self.client, prefix) for o in page})  # fmt: skip
+        sizes = attempt(
+            self,
+            f"listing {prefix}",
+            lambda: {
+                o["path"][len(prefix) + 1 :]: o["size"]
+                for page in obstore.list(self.client, prefix)
+                for o in page
+            },
+        )
         problems = [
-            p for name in sorted(table)
-            if (p := mismatch(name, sizes.get(name),
-                              lambda n=name: crc32c(self._get(f"{prefix}/{n}")), table[name]))
-        ]  # fmt: skip
-        return problems + [f"{n}: not recorded" for n in sorted(set(sizes) - set(table))
-                           if n != CHECKSUMS]  # fmt: skip
+            p
+            for name in sorted(table)
+            if (
+                p := mismatch(
+                    name,
+                    sizes.get(name),
+                    lambda n=name: crc32c(self._get(f"{prefix}/{n}")),
+                    table[name],
+                )
+            )
+        ]
+        return problems + [
+            f"{n}: not recorded" for n in sorted(set(sizes) - set(table)) if n != CHECKSUMS
+        ]
 
     def _set_aside(self, pool_id: str, seg_id: str, name: str) -> str:
         """Copy a segment's objects to quarantine/NAME, then delete them, its checksums first
@@ -356,9 +373,10 @@ class BucketSegment(Segment):
         blobs = dict(zip(small, fetched, strict=True))
         sizes = {name: None if data is None else len(data) for name, data in blobs.items()}
         problems = [
-            p for name, data in blobs.items()
+            p
+            for name, data in blobs.items()
             if (p := mismatch(name, sizes[name], lambda d=data: crc32c(d), table[name]))
-        ]  # fmt: skip
+        ]
         if problems:
             raise StoreCorruptError(f"segment {self.path} is damaged: {'; '.join(problems)}")
         lay = layout_of(json.loads(blobs["features/zarr.json"]))

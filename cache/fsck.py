@@ -54,16 +54,21 @@ class Report:
             sets = f" (feature sets: {', '.join(d.featuresets)})" if d.featuresets else ""
             out.append(f"DAMAGED {d.where}{sets}: " + "; ".join(d.problems))
         for fs in self.uncovered:
-            sound = "" if self.sets[fs].problems else (
-                "; its keys match the manifest's keys_sha256 and its texts their keys; "
-                "`fsck --repair` adds the checksums"
-            )  # fmt: skip
+            sound = (
+                ""
+                if self.sets[fs].problems
+                else (
+                    "; its keys match the manifest's keys_sha256 and its texts their keys; "
+                    "`fsck --repair` adds the checksums"
+                )
+            )
             out.append(f"NOTE feature set {fs}: {UNCOVERED}{sound}")
         return out
 
     def summary(self) -> str:
-        return (f"{self.segments} segments and {len(self.sets)} feature sets checked, "
-                + ("damage found" if self.damage else "all sound"))  # fmt: skip
+        return f"{self.segments} segments and {len(self.sets)} feature sets checked, " + (
+            "damage found" if self.damage else "all sound"
+        )
 
 
 def check(store: Store, progress: bool = False) -> Report:
@@ -82,8 +87,9 @@ def check(store: Store, progress: bool = False) -> Report:
         except StoreError as err:  # no or unreadable checksums
             problems = [str(err)]
         if problems:
-            damage[(pool, seg)] = Damage(f"pools/{pool}/segments/{seg}", problems,
-                                         pool=pool, segment=seg)  # fmt: skip
+            damage[(pool, seg)] = Damage(
+                f"pools/{pool}/segments/{seg}", problems, pool=pool, segment=seg
+            )
     keys_of = {where: store._segment_keys(*where) for where in segments}  # read once
     bad_keys = {k: where for where in damage for k in keys_of[where]}
     out = list(damage.values())
@@ -107,8 +113,9 @@ def check(store: Store, progress: bool = False) -> Report:
         }
         lost = [k for k in keys if k not in healthy and k not in bad_keys]
         if lost:
-            out.append(Damage(fs, [f"{len(lost)} listed examples are in no segment"],
-                              [fs], pool=pool))  # fmt: skip
+            out.append(
+                Damage(fs, [f"{len(lost)} listed examples are in no segment"], [fs], pool=pool)
+            )
     return Report(out, sets, len(segments))
 
 

@@ -122,10 +122,24 @@ def reduce_batch(
             raise InvalidSelectionError(f"pool_sides needs a pool ({', '.join(POOLS)})")
         if mix is None:
             return batch
-        return ExampleBatch(features, batch.offsets, batch.word_ids, batch.type_ids,
-                            batch.pair_starts, list(batch.layers), list(batch.keys))  # fmt: skip
-    staged = ExampleBatch(features, batch.offsets, batch.word_ids, batch.type_ids,
-                          batch.pair_starts, list(batch.layers), list(batch.keys))  # fmt: skip
+        return ExampleBatch(
+            features,
+            batch.offsets,
+            batch.word_ids,
+            batch.type_ids,
+            batch.pair_starts,
+            list(batch.layers),
+            list(batch.keys),
+        )
+    staged = ExampleBatch(
+        features,
+        batch.offsets,
+        batch.word_ids,
+        batch.type_ids,
+        batch.pair_starts,
+        list(batch.layers),
+        list(batch.keys),
+    )
     pooled = pool_examples(staged, pool, sides)  # (n, [2,] L, D)
     n, k = len(batch), 2 if sides else 1
     return ExampleBatch(

@@ -109,9 +109,15 @@ class RemoteStore:
         return self._infos[fs_id]
 
     def find_featureset(
-        self, *, encoder: str, task: str, split: str, pair_encoding: str | None = None,
-        sha256: str | None = None, read: str | None = None,
-    ) -> FeatureSetInfo:  # fmt: skip
+        self,
+        *,
+        encoder: str,
+        task: str,
+        split: str,
+        pair_encoding: str | None = None,
+        sha256: str | None = None,
+        read: str | None = None,
+    ) -> FeatureSetInfo:
         params = {"encoder": encoder, "task": task, "split": split}
         for name, value in (("pair_encoding", pair_encoding), ("sha256", sha256), ("read", read)):
             if value is not None:
@@ -187,9 +193,12 @@ class RemoteStore:
         if layers is not None:
             body["layers"] = layers
         data = self._request(
-            "POST", f"/v1/featuresets/{_quote(fs_id)}/features", json=body,
-            headers={"Accept": SAFETENSORS}, read=_body_into_buffer,
-        )  # fmt: skip
+            "POST",
+            f"/v1/featuresets/{_quote(fs_id)}/features",
+            json=body,
+            headers={"Accept": SAFETENSORS},
+            read=_body_into_buffer,
+        )
         return decode(data)
 
     def _first_step(self, fs_id: str, layers: list | None) -> int:
@@ -219,9 +228,16 @@ class RemoteStore:
         (`.data` reads it; `_body_into_buffer` reads a large one without copies)."""
         return self._pool.request(method, url, body=body, headers=headers, preload_content=False)
 
-    def _request(self, method: str, path: str, *, params: dict | None = None,
-                 json: Any = None, headers: dict[str, str] | None = None,
-                 read: Callable[[Any], bytes | memoryview] | None = None):  # fmt: skip
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict | None = None,
+        json: Any = None,
+        headers: dict[str, str] | None = None,
+        read: Callable[[Any], bytes | memoryview] | None = None,
+    ):
         """The body of a 2xx answer, whole (read by `read`); a failure that may pass is tried
         again under `self.retry`, and ServiceUnreachableError names the tries when it gives up;
         any other answer raises the store's exception the service names."""

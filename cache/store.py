@@ -228,9 +228,15 @@ class Store:
         self._keys_cache.pop(fs_id, None)
 
     def find_featureset(
-        self, *, encoder: str, task: str, split: str, pair_encoding: str | None = None,
-        sha256: str | None = None, read: str | None = None,
-    ) -> FeatureSetInfo:  # fmt: skip
+        self,
+        *,
+        encoder: str,
+        task: str,
+        split: str,
+        pair_encoding: str | None = None,
+        sha256: str | None = None,
+        read: str | None = None,
+    ) -> FeatureSetInfo:
         """The feature set of a task split made by an encoder (named by its spec or name).
 
         sha256: only a set whose manifest's source file had this digest (an edited file's old
@@ -352,10 +358,17 @@ class Store:
             lo += end - start
             ends.append(lo)
         return ReadPlan(
-            store=self, spans=spans, rows=rows, ends=ends, keys=keys, layers=layers,
-            num_layers=meta["num_layers"] if layers is None else len(layers), dim=meta["dim"],
-            stored=meta["dtype"], want=read_dtype(dtype, meta["dtype"]),
-        )  # fmt: skip
+            store=self,
+            spans=spans,
+            rows=rows,
+            ends=ends,
+            keys=keys,
+            layers=layers,
+            num_layers=meta["num_layers"] if layers is None else len(layers),
+            dim=meta["dim"],
+            stored=meta["dtype"],
+            want=read_dtype(dtype, meta["dtype"]),
+        )
 
     # ---------------------------------------------------------------- internals
     def _read_ranges(self, jobs: list[tuple[Segment, int, int, np.ndarray]], layers) -> None:

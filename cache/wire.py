@@ -32,8 +32,12 @@ JSON = "application/json"
 #: Bumped when the tensors or metadata of a features body change meaning.
 WIRE_FORMAT = "snowfire-features/1"
 #: name -> dtype of every index tensor (features keep the store's dtype).
-_INDEX_DTYPES = {"offsets": np.int64, "word_ids": np.int32, "type_ids": np.int8,
-                 "pair_starts": np.int64}  # fmt: skip
+_INDEX_DTYPES = {
+    "offsets": np.int64,
+    "word_ids": np.int32,
+    "type_ids": np.int8,
+    "pair_starts": np.int64,
+}
 
 
 def body_bytes(batch: ExampleBatch) -> int:
@@ -69,8 +73,11 @@ def header(
     start = 0
     for name, dtype, shape in tensors:
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        head[name] = {"dtype": _ST_DTYPES[dtype], "shape": [int(x) for x in shape],
-                      "data_offsets": [start, start + nbytes]}  # fmt: skip
+        head[name] = {
+            "dtype": _ST_DTYPES[dtype],
+            "shape": [int(x) for x in shape],
+            "data_offsets": [start, start + nbytes],
+        }
         start += nbytes
     text = json.dumps(head, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)

@@ -23,9 +23,15 @@ from pathlib import Path
 #: SST-2 from the service: the linear head (the strongest that fits the demo's time).
 DEMO_REST_HEAD = ("sst2", "linear")
 #: `snowfire compare` on the STS-B sample, with the project's strongest ❄️ set-up for it.
-DEMO_COMPARE = {"tasks": ["stsb"], "heads": ["esim"], "pair_encoding": "separate",
-                "hparams": {"pooled": True, "hidden": 100}, "budget": "quick",
-                "seeds": 3, "fire_seeds": 2}  # fmt: skip
+DEMO_COMPARE = {
+    "tasks": ["stsb"],
+    "heads": ["esim"],
+    "pair_encoding": "separate",
+    "hparams": {"pooled": True, "hidden": 100},
+    "budget": "quick",
+    "seeds": 3,
+    "fire_seeds": 2,
+}
 
 
 def _free_port() -> int:
@@ -60,8 +66,9 @@ def run_demo(out: Path, port: int = 0) -> int:
     store, runs, data = out / "store", out / "runs", str(DEMO_DATA_DIR)
     print(f"== 1/3 extract: all layers of the bundled encoder into {store}")
     for task, pair in (("sst2", "joint"), ("stsb", "separate")):
-        config = ExtractConfig(encoder="minilm", task=task, data=data, store=str(store),
-                               pair_encoding=pair)  # fmt: skip
+        config = ExtractConfig(
+            encoder="minilm", task=task, data=data, store=str(store), pair_encoding=pair
+        )
         for info in run_extract(config):
             print(f"   {info.id}: {info.num_examples} examples x {info.num_layers} layers")
     port = port or _free_port()
@@ -76,26 +83,41 @@ def run_demo(out: Path, port: int = 0) -> int:
         _wait_healthy(url, proc)
         with urllib.request.urlopen(f"{url}/v1/featuresets") as r:
             print(f"   the service lists {len(json.load(r))} feature sets")
-        cfg = TrainConfig(store=url, encoder="minilm", task=task, head=head, data=data,
-                          out=str(runs / f"{task}-{head}"), epochs=8, patience=2,
-                          progress=False)  # fmt: skip
+        cfg = TrainConfig(
+            store=url,
+            encoder="minilm",
+            task=task,
+            head=head,
+            data=data,
+            out=str(runs / f"{task}-{head}"),
+            epochs=8,
+            patience=2,
+            progress=False,
+        )
         rest = train_head(cfg)["dev"]
     finally:
         proc.terminate()
         proc.wait(timeout=30)
     print(f"   {task} ❄️ {head}: dev " + ", ".join(f"{k} {v:.4f}" for k, v in rest.items()))
-    print("== 3/3 snowfire compare on the STS-B sample: ❄️ ESIM (pooled, pairs encoded "
-          "separately), no training (cosine), 🔥 fine-tuning; quick budget, 3 ❄️ and 2 🔥 "
-          "seeds")  # fmt: skip
-    summary = run_compare(CompareConfig(encoder="minilm", data=data, out=str(out / "compare"),
-                                        store=str(store), **DEMO_COMPARE))  # fmt: skip
+    print(
+        "== 3/3 snowfire compare on the STS-B sample: ❄️ ESIM (pooled, pairs encoded "
+        "separately), no training (cosine), 🔥 fine-tuning; quick budget, 3 ❄️ and 2 🔥 "
+        "seeds"
+    )
+    summary = run_compare(
+        CompareConfig(
+            encoder="minilm", data=data, out=str(out / "compare"), store=str(store), **DEMO_COMPARE
+        )
+    )
     print()
     print(Path(summary["table"]).read_text().split("\n\n")[1])  # Table 2's rows
     verdict = summary["verdicts"]["stsb"]
     print(f"\n   ❄️ or 🔥 on the STS-B sample: {verdict}; the whole table: {summary['table']}")
     if verdict.startswith(BUDGET_LIMITED):
-        print("   The quick budget's few epochs leave cells still improving, so it makes no call: "
-              "`snowfire compare --budget standard` trains until the curves flatten and gives "
-              "one (about 1-2 h for STS-B on 2 cores).")  # fmt: skip
+        print(
+            "   The quick budget's few epochs leave cells still improving, so it makes no call: "
+            "`snowfire compare --budget standard` trains until the curves flatten and gives "
+            "one (about 1-2 h for STS-B on 2 cores)."
+        )
     print(f"   runs in {runs} and {out / 'compare'}; total {time.perf_counter() - started:.0f} s")
     return 0

@@ -82,8 +82,16 @@ def add_config_arguments(
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         flag = (flags or {}).get(f.name, "--" + f.name.replace("_", "-"))
         where = f"{cls.__name__}.{f.name}"
-        _add_flag(parser, flag, f.name, hints[f.name], help_text, required=required,
-                  choices=f.metadata.get("choices"), where=where)  # fmt: skip
+        _add_flag(
+            parser,
+            flag,
+            f.name,
+            hints[f.name],
+            help_text,
+            required=required,
+            choices=f.metadata.get("choices"),
+            where=where,
+        )
 
 
 def add_settings_arguments(
@@ -99,8 +107,15 @@ def add_settings_arguments(
             raise TypeError(f"{cls.__name__}.{name}: no description to show in --help")
         default = "" if field.default is None else f"default: {field.default}; "
         help_text = f"{field.description} ({default}env {prefix}{name.upper()})"
-        _add_flag(parser, "--" + name.replace("_", "-"), name, field.annotation, help_text,
-                  required=field.is_required(), where=f"{cls.__name__}.{name}")  # fmt: skip
+        _add_flag(
+            parser,
+            "--" + name.replace("_", "-"),
+            name,
+            field.annotation,
+            help_text,
+            required=field.is_required(),
+            where=f"{cls.__name__}.{name}",
+        )
 
 
 def _add_flag(
@@ -121,8 +136,7 @@ def _add_flag(
         kw["required"] = True
     if dest in _ALIASES:
         flag, action, extra = _ALIASES[dest]
-        parser.add_argument(flag, action=action, dest=dest, default=argparse.SUPPRESS,
-                            help=extra)  # fmt: skip
+        parser.add_argument(flag, action=action, dest=dest, default=argparse.SUPPRESS, help=extra)
         return
     base = _unwrap(hint)
     origin = typing.get_origin(base)

@@ -104,9 +104,13 @@ def _baseline(args: argparse.Namespace) -> int:
     source = split_source(spec, args.data, args.split)
     reader = open_reader(args.store)
     info = reader.find_featureset(
-        encoder=args.encoder, task=spec.name, split=args.split, pair_encoding=args.pair_encoding,
-        sha256=source["sha256"], read=source.get("read"),
-    )  # fmt: skip
+        encoder=args.encoder,
+        task=spec.name,
+        split=args.split,
+        pair_encoding=args.pair_encoding,
+        sha256=source["sha256"],
+        read=source.get("read"),
+    )
     gold = [float(e.label) for e in read_split(spec, args.data, args.split)]
     scores = cosine_scores(reader, info, layer=args.layer)
     metrics = evaluate(spec, gold, scores.tolist())
@@ -189,8 +193,10 @@ def _migrate(args: argparse.Namespace) -> int:
     for line in outcome.lines():
         print(line)
     if not outcome.already:
-        print(f"{args.store}: format 2; format 1's pools and manifests kept in "
-              f"{args.store}/format-1/ (MIGRATION.json says what was done)")  # fmt: skip
+        print(
+            f"{args.store}: format 2; format 1's pools and manifests kept in "
+            f"{args.store}/format-1/ (MIGRATION.json says what was done)"
+        )
     return 0
 
 
@@ -231,13 +237,19 @@ def _add_service(sub) -> None:
     s.set_defaults(func=_serve)
 
     w = _add_config_command(
-        sub, "worker", "run queued jobs of one kind (data directory: --home)",
-        "snowfire.jobs:WorkerConfig", _worker,
-    )  # fmt: skip
+        sub,
+        "worker",
+        "run queued jobs of one kind (data directory: --home)",
+        "snowfire.jobs:WorkerConfig",
+        _worker,
+    )
     w.add_argument("--check", action="store_true", help="healthcheck: exit 0 if one is alive")
 
-    u = sub.add_parser("up", help="the API and one worker of each kind, until Ctrl-C",
-                       add_flags=_service_flags(("home", "host", "port")))  # fmt: skip
+    u = sub.add_parser(
+        "up",
+        help="the API and one worker of each kind, until Ctrl-C",
+        add_flags=_service_flags(("home", "host", "port")),
+    )
     u.set_defaults(func=_up)
 
 
@@ -247,8 +259,9 @@ def _add_store_tools(sub) -> None:
     b = sub.add_parser("baseline", help="zero-training STS baseline: cosine of mean-pooled texts")
     b.add_argument("--store", required=True)
     b.add_argument("--encoder", required=True)
-    b.add_argument("--task", required=True,
-                   help="a pair regression task (stsb, sick-r) or its spec file")  # fmt: skip
+    b.add_argument(
+        "--task", required=True, help="a pair regression task (stsb, sick-r) or its spec file"
+    )
     b.add_argument("--data", default=None, help="data directory (a registered task's files)")
     b.add_argument("--split", default="dev")
     b.add_argument("--layer", type=int, default=-1, help="layer to pool (default: the last)")
@@ -285,14 +298,17 @@ def _add_store_tools(sub) -> None:
     )
     k.add_argument("--device", default=None, help="where --repair runs the encoder")
     k.add_argument("--quiet", action="store_true", help="no progress bar")
-    k.set_defaults(func=_fsck)  # fmt: skip
+    k.set_defaults(func=_fsck)
 
 
 def _add_analyze(sub) -> None:
     from snowfire.compare import ANALYSES, analysis_config
 
-    a = sub.add_parser("analyze", help="the paper's analyses: pairs (Table 4), probes (Fig. 1), "
-                       "mi (Fig. 2), ner-params (Table 5), elmo-biattention (Table 3)")  # fmt: skip
+    a = sub.add_parser(
+        "analyze",
+        help="the paper's analyses: pairs (Table 4), probes (Fig. 1), "
+        "mi (Fig. 2), ner-params (Table 5), elmo-biattention (Table 3)",
+    )
     names = a.add_subparsers(dest="name", required=True, metavar="NAME")
     for name in ANALYSES:
         config = analysis_config(name)
@@ -315,33 +331,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = p.add_subparsers(dest="command", required=True, parser_class=DeferredParser)
     c = _add_config_command(
-        sub, "compare", "❄️ or 🔥? heads and fine-tuning of one encoder on tasks, one table",
-        "snowfire.compare:CompareConfig", _compare,
-    )  # fmt: skip
+        sub,
+        "compare",
+        "❄️ or 🔥? heads and fine-tuning of one encoder on tasks, one table",
+        "snowfire.compare:CompareConfig",
+        _compare,
+    )
     c.add_argument(
-        "--export", nargs=2, metavar=("FORMAT", "DIR"), type=str,
+        "--export",
+        nargs=2,
+        metavar=("FORMAT", "DIR"),
+        type=str,
         help="also write the results for other tools: `--export mteb DIR` writes "
         "DIR/results/{model}/{revision}/{task}.json and model_meta.json (compare/mteb.py)",
-    )  # fmt: skip
+    )
     _add_config_command(
-        sub, "extract", "run an encoder once, store all layers", "snowfire.extractor:ExtractConfig",
+        sub,
+        "extract",
+        "run an encoder once, store all layers",
+        "snowfire.extractor:ExtractConfig",
         _extract,
-    )  # fmt: skip
+    )
     _add_service(sub)
     _add_config_command(
-        sub, "train", "train a head on cached features (never runs the encoder)",
-        "snowfire.heads:TrainConfig", _train,
-    )  # fmt: skip
+        sub,
+        "train",
+        "train a head on cached features (never runs the encoder)",
+        "snowfire.heads:TrainConfig",
+        _train,
+    )
     _add_config_command(
-        sub, "finetune",
+        sub,
+        "finetune",
         "🔥 fine-tune the whole encoder (the baseline); re-run the same command to resume",
-        "snowfire.finetune:FinetuneConfig", _finetune,
-    )  # fmt: skip
+        "snowfire.finetune:FinetuneConfig",
+        _finetune,
+    )
     _add_store_tools(sub)
     _add_config_command(
-        sub, "migrate", "move a store of the previous format to this one, keeping its features "
-        "wherever they are still right", "snowfire.extractor:MigrateConfig", _migrate,
-    )  # fmt: skip
+        sub,
+        "migrate",
+        "move a store of the previous format to this one, keeping its features "
+        "wherever they are still right",
+        "snowfire.extractor:MigrateConfig",
+        _migrate,
+    )
     add_predict_parser(sub)
     add_task_parser(sub)
     _add_analyze(sub)

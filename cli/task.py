@@ -17,13 +17,17 @@ def add_parser(sub) -> None:
     t = sub.add_parser("task", help="a task described by a spec file: check it before training")
     commands = t.add_subparsers(dest="task_command", required=True)
     c = commands.add_parser(
-        "check", help="read every split, check every row, print counts, labels, lengths and "
+        "check",
+        help="read every split, check every row, print counts, labels, lengths and "
         "duplicates (exit 1 on a malformed spec or row)",
-    )  # fmt: skip
+    )
     c.add_argument("spec", help="a spec file (.yaml, .yml, .json) or a registered task's name")
     c.add_argument("--data", default=None, help="data directory (a registered task's files)")
-    c.add_argument("--encoder", default="minilm",
-                   help="count pieces and windows of this encoder (none: words only)")  # fmt: skip
+    c.add_argument(
+        "--encoder",
+        default="minilm",
+        help="count pieces and windows of this encoder (none: words only)",
+    )
     c.add_argument("--json", action="store_true", help="print the findings as JSON")
     c.set_defaults(func=run)
 
@@ -40,10 +44,16 @@ def _pieces(spec: str):
 
     def count(examples) -> tuple[list[int], int]:
         counts = [
-            len(tokenizer(list(e.words_a), None if e.words_b is None else list(e.words_b),
-                          is_split_into_words=True, verbose=False)["input_ids"])
+            len(
+                tokenizer(
+                    list(e.words_a),
+                    None if e.words_b is None else list(e.words_b),
+                    is_split_into_words=True,
+                    verbose=False,
+                )["input_ids"]
+            )
             for e in examples
-        ]  # fmt: skip
+        ]
         return counts, encoder.max_length
 
     return count

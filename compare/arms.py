@@ -49,8 +49,12 @@ ARM_NAMES = {
     "lpft": "LP-FT",
     "seq": "sequential 🔥",
 }
-PLAIN_NAMES = {"snow": "features + head", "fire": "fine-tuning", "l2sp": "fine-tuning + L2-SP",
-               "seq": "sequential fine-tuning"}  # fmt: skip
+PLAIN_NAMES = {
+    "snow": "features + head",
+    "fire": "fine-tuning",
+    "l2sp": "fine-tuning + L2-SP",
+    "seq": "sequential fine-tuning",
+}
 #: The ❄️ probe an lpft cell starts from: what a BERT-family 🔥 output layer reads.
 PROBE = {"head": "probe", "hparams": {"pool": "cls"}, "dir": "probe-cls"}
 

@@ -30,12 +30,22 @@ def points(s: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Every arm of one task's summary: its score on the verdict's split (seeds' mean), the
     seeds' lowest and highest, and its cost."""
     v = s["verdict"]
-    out = {side: {"score": v[side], "min": v["restarts"][side]["min"],
-                  "max": v["restarts"][side]["max"], "cost": s["cost"][side]}
-           for side in ("snow", "fire")}  # fmt: skip
+    out = {
+        side: {
+            "score": v[side],
+            "min": v["restarts"][side]["min"],
+            "max": v["restarts"][side]["max"],
+            "cost": s["cost"][side],
+        }
+        for side in ("snow", "fire")
+    }
     for arm, a in v.get("arms", {}).items():
-        out[arm] = {"score": a["score"], "min": min(a["scores"]), "max": max(a["scores"]),
-                    "cost": s["cost"][arm]}  # fmt: skip
+        out[arm] = {
+            "score": a["score"],
+            "min": min(a["scores"]),
+            "max": max(a["scores"]),
+            "cost": s["cost"][arm],
+        }
     return out
 
 
@@ -60,8 +70,10 @@ def arm_lines(cfg, summary: dict[str, Any]) -> list[str]:
     for task, s in summary.items():
         v = s["verdict"]
         fire_params = s["cost"]["fire"]["params"]
-        marks = {side: all(c["status"] == CONVERGED for c in v["curves"][side])
-                 for side in ("snow", "fire")}  # fmt: skip
+        marks = {
+            side: all(c["status"] == CONVERGED for c in v["curves"][side])
+            for side in ("snow", "fire")
+        }
         for arm, p in points(s).items():
             c, a = p["cost"], v.get("arms", {}).get(arm)
             vs_snow = "0" if arm == "snow" else _interval(a["vs_snow"] if a else v["delta"])
@@ -101,8 +113,15 @@ def plot_cost(cfg, task: str, s: dict[str, Any], path: Path) -> None:
         y = 100 * p["score"]
         err = [[y - 100 * p["min"]], [100 * p["max"] - y]]
         for ax, x in zip(axes, (p["cost"]["params"], p["cost"]["seconds"]), strict=True):
-            ax.errorbar([max(x, 1)], [y], yerr=err, fmt="o", capsize=3, label=plain(arm),
-                        color=f"C{list(ARM_NAMES).index(arm)}")  # fmt: skip
+            ax.errorbar(
+                [max(x, 1)],
+                [y],
+                yerr=err,
+                fmt="o",
+                capsize=3,
+                label=plain(arm),
+                color=f"C{list(ARM_NAMES).index(arm)}",
+            )
     base = v.get("baseline")
     for ax, label in zip(axes, ("parameters trained", "training time (s)"), strict=True):
         ax.set_xscale("log")

@@ -22,8 +22,10 @@ from typing import Any
 
 from .config import CompareConfig
 
-METHODS = {"regression": "cosine of mean-pooled texts, last layer (pairs encoded separately)",
-           "classification": "majority label of the training split"}  # fmt: skip
+METHODS = {
+    "regression": "cosine of mean-pooled texts, last layer (pairs encoded separately)",
+    "classification": "majority label of the training split",
+}
 
 
 def method(spec) -> str | None:
@@ -55,19 +57,31 @@ def run_baseline(cfg: CompareConfig, task: str, store: str) -> dict[str, Any] | 
         return None
     path = Path(cfg.out) / "baseline" / f"{task}.json"
     files = {s: v["sha256"] for s, v in describe(spec, cfg.data)["splits"].items()}
-    made_by = {"encoder": cfg.encoder, "data": cfg.data, "store": store, "method": how,
-               "files": files}  # fmt: skip
+    made_by = {
+        "encoder": cfg.encoder,
+        "data": cfg.data,
+        "store": store,
+        "method": how,
+        "files": files,
+    }
     if path.is_file():
         kept = json.loads(path.read_text())
         if kept.get("made_by") == made_by and "predictions" in kept:  # older files lack them
             return kept
     started = time.perf_counter()
     splits = [s for s in available_splits(spec, cfg.data) if s != "train"]
-    scored = (_cosine(cfg, spec, store, splits) if spec.kind == "regression"
-              else _majority(spec, cfg.data, splits))  # fmt: skip
-    result = {"method": how, **scored,
-              "seconds": round(time.perf_counter() - started, 2),
-              "made_by": made_by, "versions": versions()}  # fmt: skip
+    scored = (
+        _cosine(cfg, spec, store, splits)
+        if spec.kind == "regression"
+        else _majority(spec, cfg.data, splits)
+    )
+    result = {
+        "method": how,
+        **scored,
+        "seconds": round(time.perf_counter() - started, 2),
+        "made_by": made_by,
+        "versions": versions(),
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, result)
     return result
@@ -108,8 +122,17 @@ def _cosine(cfg: CompareConfig, spec, store: str, splits: list[str]) -> dict[str
         gold = _labelled(spec, cfg.data, split)
         if not gold:
             continue
-        info = find_or_extract(cfg.encoder, store, spec, cfg.data, split, "separate",
-                               device=cfg.device, progress=cfg.progress, who="compare")  # fmt: skip
+        info = find_or_extract(
+            cfg.encoder,
+            store,
+            spec,
+            cfg.data,
+            split,
+            "separate",
+            device=cfg.device,
+            progress=cfg.progress,
+            who="compare",
+        )
         pred = cosine_scores(open_reader(store), info).tolist()
         out["predictions"][split] = pred  # per example: the verdict's bootstrap weighs them
         out[split] = evaluate(spec, [float(g) for g in gold], pred)

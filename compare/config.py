@@ -11,8 +11,16 @@ from snowfire.options import check, option
 
 #: The paper's ❄️ model per task (sec. 3): the BiLSTM-CRF for NER, BCN for sentiment, ESIM for
 #: sentence pairs; `--heads auto` trains it and the smallest head (linear) beside it.
-PAPER_HEAD = {"conll2003": "bilstm-crf", "sst2": "bcn", "cola": "bcn", "mnli": "esim",
-              "sick-e": "esim", "sick-r": "esim", "mrpc": "esim", "stsb": "esim"}  # fmt: skip
+PAPER_HEAD = {
+    "conll2003": "bilstm-crf",
+    "sst2": "bcn",
+    "cola": "bcn",
+    "mnli": "esim",
+    "sick-e": "esim",
+    "sick-r": "esim",
+    "mrpc": "esim",
+    "stsb": "esim",
+}
 SMALLEST_HEAD = {"tagging": "crf", "classification": "linear", "regression": "linear"}
 #: The seven tasks of the paper's Table 2 (`--tasks all`).
 ALL_TASKS = ("conll2003", "sst2", "mnli", "sick-e", "sick-r", "mrpc", "stsb")
@@ -60,49 +68,73 @@ class CompareConfig:
 
     encoder: str = option(help="the encoder: minilm, hf:NAME_OR_DIR, elmo:OPTIONS,WEIGHTS")
     out: str = option(help="output directory: runs, results.json, table.md, plots")
-    tasks: list[str] = option(help="registered tasks to compare (repeatable, or comma-separated; "
-                              "all: the paper's seven)", factory=list)  # fmt: skip
+    tasks: list[str] = option(
+        help="registered tasks to compare (repeatable, or comma-separated; all: the paper's seven)",
+        factory=list,
+    )
     task_spec: list[str | dict] | None = option(
-        None, "your own task: a spec file (repeatable; README 'Your own task'); a job may give "
+        None,
+        "your own task: a spec file (repeatable; README 'Your own task'); a job may give "
         "spec objects",
-    )  # fmt: skip
-    data: str | None = option(None, "task data directory of the registered tasks (train, dev, "
-                              "and test where present); a job's spec objects: their relative "
-                              "paths")  # fmt: skip
-    seeds: int | None = option(None, "seeds per cell, each a full run (default: 1 under quick, "
-                               "3 under standard and full)", ge=1)  # fmt: skip
-    fire_seeds: int | None = option(None, "🔥 seeds per task when fewer than --seeds (🔥 costs "
-                                    "the most); default: --seeds", ge=1)  # fmt: skip
-    budget: str = option("quick", "quick: a first look in minutes (rarely earns a verdict); "
-                         "standard: converges on a laptop; full: the commands' defaults and "
-                         "🔥 tuned on dev (table.md prints the caps)",
-                         choices=tuple(BUDGETS))  # fmt: skip
-    store: str | None = option(None, "feature store (default OUT/store); features already "
-                               "there are reused")  # fmt: skip
-    heads: list[str] | None = option(None, "❄️ heads (default: the paper's head for the task "
-                                     "and, except under standard, the smallest one)")  # fmt: skip
+    )
+    data: str | None = option(
+        None,
+        "task data directory of the registered tasks (train, dev, "
+        "and test where present); a job's spec objects: their relative "
+        "paths",
+    )
+    seeds: int | None = option(
+        None,
+        "seeds per cell, each a full run (default: 1 under quick, 3 under standard and full)",
+        ge=1,
+    )
+    fire_seeds: int | None = option(
+        None,
+        "🔥 seeds per task when fewer than --seeds (🔥 costs the most); default: --seeds",
+        ge=1,
+    )
+    budget: str = option(
+        "quick",
+        "quick: a first look in minutes (rarely earns a verdict); "
+        "standard: converges on a laptop; full: the commands' defaults and "
+        "🔥 tuned on dev (table.md prints the caps)",
+        choices=tuple(BUDGETS),
+    )
+    store: str | None = option(
+        None, "feature store (default OUT/store); features already there are reused"
+    )
+    heads: list[str] | None = option(
+        None,
+        "❄️ heads (default: the paper's head for the task "
+        "and, except under standard, the smallest one)",
+    )
     pair_encoding: str | None = option(
-        None, "❄️ features of pairs encoded joint (the default for BERT-family encoders) or "
-        "separate (each text alone; ELMo always)", choices=PAIR_ENCODINGS,
-    )  # fmt: skip
+        None,
+        "❄️ features of pairs encoded joint (the default for BERT-family encoders) or "
+        "separate (each text alone; ELMo always)",
+        choices=PAIR_ENCODINGS,
+    )
     hparams: dict[str, Any] = option(
         help='options of every ❄️ head as JSON (with --heads), e.g. {"pooled": true}',
         factory=dict,
-    )  # fmt: skip
+    )
     arms: list[str] | None = option(
-        None, "what to compare, comma-separated: snow and fire (always), adapter, lora, bitfit, "
+        None,
+        "what to compare, comma-separated: snow and fire (always), adapter, lora, bitfit, "
         "l2sp, lpft, seq (compare/arms.py); default: snow,fire",
-    )  # fmt: skip
+    )
     intermediate: str | None = option(
-        None, "arm seq: the task fine-tuned first (a registered task, e.g. mnli, read from "
+        None,
+        "arm seq: the task fine-tuned first (a registered task, e.g. mnli, read from "
         "--data) or a finished 🔥 run directory",
-    )  # fmt: skip
+    )
     device: str | None = option(None, "cpu, cuda (default: the GPU when present)")
     progress: bool = option(True, "show progress bars")
     ray: str | None = option(
-        None, "run each task's cells at once as Ray tasks on this cluster (an address, auto, or "
+        None,
+        "run each task's cells at once as Ray tasks on this cluster (an address, auto, or "
         "local to start one); OUT and the store must be reachable from every node",
-    )  # fmt: skip
+    )
 
     def __post_init__(self) -> None:
         check(self)
@@ -110,8 +142,10 @@ class CompareConfig:
         from snowfire.tasks import get_task
 
         if encoder_family(self.encoder) == "elmo" and self.pair_encoding == "joint":
-            raise ValueError("CompareConfig.pair_encoding: ELMo encodes each text alone; "
-                             "expected separate (or none), got 'joint'")  # fmt: skip
+            raise ValueError(
+                "CompareConfig.pair_encoding: ELMo encodes each text alone; "
+                "expected separate (or none), got 'joint'"
+            )
         names = [t for item in self.tasks for t in item.split(",") if t]
         names = list(ALL_TASKS) if names == ["all"] else names
         for name in names:
@@ -122,8 +156,9 @@ class CompareConfig:
         if not names and not self.task_spec:
             raise ValueError("CompareConfig.tasks: expected at least one task (or task_spec)")
         if names and self.data is None:
-            raise ValueError(f"CompareConfig.data: the tasks {', '.join(names)} need their data "
-                             "directory")  # fmt: skip
+            raise ValueError(
+                f"CompareConfig.data: the tasks {', '.join(names)} need their data directory"
+            )
         object.__setattr__(self, "tasks", list(dict.fromkeys(names)))
         if self.seeds is None:
             object.__setattr__(self, "seeds", DEFAULT_SEEDS[self.budget])
@@ -145,30 +180,40 @@ class CompareConfig:
 
         extra = [a for a in self.arms if a not in ("snow", "fire")]
         if extra and encoder_family(self.encoder) != "hf":
-            raise ValueError(f"CompareConfig.arms: {', '.join(extra)} are for BERT-family "
-                             f"encoders, not {self.encoder}")  # fmt: skip
+            raise ValueError(
+                f"CompareConfig.arms: {', '.join(extra)} are for BERT-family "
+                f"encoders, not {self.encoder}"
+            )
         if "seq" in self.arms and not self.intermediate:
-            raise ValueError("CompareConfig.intermediate: arm seq needs the task to fine-tune "
-                             "first (e.g. mnli) or a finished 🔥 run directory")  # fmt: skip
+            raise ValueError(
+                "CompareConfig.intermediate: arm seq needs the task to fine-tune "
+                "first (e.g. mnli) or a finished 🔥 run directory"
+            )
         if self.intermediate and "seq" not in self.arms:
             raise ValueError("CompareConfig.intermediate: only for arm seq (add it to arms)")
         if "lpft" in self.arms:
             kinds = [n for n, s in self.specs.items() if s.kind == "tagging"]
             if kinds:
-                raise ValueError(f"CompareConfig.arms: lpft starts from a probe of [CLS], not "
-                                 f"for tagging ({', '.join(kinds)})")  # fmt: skip
+                raise ValueError(
+                    f"CompareConfig.arms: lpft starts from a probe of [CLS], not "
+                    f"for tagging ({', '.join(kinds)})"
+                )
             if self.pair_encoding_used != "joint" and any(s.pair for s in self.specs.values()):
-                raise ValueError("CompareConfig.arms: lpft's probe must read what 🔥 reads, "
-                                 "pairs encoded joint (not --pair-encoding separate)")  # fmt: skip
+                raise ValueError(
+                    "CompareConfig.arms: lpft's probe must read what 🔥 reads, "
+                    "pairs encoded joint (not --pair-encoding separate)"
+                )
         if self.intermediate:
             from pathlib import Path
 
             from snowfire.tasks import TASK_NAMES
 
             if self.intermediate not in TASK_NAMES and not Path(self.intermediate).is_dir():
-                raise ValueError(f"CompareConfig.intermediate: {self.intermediate!r} is neither "
-                                 f"a registered task ({', '.join(TASK_NAMES)}) nor a run "
-                                 "directory")  # fmt: skip
+                raise ValueError(
+                    f"CompareConfig.intermediate: {self.intermediate!r} is neither "
+                    f"a registered task ({', '.join(TASK_NAMES)}) nor a run "
+                    "directory"
+                )
 
     def _all_names(self) -> list[str]:
         return list(self.tasks) + [self._user(ref).name for ref in self.task_spec or []]

@@ -65,9 +65,15 @@ class Convergence:
         return self.status == CONVERGED
 
     def to_json(self) -> dict[str, object]:
-        return {"status": self.status, "reason": self.reason, "best": self.best,
-                "best_at": self.best_at, "last_at": self.last_at, "rise": self.rise,
-                "noise": self.noise}  # fmt: skip
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "best": self.best,
+            "best_at": self.best_at,
+            "last_at": self.last_at,
+            "rise": self.rise,
+            "noise": self.noise,
+        }
 
 
 def mark_curve(
@@ -89,10 +95,15 @@ def mark_curve(
         if not (math.isfinite(x) and math.isfinite(y)):
             raise ValueError(f"mark_curve: point {i}: expected finite numbers, got ({x}, {y})")
         if i and x <= points[i - 1][0]:
-            raise ValueError(f"mark_curve: point {i}: expected positions in increasing order, "
-                             f"got {x} after {points[i - 1][0]}")  # fmt: skip
-    for name, value, least in (("window", window, "> 0"), ("k", k, ">= 0"),
-                               ("min_rise", min_rise, ">= 0")):  # fmt: skip
+            raise ValueError(
+                f"mark_curve: point {i}: expected positions in increasing order, "
+                f"got {x} after {points[i - 1][0]}"
+            )
+    for name, value, least in (
+        ("window", window, "> 0"),
+        ("k", k, ">= 0"),
+        ("min_rise", min_rise, ">= 0"),
+    ):
         if not (value > 0 or (value == 0 and least == ">= 0")):
             raise ValueError(f"mark_curve: expected {name} {least}, got {value}")
     xs, ys = [x for x, _ in points], [y for _, y in points]
@@ -103,9 +114,15 @@ def mark_curve(
     last = xs[-1]
     earlier = [y for x, y in points if x <= last - window + 1e-9]
     if not earlier:
-        return Convergence(TOO_SHORT, f"one epoch of curve (up to epoch {last:g}): nothing to "
-                           "compare its last score with", best, best_at, last, None,
-                           noise)  # fmt: skip
+        return Convergence(
+            TOO_SHORT,
+            f"one epoch of curve (up to epoch {last:g}): nothing to compare its last score with",
+            best,
+            best_at,
+            last,
+            None,
+            noise,
+        )
     rise = max(y for x, y in points if x > last - window + 1e-9) - max(earlier)
     threshold = max(k * noise, min_rise)
     if rise > threshold:
@@ -114,15 +131,20 @@ def mark_curve(
             if cap is not None and last >= cap - 1e-9
             else (f"epoch {last:g}" + (f" of {cap:g} (cut short)" if cap is not None else ""))
         )
-        reason = (f"best {best:.4f} in the last epoch, at {where}: {rise:+.4f} over the best "
-                  f"before, more than its noise {noise:.4f}")  # fmt: skip
+        reason = (
+            f"best {best:.4f} in the last epoch, at {where}: {rise:+.4f} over the best "
+            f"before, more than its noise {noise:.4f}"
+        )
         return Convergence(STILL_IMPROVING, reason, best, best_at, last, rise, noise)
     if rise <= 0:
-        reason = (f"no gain in its last epoch: best {best:.4f} first reached at epoch "
-                  f"{best_at:g} of {last:g}")  # fmt: skip
+        reason = (
+            f"no gain in its last epoch: best {best:.4f} first reached at epoch "
+            f"{best_at:g} of {last:g}"
+        )
     else:
-        reason = (f"last epoch added {rise:+.4f}, within its noise {noise:.4f} "
-                  f"(or under {min_rise:g})")  # fmt: skip
+        reason = (
+            f"last epoch added {rise:+.4f}, within its noise {noise:.4f} (or under {min_rise:g})"
+        )
     return Convergence(CONVERGED, reason, best, best_at, last, rise, noise)
 
 
@@ -137,8 +159,10 @@ def curve_of(records: Iterable[Mapping], metric: str) -> list[tuple[float, float
                 curve.append((float(point["epoch"]), float(point["dev"][metric])))
             curve.append((float(record["epoch"]), float(record["dev"][metric])))
         except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"learning curve: record {i}: expected 'epoch' and 'dev' with "
-                             f"{metric!r}, got {dict(record)!r}") from err  # fmt: skip
+            raise ValueError(
+                f"learning curve: record {i}: expected 'epoch' and 'dev' with "
+                f"{metric!r}, got {dict(record)!r}"
+            ) from err
     return curve
 
 

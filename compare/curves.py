@@ -33,8 +33,10 @@ def plot_curves(task: str, metric: str, cells: Sequence[Mapping], path: str | Pa
     for i, cell in enumerate(cells):
         mode, curve = cell.get("mode"), cell.get("curve")
         if mode not in ("snow", "fire") or not curve:
-            raise ValueError(f"plot_curves {task}: cell {i}: expected mode 'snow' or 'fire' and "
-                             f"a non-empty curve, got mode {mode!r}, curve {curve!r}")  # fmt: skip
+            raise ValueError(
+                f"plot_curves {task}: cell {i}: expected mode 'snow' or 'fire' and "
+                f"a non-empty curve, got mode {mode!r}, curve {curve!r}"
+            )
         if mode == "snow":
             colour = _SNOW_COLOURS[heads.index(str(cell.get("head"))) % len(_SNOW_COLOURS)]
             group, style = f"features + {cell.get('head')}", "-"
@@ -42,14 +44,28 @@ def plot_curves(task: str, metric: str, cells: Sequence[Mapping], path: str | Pa
             colour, group, style = _FIRE_COLOUR, "fine-tuning", "--"
         xs = [float(x) for x, _ in curve]
         ys = [100 * float(y) for _, y in curve]
-        ax.plot(xs, ys, style, color=colour, marker=".", alpha=0.85,
-                label=None if group in named else group)  # fmt: skip
+        ax.plot(
+            xs,
+            ys,
+            style,
+            color=colour,
+            marker=".",
+            alpha=0.85,
+            label=None if group in named else group,
+        )
         named.add(group)
         lines += 1
         if cell.get("status", CONVERGED) != CONVERGED:
             marked.append(f"{group}, seed {cell.get('seed')}")
-            ax.plot(xs[-1], ys[-1], "^", color=colour, markersize=10, markeredgecolor="black",
-                    label=None if "still" in named else "still improving at the cap")  # fmt: skip
+            ax.plot(
+                xs[-1],
+                ys[-1],
+                "^",
+                color=colour,
+                markersize=10,
+                markeredgecolor="black",
+                label=None if "still" in named else "still improving at the cap",
+            )
             named.add("still")
     ax.set_xlabel("epoch")
     ax.set_ylabel(f"dev {metric} (x100)")

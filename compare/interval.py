@@ -71,8 +71,17 @@ from dataclasses import dataclass
 import numpy as np
 
 #: The metrics a bootstrap can score: the keys of `tasks.evaluate`'s results.
-METRICS = ("accuracy", "f1", "macro_f1", "matthews", "pearson", "spearman", "span_f1",
-           "precision", "recall")  # fmt: skip
+METRICS = (
+    "accuracy",
+    "f1",
+    "macro_f1",
+    "matthews",
+    "pearson",
+    "spearman",
+    "span_f1",
+    "precision",
+    "recall",
+)
 #: Replicates per interval: the 2.5% tail holds 125 of them, and a tail percentile's Monte Carlo
 #: sd is √(0.025 · 0.975 / R) / φ(1.96) = 0.04 sd of Δ* for a normal Δ*, a fiftieth of the
 #: interval's half-width.
@@ -97,8 +106,14 @@ class Interval:
         return self.low > 0.0 or self.high < 0.0
 
     def to_json(self) -> dict[str, object]:
-        return {"delta": self.estimate, "low": self.low, "high": self.high, "level": self.level,
-                "replicates": self.replicates, "seeds": list(self.seeds)}  # fmt: skip
+        return {
+            "delta": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "level": self.level,
+            "replicates": self.replicates,
+            "seeds": list(self.seeds),
+        }
 
 
 @dataclass(frozen=True)
@@ -133,15 +148,23 @@ class Bootstrap:
         if self.scheme == "t":
             delta = delta + self._restarts(minus, plus, len(delta))
         low, high = np.quantile(delta, [(1 - level) / 2, (1 + level) / 2])
-        return Interval(estimate=self.point[plus] - self.point[minus], low=float(low),
-                        high=float(high), level=level, replicates=len(delta),
-                        seeds=(self.seeds[minus], self.seeds[plus]))  # fmt: skip
+        return Interval(
+            estimate=self.point[plus] - self.point[minus],
+            low=float(low),
+            high=float(high),
+            level=level,
+            replicates=len(delta),
+            seeds=(self.seeds[minus], self.seeds[plus]),
+        )
 
     def _restarts(self, minus: str, plus: str, r: int) -> np.ndarray | float:
         """(R,) √(v_A + v_B) · t_ν, step 3 of the module docstring; its own random stream per
         pair of sides, so an interval is the same whichever others were asked for first."""
-        parts = [(self.restart_sd[s] ** 2 / self.seeds[s], self.seeds[s] - 1)
-                 for s in (minus, plus) if self.restart_sd[s]]  # fmt: skip
+        parts = [
+            (self.restart_sd[s] ** 2 / self.seeds[s], self.seeds[s] - 1)
+            for s in (minus, plus)
+            if self.restart_sd[s]
+        ]
         total = sum(v for v, _ in parts)
         if total == 0.0:
             return 0.0
@@ -179,8 +202,10 @@ def bootstrap(
     for name in names:
         runs = sides[name]
         if isinstance(runs, str) or len(runs) == 0:
-            raise ValueError(f"bootstrap: side {name!r}: expected a list of seeds' predictions, "
-                             f"got {'a str' if isinstance(runs, str) else 'none'}")  # fmt: skip
+            raise ValueError(
+                f"bootstrap: side {name!r}: expected a list of seeds' predictions, "
+                f"got {'a str' if isinstance(runs, str) else 'none'}"
+            )
         flat += list(runs)
         owner += [name] * len(runs)
     scorer = _scorer(metric, gold, flat, [f"side {o!r} seed {i}" for o, i in _numbered(owner)])
@@ -208,24 +233,32 @@ def bootstrap(
     return Bootstrap(point, scores, restart_sd, draws, scheme, seed)
 
 
-def delta_interval(metric: str, gold: Sequence, snow: Sequence[Sequence], fire: Sequence[Sequence],
-                   level: float = 0.95, replicates: int = REPLICATES,
-                   seed: int = 0) -> Interval:  # fmt: skip
+def delta_interval(
+    metric: str,
+    gold: Sequence,
+    snow: Sequence[Sequence],
+    fire: Sequence[Sequence],
+    level: float = 0.95,
+    replicates: int = REPLICATES,
+    seed: int = 0,
+) -> Interval:
     """Δ = 🔥 − ❄️ with its paired bootstrap interval (each side: one prediction list per seed)."""
     return bootstrap(metric, gold, {"snow": snow, "fire": fire}, replicates, seed).interval(
         "snow", "fire", level
     )
 
 
-def resampled_scores(metric: str, gold: Sequence, preds: Sequence[Sequence],
-                     counts: np.ndarray) -> np.ndarray:  # fmt: skip
+def resampled_scores(
+    metric: str, gold: Sequence, preds: Sequence[Sequence], counts: np.ndarray
+) -> np.ndarray:
     """(R, S): each seed's score on each resample given as counts (R, N) of the examples; the
     engine of `bootstrap`, exposed so it can be checked against scoring each resample built out."""
     scorer = _scorer(metric, gold, list(preds), [f"seed {i}" for i in range(len(preds))])
     counts = np.asarray(counts, dtype=np.float64)
     if counts.ndim != 2 or counts.shape[1] != scorer.n:
-        raise ValueError(f"resampled_scores: expected counts of shape (R, {scorer.n}), "
-                         f"got {counts.shape}")  # fmt: skip
+        raise ValueError(
+            f"resampled_scores: expected counts of shape (R, {scorer.n}), got {counts.shape}"
+        )
     return scorer.scores(counts)
 
 
@@ -287,8 +320,10 @@ def _scorer(metric: str, gold: Sequence, preds: list, names: list[str]):
     for pred, name in zip(preds, names, strict=True):
         if isinstance(pred, str) or len(pred) != len(gold):
             got = "a str" if isinstance(pred, str) else f"{len(pred)} predictions"
-            raise ValueError(f"{metric}: {name}: expected {len(gold)} predictions (one per "
-                             f"evaluation example), got {got}")  # fmt: skip
+            raise ValueError(
+                f"{metric}: {name}: expected {len(gold)} predictions (one per "
+                f"evaluation example), got {got}"
+            )
     if metric in ("span_f1", "precision", "recall"):
         return _spans(metric, gold, preds, names)
     if metric in ("pearson", "spearman"):
@@ -310,8 +345,14 @@ def _scorer(metric: str, gold: Sequence, preds: list, names: list[str]):
     onehot = np.eye(k)
     if metric == "macro_f1":  # per class: TP, gold count, predicted count (tasks.metrics)
         hits = np.stack([onehot[g] * (p == g)[:, None] for p in ps], axis=1)  # (N, S, K)
-        f = np.concatenate([hits, np.repeat(onehot[g][:, None, :], len(ps), axis=1),
-                            np.stack([onehot[p] for p in ps], axis=1)], axis=2)  # fmt: skip
+        f = np.concatenate(
+            [
+                hits,
+                np.repeat(onehot[g][:, None, :], len(ps), axis=1),
+                np.stack([onehot[p] for p in ps], axis=1),
+            ],
+            axis=2,
+        )
         return _Additive(f, lambda s: _macro_f1(s[..., :k], s[..., k : 2 * k] + s[..., 2 * k :]))
     # matthews: Gorodkin's K-class form, as tasks.metrics.matthews_corrcoef
     f = np.concatenate(
@@ -409,8 +450,10 @@ def _spans(metric: str, gold: Sequence, preds: list, names: list[str]) -> _Addit
         for i, (g, p) in enumerate(zip(gold, pred, strict=True)):
             if isinstance(p, str) or len(p) != len(g):
                 got = "a str" if isinstance(p, str) else f"{len(p)} tags"
-                raise ValueError(f"{metric}: {name}: sentence {i}: expected {len(g)} predicted "
-                                 f"tags (one per gold tag), got {got}")  # fmt: skip
+                raise ValueError(
+                    f"{metric}: {name}: sentence {i}: expected {len(g)} predicted "
+                    f"tags (one per gold tag), got {got}"
+                )
             mine = set(tag_spans(p, i))
             f[i, s] = (len(mine & chunks[i]), len(mine), len(chunks[i]))
     score = {

@@ -67,15 +67,22 @@ def _predictions(cells: list[dict[str, Any]], split: str, kind: str) -> tuple[li
         if gold is None:
             gold = g
         elif g != gold:
-            raise ValueError(f"{path}: its gold answers differ from {cells[0]['run']}'s on "
-                             f"{split}: the cells did not score the same examples")  # fmt: skip
+            raise ValueError(
+                f"{path}: its gold answers differ from {cells[0]['run']}'s on "
+                f"{split}: the cells did not score the same examples"
+            )
         preds.append(p)
     return gold, preds
 
 
-def judge(spec, snow: list[dict], fire: list[dict], baseline: dict | None,
-          replicates: int | None = None, arms: dict[str, list[dict]] | None = None
-          ) -> dict[str, Any]:  # fmt: skip
+def judge(
+    spec,
+    snow: list[dict],
+    fire: list[dict],
+    baseline: dict | None,
+    replicates: int | None = None,
+    arms: dict[str, list[dict]] | None = None,
+) -> dict[str, Any]:
     """The task's verdict (see the module docstring) from its best ❄️ head's cells and its 🔥
     cells, each a finished cell of compare/run.py (`run`, `seed`, `metrics`); `arms`: the other
     arms' cells by arm."""
@@ -87,20 +94,35 @@ def judge(spec, snow: list[dict], fire: list[dict], baseline: dict | None,
     others = {arm: _predictions(cells, split, spec.kind)[1] for arm, cells in arms.items()}
     base_preds = (baseline or {}).get("predictions", {}).get(split)
     words = BASELINE_WORDS.get(spec.kind) if base_preds is not None else None
-    boot = weigh(metric, gold, snow_preds, fire_preds, baseline=base_preds, replicates=replicates,
-                 others=others)  # fmt: skip
+    boot = weigh(
+        metric,
+        gold,
+        snow_preds,
+        fire_preds,
+        baseline=base_preds,
+        replicates=replicates,
+        others=others,
+    )
     curves = {}
     marks = {}
     for side, cells in (("snow", snow), ("fire", fire)):
         pairs = [convergence(c, metric) for c in cells]
-        curves[side] = [{"seed": c["seed"], "curve": curve, **mark.to_json()}
-                        for c, (curve, mark) in zip(cells, pairs, strict=True)]  # fmt: skip
+        curves[side] = [
+            {"seed": c["seed"], "curve": curve, **mark.to_json()}
+            for c, (curve, mark) in zip(cells, pairs, strict=True)
+        ]
         marks[side] = [mark for _, mark in pairs]
     out = task_verdict(boot, marks["snow"], marks["fire"], baseline=words)
-    floor = (boot.point["baseline"] if spec.kind == "classification" and base_preds is not None
-             else 0.0 if metric in _ZERO_FLOOR else None)  # fmt: skip
-    out["restarts"] = {side: restart_spread(boot.scores[side], floor=floor)
-                       for side in ("snow", "fire")}  # fmt: skip
+    floor = (
+        boot.point["baseline"]
+        if spec.kind == "classification" and base_preds is not None
+        else 0.0
+        if metric in _ZERO_FLOOR
+        else None
+    )
+    out["restarts"] = {
+        side: restart_spread(boot.scores[side], floor=floor) for side in ("snow", "fire")
+    }
     icon = {"snow": "❄️", "fire": "🔥"}
     degenerate = [
         f"{icon[side]} seed {j} degenerate ({why})"
@@ -128,5 +150,5 @@ def _arm(boot, arm: str, cells: list[dict], metric: str) -> dict[str, Any]:
         "curves": [
             {"seed": c["seed"], "curve": curve, **mark.to_json()}
             for c, (curve, mark) in zip(cells, pairs, strict=True)
-        ],  # fmt: skip
+        ],
     }

@@ -58,11 +58,20 @@ def _scores(cells: list[dict[str, Any]], metric: str) -> dict[str, list[dict[str
         if not runs:
             continue
         names = list(runs[0]["metrics"][split])
-        per_seed = [{"seed": c["seed"], "main_score": c["metrics"][split][metric],
-                     **c["metrics"][split]} for c in runs]  # fmt: skip
+        per_seed = [
+            {"seed": c["seed"], "main_score": c["metrics"][split][metric], **c["metrics"][split]}
+            for c in runs
+        ]
         mean = {n: sum(c["metrics"][split][n] for c in runs) / len(runs) for n in names}
-        scores[split] = [{"main_score": mean[metric], **mean, "hf_subset": "default",
-                          "languages": LANGUAGES, "scores_per_experiment": per_seed}]  # fmt: skip
+        scores[split] = [
+            {
+                "main_score": mean[metric],
+                **mean,
+                "hf_subset": "default",
+                "languages": LANGUAGES,
+                "scores_per_experiment": per_seed,
+            }
+        ]
     return scores
 
 
@@ -79,8 +88,12 @@ def _snow_details(cells: list[dict[str, Any]]) -> dict[str, Any]:
         path = Path(c["run"]) / SCALAR_MIX
         saved = json.loads(path.read_text()) if path.is_file() else {}
         mixes.append({"seed": c["seed"], **saved})
-    return {"layers": layers, "mix_weights": mixes, "dtype": head["dtype"],
-            "head_config": head["head"]}  # fmt: skip
+    return {
+        "layers": layers,
+        "mix_weights": mixes,
+        "dtype": head["dtype"],
+        "head_config": head["head"],
+    }
 
 
 def export_mteb(out: str | Path, directory: str | Path) -> list[Path]:
@@ -113,35 +126,54 @@ def export_mteb(out: str | Path, directory: str | Path) -> list[Path]:
         mode = cells[0]["mode"]
         costs = {id(c): _cost(c) for c in cells}
         meta = {
-            "loader": None, "loader_kwargs": {}, "name": name, "revision": revision,
-            "release_date": None, "languages": LANGUAGES,
+            "loader": None,
+            "loader_kwargs": {},
+            "name": name,
+            "revision": revision,
+            "release_date": None,
+            "languages": LANGUAGES,
             "n_parameters": costs[id(cells[0])]["params"],  # ❄️: the head's; 🔥: the encoder's
-            "memory_usage_mb": None, "max_tokens": identity.get("max_length"),
-            "embed_dim": None, "license": None, "open_weights": True,
-            "public_training_code": None, "public_training_data": None,
-            "framework": ["PyTorch"], "reference": None, "similarity_fn_name": None,
-            "use_instructions": False, "training_datasets": sorted({c["task"] for c in cells}),
-            "adapted_from": identity.get("name") or identity.get("spec"), "superseded_by": None,
+            "memory_usage_mb": None,
+            "max_tokens": identity.get("max_length"),
+            "embed_dim": None,
+            "license": None,
+            "open_weights": True,
+            "public_training_code": None,
+            "public_training_data": None,
+            "framework": ["PyTorch"],
+            "reference": None,
+            "similarity_fn_name": None,
+            "use_instructions": False,
+            "training_datasets": sorted({c["task"] for c in cells}),
+            "adapted_from": identity.get("name") or identity.get("spec"),
+            "superseded_by": None,
             "modalities": ["text"],
-        }  # fmt: skip
+        }
         write_json(folder / "model_meta.json", meta)
         written.append(folder / "model_meta.json")
         for task in sorted({c["task"] for c in cells}):
             mine = sorted((c for c in cells if c["task"] == task), key=lambda c: c["seed"])
             summary = results["tasks"][task]
             block = {
-                "arm": mode, "head": mine[0]["head"], "budget": cfg["budget"],
+                "arm": mode,
+                "head": mine[0]["head"],
+                "budget": cfg["budget"],
                 "caps": BUDGETS[cfg["budget"]]["snow" if mode == "snow" else "fire"],
                 "metric": summary["metric"],
-                "seeds": [c["seed"] for c in mine], "runs": [c["run"] for c in mine],
-                "layers": None, "mix_weights": None, "dtype": None,
+                "seeds": [c["seed"] for c in mine],
+                "runs": [c["run"] for c in mine],
+                "layers": None,
+                "mix_weights": None,
+                "dtype": None,
                 "pair_encoding": results.get("extraction", {}).get(task, {}).get("pair_encoding"),
                 "hparams": cfg.get("hparams") if mode == "snow" else None,
-                "verdict": {k: summary["verdict"][k] for k in ("verdict", "text", "split",
-                                                                 "delta")},
+                "verdict": {
+                    k: summary["verdict"][k] for k in ("verdict", "text", "split", "delta")
+                },
                 "encoder": identity,
-                "compare": str(out), "versions": versions(),
-            }  # fmt: skip
+                "compare": str(out),
+                "versions": versions(),
+            }
             if mode == "snow":
                 block.update(_snow_details(mine))
             result = {

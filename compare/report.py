@@ -64,8 +64,14 @@ def _cost(cell: dict[str, Any]) -> dict[str, Any]:
         kept = config.get("cost", {}).get("saved_bytes")
     rate = round(n_train * epochs / seconds, 1) if seconds else None
     peak = config.get("cost", {}).get("peak_rss_mb")
-    return {"seconds": seconds, "epochs": epochs, "params": params, "examples_per_s": rate,
-            "saved_bytes": kept, "peak_rss_mb": peak}  # fmt: skip
+    return {
+        "seconds": seconds,
+        "epochs": epochs,
+        "params": params,
+        "examples_per_s": rate,
+        "saved_bytes": kept,
+        "peak_rss_mb": peak,
+    }
 
 
 def cost_of(cells: list[dict[str, Any]]) -> dict[str, Any]:
@@ -97,12 +103,15 @@ def task_hours(cells: list[dict[str, Any]], extraction: dict[str, Any]) -> dict[
             wall += float(config.get("seconds", 0.0))
             got = config.get("cost", {}).get("cpu_seconds")
             known, cpu = known and got is not None, cpu + (got or 0.0)
-    return {"wall_hours": round(wall / 3600, 2), "cpu_hours": round(cpu / 3600, 2) if known
-            else None}  # fmt: skip
+    return {
+        "wall_hours": round(wall / 3600, 2),
+        "cpu_hours": round(cpu / 3600, 2) if known else None,
+    }
 
 
-def summarise(cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None,
-              extraction=None) -> dict[str, Any]:  # fmt: skip
+def summarise(
+    cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None, extraction=None
+) -> dict[str, Any]:
     """Per task: each ❄️ head's dev/test mean and sd, the best head (on dev), 🔥, Δ, verdict, and
     the zero-training baseline's scores (compare/baseline.py) where the task has one."""
     out = {}
@@ -133,7 +142,7 @@ def summarise(cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None,
             "arms": {
                 a: {s: mean_sd(scores(cs, s)) for s in ("dev", "test") if scores(cs, s)}
                 for a, cs in arms.items()
-            },  # fmt: skip
+            },
         }
         base = (baselines or {}).get(task)
         if base:
@@ -178,8 +187,10 @@ def _restarts(side: str, r: dict[str, Any]) -> str:
     icon = "❄️" if side == "snow" else "🔥"
     if r["sd"] is None:
         return f"{icon} 1 seed"
-    return (f"{icon} {r['seeds']} seeds, sd {100 * r['sd']:.1f}, range {100 * r['min']:.1f}–"
-            f"{100 * r['max']:.1f}")  # fmt: skip
+    return (
+        f"{icon} {r['seeds']} seeds, sd {100 * r['sd']:.1f}, range {100 * r['min']:.1f}–"
+        f"{100 * r['max']:.1f}"
+    )
 
 
 def _delta(v: dict[str, Any]) -> str:
@@ -202,34 +213,51 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
     for (enc, mode), values in PAPER_TABLE2.items() if paper else ():
         values = {t: v for t, v in values.items() if t in paper}
         icon = "❄️" if mode == "snow" else "🔥"
-        rows.append(f"| {enc} (paper) | {icon} | test | "
-                    + " | ".join(f"{values[t]:.1f}" if t in values else "–" for t in tasks)
-                    + " |")  # fmt: skip
+        rows.append(
+            f"| {enc} (paper) | {icon} | test | "
+            + " | ".join(f"{values[t]:.1f}" if t in values else "–" for t in tasks)
+            + " |"
+        )
     for split in ("dev", "test"):
         for mode, icon in (("snow", "❄️"), ("fire", "🔥")):
             if not any(split in summary[t][mode] for t in tasks):
                 continue
-            cells = [_cell(summary[t][mode][split]) if split in summary[t][mode] else "–"
-                     for t in tasks]  # fmt: skip
+            cells = [
+                _cell(summary[t][mode][split]) if split in summary[t][mode] else "–" for t in tasks
+            ]
             rows.append(f"| {cfg.encoder} (ours) | {icon} | {split} | " + " | ".join(cells) + " |")
         for arm in fine_tuning_arms(cfg.arms):
             got = [summary[t]["arms"].get(arm, {}) for t in tasks]
             if any(split in g for g in got):
                 cells = [_cell(g[split]) if split in g else "–" for g in got]
-                rows.append(f"| {cfg.encoder} (ours) | {ARM_NAMES[arm]} | {split} | "
-                            + " | ".join(cells) + " |")  # fmt: skip
+                rows.append(
+                    f"| {cfg.encoder} (ours) | {ARM_NAMES[arm]} | {split} | "
+                    + " | ".join(cells)
+                    + " |"
+                )
         base = [summary[t].get("baseline", {}) for t in tasks]
         shown = any(split in summary[t][m] for t in tasks for m in ("snow", "fire"))
         if shown or any(split in b for b in base):  # "–": a task with no such answer
             cells = [f"{100 * b[split]:.1f}" if split in b else "–" for b in base]
-            rows.append(f"| {cfg.encoder} (ours) | no training | {split} | "
-                        + " | ".join(cells) + " |")  # fmt: skip
+            rows.append(
+                f"| {cfg.encoder} (ours) | no training | {split} | " + " | ".join(cells) + " |"
+            )
     judged = [summary[t]["verdict"] for t in tasks]
     splits = sorted({v["split"] for v in judged})
-    rows.append("| Δ = 🔥 − ❄️ [95% interval] | | " + "/".join(splits) + " | "
-                + " | ".join(_delta(v) for v in judged) + " |")  # fmt: skip
-    rows.append("| verdict | | " + "/".join(splits) + " | "
-                + " | ".join(v["verdict"] for v in judged) + " |")  # fmt: skip
+    rows.append(
+        "| Δ = 🔥 − ❄️ [95% interval] | | "
+        + "/".join(splits)
+        + " | "
+        + " | ".join(_delta(v) for v in judged)
+        + " |"
+    )
+    rows.append(
+        "| verdict | | "
+        + "/".join(splits)
+        + " | "
+        + " | ".join(v["verdict"] for v in judged)
+        + " |"
+    )
     caps = BUDGETS[cfg.budget]
     lines = [
         f"# ❄️ or 🔥: {cfg.encoder}, {_seeds(cfg)}, budget {cfg.budget}",
@@ -257,7 +285,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
             f"; {t}: {n:,} training examples drawn, both sides"
             for t, n in caps.get("subsample", {}).items()
             if t in tasks
-        )  # fmt: skip
+        )
         + (
             f". ❄️ features of pairs encoded {cfg.pair_encoding_used}"
             if any(cfg.specs[t].pair for t in tasks)
@@ -279,18 +307,25 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
             lines.append(
                 f"| {t} | {s['metric']} | {h}{' (best)' if h == s['best_head'] else ''} | "
                 f"{_cell(v['dev'])} | {_cell(v['test']) if 'test' in v else '–'} | "
-                + (f"{c['seconds']:.0f} | {c['examples_per_s']} | {c['params']:,} | {ext} |"
-                   if c else "| | | |")
-            )  # fmt: skip
+                + (
+                    f"{c['seconds']:.0f} | {c['examples_per_s']} | {c['params']:,} | {ext} |"
+                    if c
+                    else "| | | |"
+                )
+            )
         if "baseline" in s:
             b = s["baseline"]
-            lines.append(f"| {t} | {s['metric']} | no training: {b['method']} | "
-                         f"{100 * b['dev']:.1f} | "
-                         + (f"{100 * b['test']:.1f}" if "test" in b else "–")
-                         + " | 0 | – | 0 | – |")  # fmt: skip
+            lines.append(
+                f"| {t} | {s['metric']} | no training: {b['method']} | "
+                f"{100 * b['dev']:.1f} | "
+                + (f"{100 * b['test']:.1f}" if "test" in b else "–")
+                + " | 0 | – | 0 | – |"
+            )
         else:
-            lines.append(f"| {t} | {s['metric']} | no training: {why_none(cfg.specs[t])} | – | – "
-                         "| – | – | – | – |")  # fmt: skip
+            lines.append(
+                f"| {t} | {s['metric']} | no training: {why_none(cfg.specs[t])} | – | – "
+                "| – | – | – | – |"
+            )
         c = s["cost"]["fire"]
         lines.append(
             f"| {t} | {s['metric']} | 🔥 fine-tuning | {_cell(s['fire']['dev'])} | "
@@ -310,9 +345,11 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         spent = f"{h['wall_hours']:.2f} h wall" + (
             f", {h['cpu_hours']:.2f} CPU-h" if h["cpu_hours"] is not None else ""
         )
-        lines += [f"- **{t}** ({v['split']} {v['metric']}): {v['text']}. Restarts: {spread}. "
-                  f"Cost: {spent} (extraction and every cell). "
-                  f"![{t} learning curves]({curves_file(t)})"]  # fmt: skip
+        lines += [
+            f"- **{t}** ({v['split']} {v['metric']}): {v['text']}. Restarts: {spread}. "
+            f"Cost: {spent} (extraction and every cell). "
+            f"![{t} learning curves]({curves_file(t)})"
+        ]
     lines += arm_lines(cfg, summary)
     lines += ["", f"![❄️ vs 🔥]({TABLE_PLOT})", "", f"![layer weights]({LAYER_PLOT})", ""]
     return "\n".join(lines)
@@ -350,8 +387,11 @@ def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[
         _plot_task_curves(cfg, task, s, out / curves_file(task))
         if len(cfg.arms) > 2:
             plot_cost(cfg, task, s, out / cost_file(task))
-    return {"table": str(out / TABLE), "results": str(out / RESULTS),
-            "verdicts": {t: s["verdict"]["text"] for t, s in summary.items()}}  # fmt: skip
+    return {
+        "table": str(out / TABLE),
+        "results": str(out / RESULTS),
+        "verdicts": {t: s["verdict"]["text"] for t, s in summary.items()},
+    }
 
 
 def _plot_task_curves(cfg, task: str, s: dict[str, Any], path: Path) -> None:
@@ -361,9 +401,17 @@ def _plot_task_curves(cfg, task: str, s: dict[str, Any], path: Path) -> None:
     from .curves import plot_curves
 
     v = s["verdict"]
-    cells = [{"mode": side, "head": s["best_head"] if side == "snow" else None,
-              "seed": c["seed"], "curve": c["curve"], "status": c["status"]}
-             for side in ("snow", "fire") for c in v["curves"][side]]  # fmt: skip
+    cells = [
+        {
+            "mode": side,
+            "head": s["best_head"] if side == "snow" else None,
+            "seed": c["seed"],
+            "curve": c["curve"],
+            "status": c["status"],
+        }
+        for side in ("snow", "fire")
+        for c in v["curves"][side]
+    ]
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
         drawn = Path(tmp) / path.name
         plot_curves(task, v["metric"], cells, drawn)
@@ -383,26 +431,42 @@ def _plot_bars(cfg, summary, path: Path) -> None:
     x = np.arange(len(tasks))
     split = {t: summary[t]["verdict"]["split"] for t in tasks}
     width = max(4, 1.3 * len(tasks) + 2)
-    fig, (ax, dx) = plt.subplots(1, 2, figsize=(width + 3, 3.6),
-                                 gridspec_kw={"width_ratios": [width, 3]})  # fmt: skip
-    for offset, mode, label, color in ((-0.2, "snow", "features + best head", "#4c8cbf"),
-                                       (0.2, "fire", "fine-tuning", "#d9622b")):  # fmt: skip
+    fig, (ax, dx) = plt.subplots(
+        1, 2, figsize=(width + 3, 3.6), gridspec_kw={"width_ratios": [width, 3]}
+    )
+    for offset, mode, label, color in (
+        (-0.2, "snow", "features + best head", "#4c8cbf"),
+        (0.2, "fire", "fine-tuning", "#d9622b"),
+    ):
         means = [100 * summary[t][mode][split[t]][0] for t in tasks]
         sds = [100 * (summary[t][mode][split[t]][1] or 0) for t in tasks]
         ax.bar(x + offset, means, 0.4, yerr=sds, capsize=3, label=label, color=color)
-    base = [(i, 100 * summary[t]["baseline"][split[t]]) for i, t in enumerate(tasks)
-            if split[t] in summary[t].get("baseline", {})]  # fmt: skip
+    base = [
+        (i, 100 * summary[t]["baseline"][split[t]])
+        for i, t in enumerate(tasks)
+        if split[t] in summary[t].get("baseline", {})
+    ]
     if base:
-        ax.hlines([v for _, v in base], [i - 0.42 for i, _ in base], [i + 0.42 for i, _ in base],
-                  colors="black", linestyles="dashed", label="no training")  # fmt: skip
+        ax.hlines(
+            [v for _, v in base],
+            [i - 0.42 for i, _ in base],
+            [i + 0.42 for i, _ in base],
+            colors="black",
+            linestyles="dashed",
+            label="no training",
+        )
     ax.set_xticks(x, [f"{t} ({split[t]})" for t in tasks])
     ax.set_ylabel("score (x100)")
     ax.set_title(f"{cfg.encoder}: features + head vs fine-tuning ({_seeds(cfg, plain=True)})")
     ax.legend(fontsize=8, loc="lower left")
     deltas = [summary[t]["verdict"]["delta"] for t in tasks]
     mid = np.array([100 * d["delta"] for d in deltas])
-    err = np.array([[100 * (d["delta"] - d["low"]) for d in deltas],
-                    [100 * (d["high"] - d["delta"]) for d in deltas]])  # fmt: skip
+    err = np.array(
+        [
+            [100 * (d["delta"] - d["low"]) for d in deltas],
+            [100 * (d["high"] - d["delta"]) for d in deltas],
+        ]
+    )
     dx.errorbar(x, mid, yerr=err, fmt="o", color="black", capsize=4)
     dx.axhline(0, color="grey", linewidth=0.8)
     dx.set_xticks(x, tasks)
@@ -423,8 +487,11 @@ def _plot_layers(cfg, summary, cells, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for task in cfg.names:
         best = summary[task]["best_head"]
-        run = next(Path(c["run"]) for c in cells if c["task"] == task and c["mode"] == "snow"
-                   and c["head"] == best and c["seed"] == 0)  # fmt: skip
+        run = next(
+            Path(c["run"])
+            for c in cells
+            if c["task"] == task and c["mode"] == "snow" and c["head"] == best and c["seed"] == 0
+        )
         mixes = json.loads((run / SCALAR_MIX).read_text())
         if mixes:
             weights = next(iter(mixes.values()))

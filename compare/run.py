@@ -74,18 +74,30 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     for split in splits:
         source = split_source(spec, cfg.data, split)
         try:
-            reader.find_featureset(encoder=cfg.encoder, task=task, split=split,
-                                   pair_encoding=pair_encoding, sha256=source["sha256"],
-                                   read=source.get("read"))  # fmt: skip
+            reader.find_featureset(
+                encoder=cfg.encoder,
+                task=task,
+                split=split,
+                pair_encoding=pair_encoding,
+                sha256=source["sha256"],
+                read=source.get("read"),
+            )
         except (FeatureSetNotFoundError, ValueError):
             missing.append(split)
     if missing:
         started, cpu = time.perf_counter(), time.process_time()
-        made = run_extract(ExtractConfig(
-            encoder=cfg.encoder, store=_store(cfg), data=cfg.data, split=missing,
-            pair_encoding=pair_encoding, device=cfg.device, progress=cfg.progress,
-            **task_fields(spec),
-        ))  # fmt: skip
+        made = run_extract(
+            ExtractConfig(
+                encoder=cfg.encoder,
+                store=_store(cfg),
+                data=cfg.data,
+                split=missing,
+                pair_encoding=pair_encoding,
+                device=cfg.device,
+                progress=cfg.progress,
+                **task_fields(spec),
+            )
+        )
         record = {
             "seconds": round(time.perf_counter() - started + record.get("seconds", 0.0), 2),
             "cpu_seconds": round(time.process_time() - cpu + record.get("cpu_seconds", 0.0), 1),
@@ -94,13 +106,20 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
         }
         record_path.parent.mkdir(parents=True, exist_ok=True)
         write_json(record_path, record)
-    return record | {"reused": not missing, "pair_encoding": pair_encoding,
-                     "all_splits": splits}  # fmt: skip
+    return record | {"reused": not missing, "pair_encoding": pair_encoding, "all_splits": splits}
 
 
-def find_or_extract(encoder: str, store: str, task, data: str | None, split: str, pair: str,
-                    device: str | None = None, progress: bool = True,
-                    who: str = "analyze"):  # fmt: skip
+def find_or_extract(
+    encoder: str,
+    store: str,
+    task,
+    data: str | None,
+    split: str,
+    pair: str,
+    device: str | None = None,
+    progress: bool = True,
+    who: str = "analyze",
+):
     """The feature set of one task split (`task`: a TaskSpec or a registered name) made from
     its current file, extracted first when the store lacks it."""
     from snowfire.cache import FeatureSetNotFoundError, open_reader
@@ -112,17 +131,30 @@ def find_or_extract(encoder: str, store: str, task, data: str | None, split: str
 
     def find():
         return open_reader(store).find_featureset(
-            encoder=encoder, task=spec.name, split=split, pair_encoding=pair,
-            sha256=source["sha256"], read=source.get("read"),
-        )  # fmt: skip
+            encoder=encoder,
+            task=spec.name,
+            split=split,
+            pair_encoding=pair,
+            sha256=source["sha256"],
+            read=source.get("read"),
+        )
 
     try:
         return find()
     except FeatureSetNotFoundError:
         print(f"{who}: extracting {spec.name} {split} ({pair} pairs) with {encoder}", flush=True)
-        run_extract(ExtractConfig(encoder=encoder, store=store, data=data, split=[split],
-                                  pair_encoding=pair, device=device, progress=progress,
-                                  **task_fields(spec)))  # fmt: skip
+        run_extract(
+            ExtractConfig(
+                encoder=encoder,
+                store=store,
+                data=data,
+                split=[split],
+                pair_encoding=pair,
+                device=device,
+                progress=progress,
+                **task_fields(spec),
+            )
+        )
         return find()
 
 
@@ -146,29 +178,46 @@ def plan(cfg: CompareConfig) -> list[dict[str, Any]]:
 
     cells = []
     if cfg.intermediate in TASK_NAMES:  # arm seq's first stage, before every task
-        cells.append({"mode": "intermediate", "task": cfg.intermediate, "head": None,
-                      "seed": 0, "run": intermediate_run(cfg)})  # fmt: skip
+        cells.append(
+            {
+                "mode": "intermediate",
+                "task": cfg.intermediate,
+                "head": None,
+                "seed": 0,
+                "run": intermediate_run(cfg),
+            }
+        )
     for task in cfg.names:
         for seed in range(cfg.seeds):
             for head in cfg.heads_for(task):
                 out = Path(cfg.out) / "snow" / task / head / f"seed{seed}"
-                cells.append({"mode": "snow", "task": task, "head": head, "seed": seed,
-                              "run": str(out)})  # fmt: skip
+                cells.append(
+                    {"mode": "snow", "task": task, "head": head, "seed": seed, "run": str(out)}
+                )
         for seed in range(cfg.seeds_fire):
             out = Path(cfg.out) / "fire" / task / f"seed{seed}"
-            cells.append({"mode": "fire", "task": task, "head": None, "seed": seed,
-                          "run": str(out)})  # fmt: skip
+            cells.append(
+                {"mode": "fire", "task": task, "head": None, "seed": seed, "run": str(out)}
+            )
         for arm in fine_tuning_arms(cfg.arms):
             if arm == "seq" and task == cfg.intermediate:
                 continue  # a task after itself is just more epochs
             for seed in range(cfg.seeds_fire):
                 if arm == "lpft":
                     probe = Path(cfg.out) / "snow" / task / PROBE["dir"] / f"seed{seed}"
-                    cells.append({"mode": "probe", "task": task, "head": PROBE["head"],
-                                  "seed": seed, "run": str(probe)})  # fmt: skip
+                    cells.append(
+                        {
+                            "mode": "probe",
+                            "task": task,
+                            "head": PROBE["head"],
+                            "seed": seed,
+                            "run": str(probe),
+                        }
+                    )
                 out = Path(cfg.out) / arm / task / f"seed{seed}"
-                cells.append({"mode": arm, "task": task, "head": None, "seed": seed,
-                              "run": str(out)})  # fmt: skip
+                cells.append(
+                    {"mode": arm, "task": task, "head": None, "seed": seed, "run": str(out)}
+                )
     return cells
 
 
@@ -183,11 +232,22 @@ def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> di
         from snowfire.heads import TrainConfig, train
 
         hparams = PROBE["hparams"] if cell["mode"] == "probe" else cfg.hparams
-        return train(TrainConfig(
-            store=_store(cfg), encoder=cfg.encoder, head=cell["head"], data=cfg.data,
-            out=cell["run"], seed=cell["seed"], pair_encoding=pair_encoding, progress=cfg.progress,
-            device=cfg.device, hparams=dict(hparams), **task, **caps["snow"],
-        ))  # fmt: skip
+        return train(
+            TrainConfig(
+                store=_store(cfg),
+                encoder=cfg.encoder,
+                head=cell["head"],
+                data=cfg.data,
+                out=cell["run"],
+                seed=cell["seed"],
+                pair_encoding=pair_encoding,
+                progress=cfg.progress,
+                device=cfg.device,
+                hparams=dict(hparams),
+                **task,
+                **caps["snow"],
+            )
+        )
     from snowfire.finetune import FinetuneConfig
     from snowfire.finetune import train as finetune
 
@@ -202,10 +262,20 @@ def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> di
         encoder = f"hf:{Path(intermediate_run(cfg)) / 'encoder'}"
     if options.get("method") or cell["mode"] == "intermediate":
         grid = None  # a grid tunes 🔥 alone; the other arms run their papers' recipes
-    return finetune(FinetuneConfig(
-        encoder=encoder, data=cfg.data, out=cell["run"], seed=cell["seed"],
-        progress=cfg.progress, device=cfg.device, grid=grid, **task, **caps["fire"], **options,
-    ))  # fmt: skip
+    return finetune(
+        FinetuneConfig(
+            encoder=encoder,
+            data=cfg.data,
+            out=cell["run"],
+            seed=cell["seed"],
+            progress=cfg.progress,
+            device=cfg.device,
+            grid=grid,
+            **task,
+            **caps["fire"],
+            **options,
+        )
+    )
 
 
 def run_compare(cfg: CompareConfig) -> dict[str, Any]:
@@ -226,18 +296,22 @@ def run_compare(cfg: CompareConfig) -> dict[str, Any]:
         baselines[task] = run_baseline(cfg, task, _store(cfg))
         if baselines[task]:
             shown = ", ".join(f"{k} {v:.4f}" for k, v in baselines[task].get("dev", {}).items())
-            print(f"compare {task}: no training, {baselines[task]['method']}: dev {shown}",
-                  flush=True)  # fmt: skip
+            print(
+                f"compare {task}: no training, {baselines[task]['method']}: dev {shown}", flush=True
+            )
         mine = [c for c in cells if c["task"] == task and c["mode"] != "intermediate"]
         # lpft's probes before the arms that start from them (Ray runs a stage's cells at once)
-        for stage in ([c for c in mine if c["mode"] == "probe"],
-                      [c for c in mine if c["mode"] != "probe"]):  # fmt: skip
+        for stage in (
+            [c for c in mine if c["mode"] == "probe"],
+            [c for c in mine if c["mode"] != "probe"],
+        ):
             done = _run_stage(cfg, stage, extraction[task], done, len(cells))
     return write_report(cfg, cells, extraction, baselines)
 
 
-def _run_stage(cfg: CompareConfig, cells: list[dict], extraction: dict, done: int,
-               total: int) -> int:  # fmt: skip
+def _run_stage(
+    cfg: CompareConfig, cells: list[dict], extraction: dict, done: int, total: int
+) -> int:
     """Run `cells` (at once on Ray, else in turn), printing each as it finishes."""
     from .arms import ARM_NAMES
 
@@ -247,12 +321,17 @@ def _run_stage(cfg: CompareConfig, cells: list[dict], extraction: dict, done: in
     for cell, (metrics, seconds) in runs:
         cell["metrics"] = metrics
         done += 1
-        what = {"snow": f"❄️ {cell['head']}", "probe": "❄️ probe (LP-FT's start)",
-                "intermediate": "🔥 intermediate (arm seq's start)"}.get(
-                    cell["mode"], ARM_NAMES.get(cell["mode"], cell["mode"]))  # fmt: skip
+        what = {
+            "snow": f"❄️ {cell['head']}",
+            "probe": "❄️ probe (LP-FT's start)",
+            "intermediate": "🔥 intermediate (arm seq's start)",
+        }.get(cell["mode"], ARM_NAMES.get(cell["mode"], cell["mode"]))
         shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.get("dev", {}).items())
-        print(f"[{done}/{total}] {cell['task']} {what} seed {cell['seed']}: dev {shown} "
-              f"({seconds:.0f} s)", flush=True)  # fmt: skip
+        print(
+            f"[{done}/{total}] {cell['task']} {what} seed {cell['seed']}: dev {shown} "
+            f"({seconds:.0f} s)",
+            flush=True,
+        )
     return done
 
 

@@ -13,15 +13,43 @@ import statistics
 
 #: The paper's Table 2 (test sets), for the rows beside ours.
 PAPER_TABLE2 = {
-    ("ELMo", "snow"): {"conll2003": 91.7, "sst2": 91.8, "mnli": 79.6, "sick-e": 86.3,
-                       "sick-r": 86.1, "mrpc": 76.0, "stsb": 75.9},
-    ("ELMo", "fire"): {"conll2003": 91.9, "sst2": 91.2, "mnli": 76.4, "sick-e": 83.3,
-                       "sick-r": 83.3, "mrpc": 74.7, "stsb": 75.5},
-    ("BERT-base", "snow"): {"conll2003": 92.2, "sst2": 93.0, "mnli": 84.6, "sick-e": 84.8,
-                            "sick-r": 86.4, "mrpc": 78.1, "stsb": 82.9},
-    ("BERT-base", "fire"): {"conll2003": 92.4, "sst2": 93.5, "mnli": 84.6, "sick-e": 85.8,
-                            "sick-r": 88.7, "mrpc": 84.8, "stsb": 87.1},
-}  # fmt: skip
+    ("ELMo", "snow"): {
+        "conll2003": 91.7,
+        "sst2": 91.8,
+        "mnli": 79.6,
+        "sick-e": 86.3,
+        "sick-r": 86.1,
+        "mrpc": 76.0,
+        "stsb": 75.9,
+    },
+    ("ELMo", "fire"): {
+        "conll2003": 91.9,
+        "sst2": 91.2,
+        "mnli": 76.4,
+        "sick-e": 83.3,
+        "sick-r": 83.3,
+        "mrpc": 74.7,
+        "stsb": 75.5,
+    },
+    ("BERT-base", "snow"): {
+        "conll2003": 92.2,
+        "sst2": 93.0,
+        "mnli": 84.6,
+        "sick-e": 84.8,
+        "sick-r": 86.4,
+        "mrpc": 78.1,
+        "stsb": 82.9,
+    },
+    ("BERT-base", "fire"): {
+        "conll2003": 92.4,
+        "sst2": 93.5,
+        "mnli": 84.6,
+        "sick-e": 85.8,
+        "sick-r": 88.7,
+        "mrpc": 84.8,
+        "stsb": 87.1,
+    },
+}
 
 
 def mean_sd(values: list[float]) -> tuple[float, float | None]:
@@ -37,8 +65,10 @@ def mean_sd(values: list[float]) -> tuple[float, float | None]:
 BUDGET_LIMITED = "budget-limited: no verdict"
 ICON = {"snow": "❄️", "fire": "🔥"}
 #: The zero-training row per task kind (compare/baseline.py), as the verdict names it.
-BASELINE_WORDS = {"regression": "the encoder's own similarity",
-                  "classification": "the majority label"}  # fmt: skip
+BASELINE_WORDS = {
+    "regression": "the encoder's own similarity",
+    "classification": "the majority label",
+}
 
 
 def call(delta) -> str:
@@ -62,8 +92,16 @@ def zero_training_words(snow_gain, fire_gain, baseline: str = BASELINE_WORDS["re
     return f"neither adaptation beats {baseline} at this budget"
 
 
-def weigh(metric: str, gold, snow, fire, baseline=None, replicates: int | None = None,
-          seed: int = 0, others=None):  # fmt: skip
+def weigh(
+    metric: str,
+    gold,
+    snow,
+    fire,
+    baseline=None,
+    replicates: int | None = None,
+    seed: int = 0,
+    others=None,
+):
     """One bootstrap (compare/interval.py) of ❄️'s and 🔥's seeds, one prediction list per seed,
     of the zero-training baseline's predictions where given (deterministic: one list), and of
     `others` {arm: seeds' predictions} after them (adding arms leaves ❄️/🔥's draws as they are)."""
@@ -74,8 +112,9 @@ def weigh(metric: str, gold, snow, fire, baseline=None, replicates: int | None =
     return bootstrap(metric, gold, sides, replicates or REPLICATES, seed)
 
 
-def task_verdict(boot, snow_cells=(), fire_cells=(), baseline: str | None = None,
-                 level: float = 0.95) -> dict[str, object]:  # fmt: skip
+def task_verdict(
+    boot, snow_cells=(), fire_cells=(), baseline: str | None = None, level: float = 0.95
+) -> dict[str, object]:
     """A task's verdict from `weigh`'s bootstrap and each side's cells' `Convergence` (one per
     seed), in this order:
 
@@ -91,20 +130,34 @@ def task_verdict(boot, snow_cells=(), fire_cells=(), baseline: str | None = None
     """
     delta = boot.interval("snow", "fire", level)
     snow, fire = boot.point["snow"], boot.point["fire"]
-    out: dict[str, object] = {"snow": snow, "fire": fire, "delta": delta.to_json(),
-                              "restart_sd": dict(boot.restart_sd)}  # fmt: skip
+    out: dict[str, object] = {
+        "snow": snow,
+        "fire": fire,
+        "delta": delta.to_json(),
+        "restart_sd": dict(boot.restart_sd),
+    }
     cells = {"snow": snow_cells, "fire": fire_cells}
-    unconverged = [f"{ICON[side]} seed {i} {cell.status}" for side in ICON
-                   for i, cell in enumerate(cells[side]) if not cell.converged]  # fmt: skip
-    notes = [f"{ICON[side]}: 1 seed, its restarts' spread is not in the interval"
-             for side in ICON if boot.seeds[side] == 1]  # fmt: skip
+    unconverged = [
+        f"{ICON[side]} seed {i} {cell.status}"
+        for side in ICON
+        for i, cell in enumerate(cells[side])
+        if not cell.converged
+    ]
+    notes = [
+        f"{ICON[side]}: 1 seed, its restarts' spread is not in the interval"
+        for side in ICON
+        if boot.seeds[side] == 1
+    ]
     beaten = None
     if baseline is not None:
         gains = {side: boot.interval("baseline", side, level) for side in ("snow", "fire")}
         beaten = zero_training_words(gains["snow"], gains["fire"], baseline)
-        out["baseline"] = {"score": boot.point["baseline"], "words": beaten,
-                           "snow_gain": gains["snow"].to_json(),
-                           "fire_gain": gains["fire"].to_json()}  # fmt: skip
+        out["baseline"] = {
+            "score": boot.point["baseline"],
+            "words": beaten,
+            "snow_gain": gains["snow"].to_json(),
+            "fire_gain": gains["fire"].to_json(),
+        }
     shown = f"Δ {100 * delta.estimate:+.1f} [{100 * delta.low:+.1f}, {100 * delta.high:+.1f}]"
     if unconverged:
         words, notes = BUDGET_LIMITED, [f"❄️ {100 * snow:.1f}, 🔥 {100 * fire:.1f}", *unconverged]

@@ -26,12 +26,19 @@ from pathlib import Path
 #: with 150 hidden units instead of 300, a few epochs): the two dtypes get the same budget
 CELLS = {
     "sst2": ("linear", ["--epochs", "10"], [], "accuracy"),
-    "stsb": ("esim", ["--epochs", "4", "--patience", "2",
-                      "--hparams", '{"pooled": true, "hidden": 150}'],
-             ["--pair-encoding", "separate"], "pearson"),
-    "conll2003": ("bilstm-crf", ["--epochs", "4", "--patience", "2",
-                                 "--hparams", '{"hidden": 150}'], [], "span_f1"),
-}  # fmt: skip
+    "stsb": (
+        "esim",
+        ["--epochs", "4", "--patience", "2", "--hparams", '{"pooled": true, "hidden": 150}'],
+        ["--pair-encoding", "separate"],
+        "pearson",
+    ),
+    "conll2003": (
+        "bilstm-crf",
+        ["--epochs", "4", "--patience", "2", "--hparams", '{"hidden": 150}'],
+        [],
+        "span_f1",
+    ),
+}
 DTYPES = ("float16", "int8")
 
 
@@ -93,25 +100,70 @@ def main() -> int:
             store = args.out / f"store-{dtype}"
             marker = args.out / f".extracted-{task}-{dtype}"
             if not marker.exists():
-                run([*exe, "extract", "--encoder", args.encoder, "--store", str(store), "--task",
-                     task, "--data", str(data), "--dtype", dtype, *extract_flags])  # fmt: skip
+                run(
+                    [
+                        *exe,
+                        "extract",
+                        "--encoder",
+                        args.encoder,
+                        "--store",
+                        str(store),
+                        "--task",
+                        task,
+                        "--data",
+                        str(data),
+                        "--dtype",
+                        dtype,
+                        *extract_flags,
+                    ]
+                )
                 marker.touch()
             for seed in range(args.seeds):
                 out = args.out / "runs" / f"{task}-{head}-{dtype}-seed{seed}"
                 if not (out / METRICS).exists():
-                    run([*exe, "train", "--store", str(store), "--encoder", args.encoder,
-                         "--task", task, "--head", head, "--data", str(data), "--out", str(out),
-                         "--seed", str(seed), "--quiet", *train_flags])  # fmt: skip
+                    run(
+                        [
+                            *exe,
+                            "train",
+                            "--store",
+                            str(store),
+                            "--encoder",
+                            args.encoder,
+                            "--task",
+                            task,
+                            "--head",
+                            head,
+                            "--data",
+                            str(data),
+                            "--out",
+                            str(out),
+                            "--seed",
+                            str(seed),
+                            "--quiet",
+                            *train_flags,
+                        ]
+                    )
                 metrics = json.loads((out / METRICS).read_text())
-                results.append({"task": task, "head": head, "dtype": dtype, "seed": seed,
-                                "metric": metric, "dev": _dev(metrics, metric),
-                                "run": str(out)})  # fmt: skip
+                results.append(
+                    {
+                        "task": task,
+                        "head": head,
+                        "dtype": dtype,
+                        "seed": seed,
+                        "metric": metric,
+                        "dev": _dev(metrics, metric),
+                        "run": str(out),
+                    }
+                )
     sizes = {d: _bytes(args.out / f"store-{d}") for d in DTYPES}  # every task's sets, both
-    (args.out / "int8.json").write_text(json.dumps({"runs": results, "store_bytes": sizes},
-                                                   indent=2))  # fmt: skip
-    text = table(results) + (f"\nBoth stores on disk, the same examples: int8 {sizes['int8']:,} "
-                             f"bytes, float16 {sizes['float16']:,} bytes "
-                             f"({sizes['int8'] / sizes['float16']:.2f}).\n")  # fmt: skip
+    (args.out / "int8.json").write_text(
+        json.dumps({"runs": results, "store_bytes": sizes}, indent=2)
+    )
+    text = table(results) + (
+        f"\nBoth stores on disk, the same examples: int8 {sizes['int8']:,} "
+        f"bytes, float16 {sizes['float16']:,} bytes "
+        f"({sizes['int8'] / sizes['float16']:.2f}).\n"
+    )
     (args.out / "int8.md").write_text(text)
     print(text)
     return 0
@@ -129,16 +181,20 @@ def _bytes(store: Path) -> int:
 def table(results: list[dict]) -> str:
     import numpy as np
 
-    rows = ["| task | head | metric | float16 dev | int8 dev | Δ (int8 − float16) |",
-            "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    rows = [
+        "| task | head | metric | float16 dev | int8 dev | Δ (int8 − float16) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for task in dict.fromkeys(r["task"] for r in results):
         cell = {d: [r for r in results if r["task"] == task and r["dtype"] == d] for d in DTYPES}
         if not all(cell.values()):
             continue
         f16, i8 = (100 * np.mean([r["dev"] for r in cell[d]]) for d in DTYPES)
         first = cell["float16"][0]
-        rows.append(f"| {task} | {first['head']} | {first['metric']} | {f16:.2f} | {i8:.2f} | "
-                    f"{i8 - f16:+.2f} |")  # fmt: skip
+        rows.append(
+            f"| {task} | {first['head']} | {first['metric']} | {f16:.2f} | {i8:.2f} | "
+            f"{i8 - f16:+.2f} |"
+        )
     return "\n".join(rows) + "\n"
 
 

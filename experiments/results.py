@@ -40,8 +40,19 @@ QUICK = {"epochs": 3, "max_train_examples": 2000}  # compare's quick caps (compa
 def commands(args: argparse.Namespace) -> list[list[str]]:
     """The snowfire command lines this page is made of, in order."""
     work, store = Path(args.work), str(Path(args.work) / "compare" / "store")
-    compare = ["compare", "--encoder", args.encoder, "--tasks", args.tasks, "--data", args.data,
-               "--out", str(work / "compare"), "--seeds", str(args.seeds)]  # fmt: skip
+    compare = [
+        "compare",
+        "--encoder",
+        args.encoder,
+        "--tasks",
+        args.tasks,
+        "--data",
+        args.data,
+        "--out",
+        str(work / "compare"),
+        "--seeds",
+        str(args.seeds),
+    ]
     if args.fire_seeds is not None:
         compare += ["--fire-seeds", str(args.fire_seeds)]
     compare += ["--budget", args.budget]
@@ -54,8 +65,18 @@ def commands(args: argparse.Namespace) -> list[list[str]]:
     if args.budget == "quick":
         caps = ["--epochs", str(QUICK["epochs"])]
     for name in args.analyses:
-        cmd = ["analyze", name, "--encoder", args.encoder, "--data", args.data,
-               "--out", str(work / "analyze"), "--store", store]  # fmt: skip
+        cmd = [
+            "analyze",
+            name,
+            "--encoder",
+            args.encoder,
+            "--data",
+            args.data,
+            "--out",
+            str(work / "analyze"),
+            "--store",
+            store,
+        ]
         if name in ("pairs", "ner-params"):
             cmd += ["--seeds", str(args.analysis_seeds)] + caps
             if args.budget == "quick":
@@ -80,9 +101,13 @@ def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
     # without the --note's prose, which the page prints below the commands, and without
     # --docs: where the page was written says nothing of how it was made
     hidden = ("--note", "--docs")
-    shown = [a for i, a in enumerate(args.argv) if a != "--compose-only"
-             and a.split("=")[0] not in hidden
-             and (i == 0 or args.argv[i - 1] not in hidden)]  # fmt: skip
+    shown = [
+        a
+        for i, a in enumerate(args.argv)
+        if a != "--compose-only"
+        and a.split("=")[0] not in hidden
+        and (i == 0 or args.argv[i - 1] not in hidden)
+    ]
     made_by = shlex.join(_placeholder(a, places) for a in shown)
     parts = [
         f"# Results: ❄️ and 🔥 with {args.encoder}",
@@ -142,20 +167,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--encoder", default="minilm")
     p.add_argument("--tasks", default="all", help="compare's tasks (comma-separated, or all)")
     p.add_argument("--seeds", type=int, default=3, help="❄️ seeds (and the analyses')")
-    p.add_argument("--fire-seeds", type=int, default=None,
-                   help="🔥 seeds (default: --seeds)")  # fmt: skip
-    p.add_argument("--analysis-seeds", type=int, default=1,
-                   help="seeds per cell of pairs and ner-params (each a full run)")  # fmt: skip
+    p.add_argument("--fire-seeds", type=int, default=None, help="🔥 seeds (default: --seeds)")
+    p.add_argument(
+        "--analysis-seeds",
+        type=int,
+        default=1,
+        help="seeds per cell of pairs and ner-params (each a full run)",
+    )
     p.add_argument("--budget", choices=("quick", "standard", "full"), default="quick")
     p.add_argument("--arms", default="", help="compare's --arms (default: snow,fire)")
     p.add_argument("--intermediate", default="", help="compare's --intermediate (arm seq)")
     p.add_argument("--append", default="", help="a markdown file added at the page's end")
-    p.add_argument("--analyses", default=",".join(ANALYSES),
-                   help=f"comma-separated, of {', '.join(ANALYSES)}")  # fmt: skip
+    p.add_argument(
+        "--analyses", default=",".join(ANALYSES), help=f"comma-separated, of {', '.join(ANALYSES)}"
+    )
     p.add_argument("--docs", default=str(ROOT / "docs"), help="where results.md goes")
     p.add_argument("--compose-only", action="store_true", help="only rebuild the page")
-    p.add_argument("--note", default="", help="a paragraph for the page (how the runs were made, "
-                   "e.g. on a shared machine), under the commands")  # fmt: skip
+    p.add_argument(
+        "--note",
+        default="",
+        help="a paragraph for the page (how the runs were made, "
+        "e.g. on a shared machine), under the commands",
+    )
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     args.analyses = [a for a in args.analyses.split(",") if a]

@@ -22,8 +22,14 @@ from .repair import repair
 from .run import encode_segment, extract, plan_segments
 
 #: ELMo's parts the 🔥 ELMo model reuses; they load torch, so on first use only (PEP 562).
-_ELMO = ("ElmoBiLM", "LstmState", "batch_to_ids", "expected_shapes", "resolve_elmo_spec",
-         "warmup_state")  # fmt: skip
+_ELMO = (
+    "ElmoBiLM",
+    "LstmState",
+    "batch_to_ids",
+    "expected_shapes",
+    "resolve_elmo_spec",
+    "warmup_state",
+)
 
 __all__ = [
     "BATCH_SIZE",

@@ -67,14 +67,17 @@ class ExtractConfig:
         "joint", "sentence pairs: one joint input, or each text alone", choices=PAIR_ENCODINGS
     )
     dtype: str = option(
-        DTYPE, "storage dtype (int8: a scale per token and layer, see docs/int8.md)",
+        DTYPE,
+        "storage dtype (int8: a scale per token and layer, see docs/int8.md)",
         choices=STORED_DTYPES,
-    )  # fmt: skip
+    )
     tiles: str = option(
-        DEFAULT_TILES, "features tiles of new segments: every layer of 32 tokens (token: an "
+        DEFAULT_TILES,
+        "features tiles of new segments: every layer of 32 tokens (token: an "
         "example is one contiguous read), or one layer (a one-layer read from object storage "
-        "fetches only that layer)", choices=TILES,
-    )  # fmt: skip
+        "fetches only that layer)",
+        choices=TILES,
+    )
     token_budget: int = option(TOKEN_BUDGET, "padded tokens per forward batch", ge=1)
     segment_tokens: int | None = option(
         None, "tokens per committed segment (default: about 64 MB of features)", ge=1
@@ -89,9 +92,10 @@ class ExtractConfig:
     batch_size: int = option(BATCH_SIZE, "sentences per batch (ELMo)", ge=1)
     progress: bool = option(True, "show a progress bar")
     ray: str | None = option(
-        None, "encode on Ray: a cluster address (auto, ray://HOST:10001) or 'local' to start "
+        None,
+        "encode on Ray: a cluster address (auto, ray://HOST:10001) or 'local' to start "
         "one here; the store must be reachable from every node (shared directory or s3://)",
-    )  # fmt: skip
+    )
     actors: int | None = option(
         None, "Ray actors, one encoder each (default: one per GPU, else 2)", ge=1
     )
@@ -142,8 +146,11 @@ class ExtractConfig:
                 f"{identity.get('kind')!r}, name {identity.get('name')!r})"
             )
         rebuilt = {"encoder": spec, "max_length": identity.get("max_length")}
-        for field, key in (("pair_encoding", "pair_encoding"), ("elmo_state", "state_policy"),
-                           ("batch_size", "batch_size")):  # fmt: skip
+        for field, key in (
+            ("pair_encoding", "pair_encoding"),
+            ("elmo_state", "state_policy"),
+            ("batch_size", "batch_size"),
+        ):
             if identity.get(key) is not None:  # absent: the option did not change the encoder
                 rebuilt[field] = identity[key]
         return cls(**(rebuilt | fields))

@@ -108,8 +108,9 @@ class EmbedWorker:
         pool = self.pool(pair_encoding)
         return [example_key(pool, t.payload()) for t in texts]
 
-    def ensure(self, texts: list[TextInput], keys: list[str], pair_encoding: str,
-               timeout: float = 600.0) -> list[bool]:  # fmt: skip
+    def ensure(
+        self, texts: list[TextInput], keys: list[str], pair_encoding: str, timeout: float = 600.0
+    ) -> list[bool]:
         """Make every key stored (encoding the misses); return which were hits."""
         pool = self.pool(pair_encoding)
         missing = set(self.store.missing_keys(pool, keys))
@@ -185,8 +186,9 @@ class EmbedWorker:
             items = [(k, encoder.prepare(i, t)) for i, (k, t) in enumerate(texts)]
             out_keys, parts = encode_segment(encoder, bucketed(items, self.config.token_budget))
             seg_id = digest({"embed": out_keys}, 24)
-            self.store.write_segment(pool, seg_id, out_keys, parts, self.config.dtype,
-                                     self.config.tiles)  # fmt: skip
+            self.store.write_segment(
+                pool, seg_id, out_keys, parts, self.config.dtype, self.config.tiles
+            )
         self.rounds += 1
         self._on_batch(len(out_keys))
 

@@ -152,10 +152,15 @@ class HFEncoder:
         self.dim = config.hidden_size
         self.uses_types = getattr(config, "type_vocab_size", 0) > 1
         self.identity = hf_identity(
-            model_dir, config, name=name, spec=spec, revision=revision,
-            pair_encoding=pair_encoding, max_length=self.max_length,
+            model_dir,
+            config,
+            name=name,
+            spec=spec,
+            revision=revision,
+            pair_encoding=pair_encoding,
+            max_length=self.max_length,
             precision="float16-autocast" if self.device.type == "cuda" else "float32",
-        )  # fmt: skip
+        )
 
     # ------------------------------------------------------------------ tokenising
     def _sequence(self, words_a, words_b) -> dict[str, Any]:

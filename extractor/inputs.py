@@ -104,9 +104,12 @@ def run_extract(config: ExtractConfig) -> list[FeatureSetInfo]:
         )
     config.check_inputs()
     inputs = gather_inputs(
-        task=config.spec, data=config.data, splits=config.split, input=config.input,
+        task=config.spec,
+        data=config.data,
+        splits=config.split,
+        input=config.input,
         name=config.name,
-    )  # fmt: skip
+    )
     # the encoder of this process (it plans); on Ray, each actor builds its own the same way
     factory = functools.partial(load_encoder, config.encoder, **config.encoder_options())
     encoder = factory()
@@ -116,8 +119,13 @@ def run_extract(config: ExtractConfig) -> list[FeatureSetInfo]:
         from .ray_run import RayRunner
 
         where = config.store if is_bucket(config.store) else str(Path(config.store).resolve())
-        runner = RayRunner(factory, where, address=config.ray, actors=config.actors,
-                           gpus_per_actor=config.gpus_per_actor)  # fmt: skip
+        runner = RayRunner(
+            factory,
+            where,
+            address=config.ray,
+            actors=config.actors,
+            gpus_per_actor=config.gpus_per_actor,
+        )
     try:
         return [
             extract(

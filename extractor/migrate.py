@@ -80,8 +80,10 @@ class Outcome:
         for old, what in self.reextract.items():
             out.append(f"RE-EXTRACT {old}: {what['why']}; run: {what['command']}")
         if self.unmapped:
-            out.append(f"{self.unmapped} stored examples listed by no feature set have no text to "
-                       "key them by: not reachable in the new pools")  # fmt: skip
+            out.append(
+                f"{self.unmapped} stored examples listed by no feature set have no text to "
+                "key them by: not reachable in the new pools"
+            )
         return out
 
 
@@ -148,10 +150,18 @@ def migrate_store(config: MigrateConfig) -> Outcome:
         manifest = _manifest(s, identity, new_pool, new_keys, config.precision)
         files.write_set(root, manifest, new_keys, s.texts)
         out.migrated[s.manifest["id"]] = manifest["id"]
-    files.commit(root, {"from_format": files.PREVIOUS_FORMAT, "to_format": STORE_FORMAT_VERSION,
-                        "migrated": out.migrated, "reextract": out.reextract, "pools": out.pools,
-                        "unmapped_examples": out.unmapped,
-                        "precision_assumed": config.precision})  # fmt: skip
+    files.commit(
+        root,
+        {
+            "from_format": files.PREVIOUS_FORMAT,
+            "to_format": STORE_FORMAT_VERSION,
+            "migrated": out.migrated,
+            "reextract": out.reextract,
+            "pools": out.pools,
+            "unmapped_examples": out.unmapped,
+            "precision_assumed": config.precision,
+        },
+    )
     return out
 
 
@@ -177,9 +187,12 @@ def _find_encoder(attrs: dict[str, Any], config: MigrateConfig) -> tuple[dict | 
     for spec in filter(None, specs):
         try:
             cfg = ExtractConfig.from_identity(
-                {**recorded, "spec": spec}, store=config.store, dtype=attrs["dtype"],
-                device="cpu", progress=False,
-            )  # fmt: skip
+                {**recorded, "spec": spec},
+                store=config.store,
+                dtype=attrs["dtype"],
+                device="cpu",
+                progress=False,
+            )
             identity = dict(load_encoder(cfg.encoder, **cfg.encoder_options()).identity)
         except (OSError, RuntimeError, ValueError) as err:
             tried.append(f"{spec} does not load here ({str(err).splitlines()[0]})")
@@ -210,7 +223,7 @@ def _manifest(s, identity: dict, new_pool: str, new_keys: list[str], precision: 
             "id": old["id"],
             "encoder_id": old["encoder_id"],
             "precision_assumed": precision,
-        },  # fmt: skip
+        },
     }
 
 

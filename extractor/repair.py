@@ -47,8 +47,10 @@ def reextract(store: Store, damage: list[Damage], *, device: str | None = None) 
             )
             enc = load_encoder(configs[fs].encoder, **configs[fs].encoder_options())
         except (OSError, RuntimeError, ValueError) as err:
-            raise ValueError(f"cannot re-extract {fs}: its encoder {ident.get('spec')!r} "
-                             f"does not load here ({err})") from err  # fmt: skip
+            raise ValueError(
+                f"cannot re-extract {fs}: its encoder {ident.get('spec')!r} "
+                f"does not load here ({err})"
+            ) from err
         if encoder_id(enc.identity, info.dtype) != info.encoder_id:
             raise ValueError(
                 f"cannot re-extract {fs}: {ident.get('spec')!r} now names another encoder "
@@ -58,8 +60,17 @@ def reextract(store: Store, damage: list[Damage], *, device: str | None = None) 
     quarantine(store, damage)
     fresh = open_store(store.path)  # no cached index of the moved segments
     for fs, info in infos.items():
-        items = [TextInput(tuple(t["a"]), None if t["b"] is None else tuple(t["b"]))
-                 for t in texts[fs]]  # fmt: skip
-        extract(encoders[fs], items, fresh, task=info.task, split=info.split, config=configs[fs],
-                name=info.manifest.get("name"), source=info.manifest.get("source"))  # fmt: skip
+        items = [
+            TextInput(tuple(t["a"]), None if t["b"] is None else tuple(t["b"])) for t in texts[fs]
+        ]
+        extract(
+            encoders[fs],
+            items,
+            fresh,
+            task=info.task,
+            split=info.split,
+            config=configs[fs],
+            name=info.manifest.get("name"),
+            source=info.manifest.get("source"),
+        )
     return affected

@@ -41,8 +41,10 @@ def bucketed(items: list[tuple[str, Prepared]], token_budget: int):
     """The batches of one segment's (key, Prepared), bucketed by length under the token budget
     (`bucket_batches`): the same items and budget give the same batches, so the same bytes."""
     key_of = {p.index: k for k, p in items}
-    return [[(key_of[p.index], p) for p in b]
-            for b in bucket_batches([p for _, p in items], token_budget)]  # fmt: skip
+    return [
+        [(key_of[p.index], p) for p in b]
+        for b in bucket_batches([p for _, p in items], token_budget)
+    ]
 
 
 def plan_segments(

@@ -80,9 +80,15 @@ class BertFinetuner(nn.Module):
         self.num_layers = config.num_hidden_layers + 1  # L, embeddings included
         pad_tag = list(labels).index("O") if kind == "tagging" and "O" in labels else 0
         tagging = kind == "tagging"
-        self.output = OutputLayer(config.hidden_size, kind, num_labels, dropout=dropout,
-                                  crf=crf and tagging, lstm=lstm if tagging else 0,
-                                  pad_tag=pad_tag)  # fmt: skip
+        self.output = OutputLayer(
+            config.hidden_size,
+            kind,
+            num_labels,
+            dropout=dropout,
+            crf=crf and tagging,
+            lstm=lstm if tagging else 0,
+            pad_tag=pad_tag,
+        )
         self.label_index = {label: i for i, label in enumerate(labels or ())}
         self.method = method
         self.adapters = None

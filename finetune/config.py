@@ -51,126 +51,170 @@ class FinetuneConfig:
     )
     task: str | None = option(None, "a registered task (or --task-spec)", choices=TASK_NAMES)
     task_spec: str | dict | None = option(
-        None, "your own task: a spec file (.yaml, .yml, .json; README 'Your own task'); a job "
+        None,
+        "your own task: a spec file (.yaml, .yml, .json; README 'Your own task'); a job "
         "may give the spec object",
-    )  # fmt: skip
+    )
     data: str | None = option(
-        None, "task data directory (a registered task's files; a job's spec object: its "
-        "relative paths)",
-    )  # fmt: skip
+        None,
+        "task data directory (a registered task's files; a job's spec object: its relative paths)",
+    )
     seed: int = option(0, "seeds the output layer's initialisation, the data order and dropout")
     epochs: int = option(
         3, "passes over the training data (the maximum, with early stopping)", ge=1
     )
     batch_size: int = option(32, "examples per optimiser step (and per evaluation batch)", ge=1)
     recipe: str | None = option(
-        None, "optimisation recipe; default: the encoder family's (bert: minilm and hf:..., "
-        "elmo: elmo:...)", choices=tuple(RECIPES),
-    )  # fmt: skip
+        None,
+        "optimisation recipe; default: the encoder family's (bert: minilm and hf:..., "
+        "elmo: elmo:...)",
+        choices=tuple(RECIPES),
+    )
     lr: float | None = option(
-        None, "peak learning rate of the top group (the output layer); recipe: 5e-5 (bert), "
-        "1e-3 (elmo)", gt=0,
-    )  # fmt: skip
+        None,
+        "peak learning rate of the top group (the output layer); recipe: 5e-5 (bert), 1e-3 (elmo)",
+        gt=0,
+    )
     warmup: float | None = option(
-        None, "fraction of all steps spent rising to the peak rate (linear: BERT's warm-up; "
-        "slanted: the cut fraction); recipe: 0.1", ge=0, lt=1,
-    )  # fmt: skip
+        None,
+        "fraction of all steps spent rising to the peak rate (linear: BERT's warm-up; "
+        "slanted: the cut fraction); recipe: 0.1",
+        ge=0,
+        lt=1,
+    )
     schedule: str | None = option(
-        None, "linear: warm-up then linear decay to 0 (BERT); slanted: slanted triangular "
-        "rates (Howard & Ruder 2018, ratio 32)", choices=SCHEDULES,
-    )  # fmt: skip
+        None,
+        "linear: warm-up then linear decay to 0 (BERT); slanted: slanted triangular "
+        "rates (Howard & Ruder 2018, ratio 32)",
+        choices=SCHEDULES,
+    )
     weight_decay: float = option(
         0.01, "AdamW's decoupled weight decay (not on biases and norm weights)", ge=0
     )
     discriminative: float | None = option(
-        None, "each lower layer group trains at this factor times the rate of the group above "
-        "(the paper: 0.4 for ELMo; recipe bert: 1.0, one rate)", gt=0, le=1,
-    )  # fmt: skip
+        None,
+        "each lower layer group trains at this factor times the rate of the group above "
+        "(the paper: 0.4 for ELMo; recipe bert: 1.0, one rate)",
+        gt=0,
+        le=1,
+    )
     gradual_unfreezing: bool | None = option(
-        None, "at epoch e only the top e layer groups train (the output layer is the top "
+        None,
+        "at epoch e only the top e layer groups train (the output layer is the top "
         "group); recipe elmo: on single-text tasks, bert: never",
-    )  # fmt: skip
+    )
     max_length: int = option(
-        128, "BERT family: pieces per input with special tokens (longer: truncated, the longer "
-        "text of a pair first); unused by ELMo", ge=1,
-    )  # fmt: skip
+        128,
+        "BERT family: pieces per input with special tokens (longer: truncated, the longer "
+        "text of a pair first); unused by ELMo",
+        ge=1,
+    )
     dropout: float = option(
         0.1, "dropout on the representation fed to the output layer", ge=0, lt=1
     )
     patience: int = option(3, "stop after this many epochs without a better dev metric", ge=1)
     max_grad_norm: float = option(1.0, "clip the gradient norm to this (0: no clipping)", ge=0)
     device: str | None = option(
-        None, "cpu, cuda, cuda:1 (default: the GPU when present; fp16 autocast on GPU)",
+        None,
+        "cpu, cuda, cuda:1 (default: the GPU when present; fp16 autocast on GPU)",
         volatile=True,
-    )  # fmt: skip
+    )
     max_train_examples: int | None = option(
-        None, "train on N examples drawn at random with the seed, kept in file order (quick "
-        "runs); default: all", ge=1,
-    )  # fmt: skip
+        None,
+        "train on N examples drawn at random with the seed, kept in file order (quick "
+        "runs); default: all",
+        ge=1,
+    )
     bi_attention: bool = option(
-        True, "ELMo pairs: bi-attention and ESIM's enhanced pooling (off: max-pool each text "
+        True,
+        "ELMo pairs: bi-attention and ESIM's enhanced pooling (off: max-pool each text "
         "and concatenate, the paper's Table 3 ablation)",
-    )  # fmt: skip
+    )
     crf: bool | None = option(
-        None, "tagging: a CRF output layer (off: a per-word softmax); default: ELMo yes, the "
+        None,
+        "tagging: a CRF output layer (off: a per-word softmax); default: ELMo yes, the "
         "BERT family no (a softmax over each word's first piece, as Devlin et al.)",
-    )  # fmt: skip
+    )
     output_lstm: int = option(
-        0, "tagging: a BiLSTM of this many units per direction under the output layer "
-        "(0: none; the paper's Table 5 adds one)", ge=0,
-    )  # fmt: skip
+        0,
+        "tagging: a BiLSTM of this many units per direction under the output layer "
+        "(0: none; the paper's Table 5 adds one)",
+        ge=0,
+    )
     bucket_pool: int = option(
-        50, "length-bucketed batches: each epoch's shuffled examples are cut into pools of "
+        50,
+        "length-bucketed batches: each epoch's shuffled examples are cut into pools of "
         "this many batches, a pool is sorted by length and cut into batches, and the batches "
         "are shuffled (far less padding: STS-B's random batches of 32 are 60% padding); 0: "
-        "random batches, as runs made before this field", ge=0, absent=0,
-    )  # fmt: skip
+        "random batches, as runs made before this field",
+        ge=0,
+        absent=0,
+    )
     curve_points: int = option(
-        0, "also score dev this many times within each epoch, evenly spaced, for the learning "
+        0,
+        "also score dev this many times within each epoch, evenly spaced, for the learning "
         "curve only (the best weights are still chosen at epoch ends); BERT family (ELMo's "
-        "state would change)", ge=0, volatile=True,
-    )  # fmt: skip
-    checkpoint_every: int = option(
-        0, "also write RUN/checkpoint.pt every this many steps (0: once per epoch)", ge=0,
+        "state would change)",
+        ge=0,
         volatile=True,
-    )  # fmt: skip
+    )
+    checkpoint_every: int = option(
+        0,
+        "also write RUN/checkpoint.pt every this many steps (0: once per epoch)",
+        ge=0,
+        volatile=True,
+    )
     progress: bool = option(
         True, "show a progress bar per epoch and one line per epoch", volatile=True
     )
     method: str = option(
-        "full", "what trains besides the output layer: full (every encoder weight), bitfit "
+        "full",
+        "what trains besides the output layer: full (every encoder weight), bitfit "
         "(the encoder's biases), adapter (Houlsby bottleneck adapters and the layer norms), "
         "lora (rank-r updates of query and value); finetune/methods.py. BERT family only, "
-        "except full", choices=METHODS,
-    )  # fmt: skip
-    adapter_size: int = option(64, "method adapter: the bottleneck width m (Houlsby et al.: "
-                               "8-256)", ge=1)  # fmt: skip
+        "except full",
+        choices=METHODS,
+    )
+    adapter_size: int = option(
+        64, "method adapter: the bottleneck width m (Houlsby et al.: 8-256)", ge=1
+    )
     lora_rank: int = option(8, "method lora: the rank r (Hu et al. GLUE: 8)", ge=1)
-    lora_alpha: float = option(8.0, "method lora: the update is scaled by alpha / r (Hu et al. "
-                               "GLUE: 8)", gt=0)  # fmt: skip
+    lora_alpha: float = option(
+        8.0, "method lora: the update is scaled by alpha / r (Hu et al. GLUE: 8)", gt=0
+    )
     l2sp: float = option(
-        0.0, "λ of the pull λ ||θ − θ₀||² of the trained encoder weights towards the "
-        "pretrained ones, added to the loss (L2-SP, Li et al. 2018); 0: none", ge=0,
-    )  # fmt: skip
+        0.0,
+        "λ of the pull λ ||θ − θ₀||² of the trained encoder weights towards the "
+        "pretrained ones, added to the loss (L2-SP, Li et al. 2018); 0: none",
+        ge=0,
+    )
     init_head: str | None = option(
-        None, "a finished ❄️ probe run (head probe, pool cls: the top layer's [CLS]) whose "
+        None,
+        "a finished ❄️ probe run (head probe, pool cls: the top layer's [CLS]) whose "
         "weights start the output layer (LP-FT, Kumar et al. 2022); BERT family, "
         "classification and regression",
-    )  # fmt: skip
+    )
     grid: str | None = option(
-        None, "tune the peak rate and the epochs on dev over grid_lrs x grid_epochs and keep the "
+        None,
+        "tune the peak rate and the epochs on dev over grid_lrs x grid_epochs and keep the "
         "best cell's run (finetune/grid.py): shared trains one run per rate and reads every "
-        "epoch count off it, exact one run per cell; default: no grid", choices=GRID_MODES,
-    )  # fmt: skip
+        "epoch count off it, exact one run per cell; default: no grid",
+        choices=GRID_MODES,
+    )
     grid_lrs: list[float] | None = option(
-        None, "the peak rates the grid tries; default: the recipe's (bert: "
-        + ", ".join(f"{r:g}" for r in RECIPES["bert"].grid_lrs) + "; elmo: "
-        + ", ".join(f"{r:g}" for r in RECIPES["elmo"].grid_lrs) + ")", gt=0,
-    )  # fmt: skip
+        None,
+        "the peak rates the grid tries; default: the recipe's (bert: "
+        + ", ".join(f"{r:g}" for r in RECIPES["bert"].grid_lrs)
+        + "; elmo: "
+        + ", ".join(f"{r:g}" for r in RECIPES["elmo"].grid_lrs)
+        + ")",
+        gt=0,
+    )
     grid_epochs: list[int] | None = option(
-        None, "the epoch counts the grid tries; default: "
-        + ", ".join(map(str, GRID_EPOCHS)), ge=1,
-    )  # fmt: skip
+        None,
+        "the epoch counts the grid tries; default: " + ", ".join(map(str, GRID_EPOCHS)),
+        ge=1,
+    )
 
     def __post_init__(self) -> None:
         check(self)
@@ -193,14 +237,19 @@ class FinetuneConfig:
         self.spec  # noqa: B018 (resolved and checked now: the errors name the field)
         if self.family != "hf" and (self.method != "full" or self.init_head):
             what = f"method {self.method}" if self.method != "full" else "init_head"
-            raise ValueError(f"FinetuneConfig: {what} is for BERT-family encoders, not "
-                             f"{self.encoder}")  # fmt: skip
+            raise ValueError(
+                f"FinetuneConfig: {what} is for BERT-family encoders, not {self.encoder}"
+            )
         if self.curve_points and self.family != "hf":
-            raise ValueError("FinetuneConfig.curve_points: for BERT-family encoders (scoring dev "
-                             "mid-epoch would change ELMo's warm-up state)")  # fmt: skip
+            raise ValueError(
+                "FinetuneConfig.curve_points: for BERT-family encoders (scoring dev "
+                "mid-epoch would change ELMo's warm-up state)"
+            )
         if self.init_head and self.spec.kind == "tagging":
-            raise ValueError("FinetuneConfig.init_head: a probe starts a classification or "
-                             "regression output layer, not tagging")  # fmt: skip
+            raise ValueError(
+                "FinetuneConfig.init_head: a probe starts a classification or "
+                "regression output layer, not tagging"
+            )
 
     @cached_property
     def spec(self):

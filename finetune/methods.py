@@ -74,8 +74,9 @@ def insert_lora(encoder: nn.Module, rank: int, alpha: float) -> None:
     """LoRA (Hu et al. 2021) on the query and value projections, injected in place by peft."""
     from peft import LoraConfig, inject_adapter_in_model
 
-    config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0,
-                        target_modules=list(LORA_TARGETS), bias="none")  # fmt: skip
+    config = LoraConfig(
+        r=rank, lora_alpha=alpha, lora_dropout=0.0, target_modules=list(LORA_TARGETS), bias="none"
+    )
     inject_adapter_in_model(config, encoder)
 
 
@@ -92,8 +93,9 @@ def trained_by(method: str, name: str) -> bool:
     raise ValueError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
 
 
-def l2sp_penalty(params: list[tuple[str, nn.Parameter]], anchors: dict[str, torch.Tensor]
-                 ) -> torch.Tensor:  # fmt: skip
+def l2sp_penalty(
+    params: list[tuple[str, nn.Parameter]], anchors: dict[str, torch.Tensor]
+) -> torch.Tensor:
     """sum over the trained `params` of ||θ − θ₀||² (θ₀ = `anchors[name]`); 0 with none."""
     total = torch.zeros(())
     for name, p in params:
@@ -115,8 +117,10 @@ def load_probe(run: str | Path, dim: int, num_labels: int) -> dict[str, torch.Te
     meta = json.loads((run / HEAD).read_text())
     head: dict[str, Any] = meta["head"]
     if head.get("name") != "probe":
-        raise ValueError(f"init_head {run}: expected a probe head (LP-FT starts from a linear "
-                         f"probe), got {head.get('name')!r}")  # fmt: skip
+        raise ValueError(
+            f"init_head {run}: expected a probe head (LP-FT starts from a linear "
+            f"probe), got {head.get('name')!r}"
+        )
     layers = meta.get("layers")  # the store layers the head read (None: all)
     read = head["layer"] % head["num_layers"]
     layer = layers[read] if layers else read

@@ -138,8 +138,10 @@ def load_trained(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
     expected = set(model.trained_state())
     if set(state) != expected:
         missing, extra = sorted(expected - set(state)), sorted(set(state) - expected)
-        raise ValueError(f"trained weights of method {model.method}: missing {missing[:5]}, "
-                         f"unexpected {extra[:5]}")  # fmt: skip
+        raise ValueError(
+            f"trained weights of method {model.method}: missing {missing[:5]}, "
+            f"unexpected {extra[:5]}"
+        )
     model.load_state_dict(state, strict=False)
 
 

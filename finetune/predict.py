@@ -39,15 +39,23 @@ def load_run(run: str | Path, device: str | None = None):
     recorded = record["encoder"]
     for key in ("weights_sha256", "options_sha256"):  # the encoder it trained on, unchanged
         if key in recorded and recorded[key] != identity.get(key):
-            raise ValueError(f"{run}: the encoder {cfg.encoder} is not the one the run trained "
-                             f"on ({key} {identity.get(key)} vs {recorded[key]})")  # fmt: skip
+            raise ValueError(
+                f"{run}: the encoder {cfg.encoder} is not the one the run trained "
+                f"on ({key} {identity.get(key)} vs {recorded[key]})"
+            )
     target = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     load_trained(model, torch.load(run / BEST, map_location=target, weights_only=True))
     return model.to(target).eval(), spec
 
 
-def predict_run_texts(run: str | Path, texts: str | Path, out: str | Path, *,
-                      device: str | None = None, batch_size: int = 32) -> list:  # fmt: skip
+def predict_run_texts(
+    run: str | Path,
+    texts: str | Path,
+    out: str | Path,
+    *,
+    device: str | None = None,
+    batch_size: int = 32,
+) -> list:
     """Predict every text of `texts` with the 🔥 run; write `out`; the decoded labels."""
     from snowfire.tasks import decode, read_text_file, write_predictions
 

@@ -59,14 +59,25 @@ class Recipe:
 
 RECIPES: dict[str, Recipe] = {
     "bert": Recipe(
-        "bert", lr=5e-5, warmup=0.1, schedule="linear", discriminative=1.0,
-        gradual_unfreezing=False, grid_lrs=(2e-5, 3e-5, 5e-5),
+        "bert",
+        lr=5e-5,
+        warmup=0.1,
+        schedule="linear",
+        discriminative=1.0,
+        gradual_unfreezing=False,
+        grid_lrs=(2e-5, 3e-5, 5e-5),
     ),
     "elmo": Recipe(
-        "elmo", lr=1e-3, warmup=0.1, schedule="slanted", discriminative=0.4,
-        gradual_unfreezing=True, unfreeze_pairs=False, grid_lrs=(5e-4, 1e-3, 2e-3),
+        "elmo",
+        lr=1e-3,
+        warmup=0.1,
+        schedule="slanted",
+        discriminative=0.4,
+        gradual_unfreezing=True,
+        unfreeze_pairs=False,
+        grid_lrs=(5e-4, 1e-3, 2e-3),
     ),
-}  # fmt: skip
+}
 #: The epoch counts a grid tries unless told (Devlin et al. 2019, A.3: 2, 3, 4).
 GRID_EPOCHS = (2, 3, 4)
 #: The peak rate of the methods that train a few parameters, from their papers (the output

@@ -178,13 +178,21 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
     if cfg.init_head:  # LP-FT: the output layer starts at the ❄️ probe's weights
         from .methods import load_probe
 
-        probe = load_probe(cfg.init_head, model.output.linear.in_features,
-                           model.output.linear.out_features)  # fmt: skip
+        probe = load_probe(
+            cfg.init_head, model.output.linear.in_features, model.output.linear.out_features
+        )
         model.output.linear.load_state_dict(probe)
     model.to(device)
     # L2-SP's θ₀: the pretrained encoder weights, before any checkpoint is restored
-    anchors = ({n: p.detach().clone() for n, p in model.named_parameters()
-                if n.startswith(("encoder.", "bilm."))} if cfg.l2sp else None)  # fmt: skip
+    anchors = (
+        {
+            n: p.detach().clone()
+            for n, p in model.named_parameters()
+            if n.startswith(("encoder.", "bilm."))
+        }
+        if cfg.l2sp
+        else None
+    )
     if hasattr(model, "refresh_state"):
         model.refresh_state()  # on the device
     optimizer, scheduler = build_optimizer(model, cfg, total_steps)
@@ -257,8 +265,9 @@ def _epochs(fit: _Fit, cfg, spec, examples, state, out_dir, clock, zero, checkpo
         if state.stopped:
             break
         trainable = unfreeze(model.layer_groups(), epoch, cfg.settings()["gradual_unfreezing"])
-        _train_epoch(fit, cfg, examples["train"], epoch, state, checkpoint, on_step,
-                     examples["dev"])  # fmt: skip
+        _train_epoch(
+            fit, cfg, examples["train"], epoch, state, checkpoint, on_step, examples["dev"]
+        )
         record = _end_epoch(fit, cfg, spec, examples["dev"], epoch, state, out_dir)
         record.update(trainable=trainable, seconds=round(clock() - zero, 2))
         if state.within:
@@ -317,8 +326,9 @@ def _run_info(cfg: FinetuneConfig, spec, fit: _Fit, identity, examples, total_st
     }
 
 
-def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, checkpoint, on_step,
-                 dev_set=None):  # fmt: skip
+def _train_epoch(
+    fit: _Fit, cfg, train_set, epoch: int, state: TrainState, checkpoint, on_step, dev_set=None
+):
     """The batches of `epoch` from `state.batch` on (the order is a function of seed and
     epoch, so a resumed epoch sees the same batches); dev scored `cfg.curve_points` times
     within it for the learning curve."""
@@ -328,8 +338,9 @@ def _train_epoch(fit: _Fit, cfg, train_set, epoch: int, state: TrainState, check
     if state.batch == 0 and hasattr(model, "refresh_state"):
         model.refresh_state()  # ELMo: mid-epoch resumption keeps the restored state
     model.train()
-    batches = epoch_batches([example_length(e) for e in train_set], cfg.batch_size, cfg.bucket_pool,
-                            cfg.seed, epoch)  # fmt: skip
+    batches = epoch_batches(
+        [example_length(e) for e in train_set], cfg.batch_size, cfg.bucket_pool, cfg.seed, epoch
+    )
     bar = tqdm(
         total=len(train_set),
         initial=sum(len(b) for b in batches[: state.batch]),

@@ -26,24 +26,28 @@ class TrainConfig:
     out: str = option(help="run directory", volatile=True)
     task: str | None = option(None, "a registered task (or --task-spec)", choices=TASK_NAMES)
     task_spec: str | dict | None = option(
-        None, "your own task: a spec file (.yaml, .yml, .json; README 'Your own task'); a job "
+        None,
+        "your own task: a spec file (.yaml, .yml, .json; README 'Your own task'); a job "
         "may give the spec object",
-    )  # fmt: skip
+    )
     data: str | None = option(
-        None, "task data directory (a registered task's files; a job's spec object: its "
-        "relative paths)",
-    )  # fmt: skip
+        None,
+        "task data directory (a registered task's files; a job's spec object: its relative paths)",
+    )
     seed: int = option(0, "seeds the head's initialisation, the data order and dropout")
     epochs: int = option(
         20, "passes over the training data (the maximum, with early stopping)", ge=1
     )
     batch_size: int = option(32, "examples per optimiser step", ge=1)
     bucket_pool: int = option(
-        50, "length-bucketed batches (tasks.length_batches): each epoch's shuffled examples are "
+        50,
+        "length-bucketed batches (tasks.length_batches): each epoch's shuffled examples are "
         "cut into pools of this many batches, a pool is sorted by tokens and cut into batches, "
         "and the batches are shuffled (far less padding in the heads' tensors); 0: random "
-        "batches, as runs made before this field", ge=0, absent=0,
-    )  # fmt: skip
+        "batches, as runs made before this field",
+        ge=0,
+        absent=0,
+    )
     lr: float = option(1e-3, "learning rate (AdamW)", gt=0)
     weight_decay: float = option(0.01, "AdamW's decoupled weight decay", ge=0)
     patience: int = option(3, "epochs without a better dev metric before stopping", ge=1)
@@ -58,13 +62,17 @@ class TrainConfig:
         help='head options as JSON, e.g. {"hidden": 300}', factory=dict
     )
     max_train_examples: int | None = option(
-        None, "train on N examples drawn at random with the seed (the draw 🔥 fine-tuning makes "
-        "with the same cap and seed); default: all", ge=1,
-    )  # fmt: skip
+        None,
+        "train on N examples drawn at random with the seed (the draw 🔥 fine-tuning makes "
+        "with the same cap and seed); default: all",
+        ge=1,
+    )
     max_memory_gb: float = option(
-        4.0, "preload a split's features up to this size (GB), else stream them", gt=0,
+        4.0,
+        "preload a split's features up to this size (GB), else stream them",
+        gt=0,
         volatile=True,
-    )  # fmt: skip
+    )
     progress: bool = option(True, "show a progress bar", volatile=True)
     device: str | None = option(
         None, "cpu, cuda, cuda:1 (default: the GPU when present)", volatile=True

@@ -22,22 +22,32 @@ from typing import Any
 from snowfire.cache import identity_content, open_reader
 from snowfire.options import check, option
 from snowfire.rundir import CONFIG, HEAD, WEIGHTS
-from snowfire.tasks import Example, decode, get_task, read_split, spec_from_record, write_predictions
+from snowfire.tasks import (
+    Example,
+    decode,
+    get_task,
+    read_split,
+    spec_from_record,
+    write_predictions,
+)
 
 
 @dataclass(frozen=True)
 class PredictConfig:
     """One `snowfire predict`: a saved ❄️ run's head on a feature set or on a text file."""
 
-    run: str = option(help="a finished `snowfire train` run directory, or a `snowfire finetune` "
-                      "one (any method; texts only: --input)")  # fmt: skip
+    run: str = option(
+        help="a finished `snowfire train` run directory, or a `snowfire finetune` "
+        "one (any method; texts only: --input)"
+    )
     out: str = option(help="predictions file (the run's .tsv format)")
     featureset: str | None = option(None, "feature-set id in --store (see snowfire ls)")
     input: str | None = option(None, "a text file: the run's encoder extracts it first")
     store: str | None = option(
-        None, "store directory or http://HOST:PORT (with --featureset; with --input, where the "
+        None,
+        "store directory or http://HOST:PORT (with --featureset; with --input, where the "
         "extraction is kept: default a temporary store)",
-    )  # fmt: skip
+    )
     data: str | None = option(None, "task data directory for the gold column (default: the run's)")
     device: str | None = option(None, "cpu, cuda (with --input: where the encoder runs)")
 
@@ -52,8 +62,9 @@ class PredictConfig:
                 + ("both" if self.featureset is not None else "neither")
             )
         if self.featureset is not None and not self.store:
-            raise ValueError("PredictConfig.store: --featureset needs --store (the store that "
-                             "holds it)")  # fmt: skip
+            raise ValueError(
+                "PredictConfig.store: --featureset needs --store (the store that holds it)"
+            )
 
 
 def run_predict(config: PredictConfig) -> list:
@@ -61,10 +72,12 @@ def run_predict(config: PredictConfig) -> list:
     if not isinstance(config, PredictConfig):
         raise TypeError(f"run_predict: expected a PredictConfig, got {type(config).__name__}")
     if config.featureset is not None:
-        return predict_featureset(config.run, config.store, config.featureset, config.out,
-                                  data=config.data)  # fmt: skip
-    return predict_texts(config.run, config.input, config.out, store=config.store,
-                         device=config.device)  # fmt: skip
+        return predict_featureset(
+            config.run, config.store, config.featureset, config.out, data=config.data
+        )
+    return predict_texts(
+        config.run, config.input, config.out, store=config.store, device=config.device
+    )
 
 
 def load_head(run: str | Path):
@@ -114,9 +127,14 @@ def _examples(run: Path, meta: dict[str, Any], info, reader, data: str | None) -
 
 
 def predict_featureset(
-    run: str | Path, store: str, featureset: str, out: str | Path, *, data: str | None = None,
+    run: str | Path,
+    store: str,
+    featureset: str,
+    out: str | Path,
+    *,
+    data: str | None = None,
     batch_size: int = 64,
-) -> list:  # fmt: skip
+) -> list:
     """Predict every example of `featureset` in `store` with the run's head; write `out`."""
     import torch
 
@@ -148,9 +166,13 @@ def predict_featureset(
 
 
 def predict_texts(
-    run: str | Path, texts: str | Path, out: str | Path, *, store: str | None = None,
+    run: str | Path,
+    texts: str | Path,
+    out: str | Path,
+    *,
+    store: str | None = None,
     device: str | None = None,
-) -> list:  # fmt: skip
+) -> list:
     """Extract `texts` (a text file, as `snowfire extract --input` reads it) with the run's
     encoder (every option its identity records: `ExtractConfig.from_identity`), then predict
     them with the run's head."""
@@ -161,9 +183,13 @@ def predict_texts(
         target = store or str(Path(tmp) / "store")
         try:
             config = ExtractConfig.from_identity(
-                meta["encoder"], store=target, input=str(texts), dtype=meta["dtype"],
-                device=device, progress=False,
-            )  # fmt: skip
+                meta["encoder"],
+                store=target,
+                input=str(texts),
+                dtype=meta["dtype"],
+                device=device,
+                progress=False,
+            )
         except ValueError as err:
             raise ValueError(f"{run}/head.json: cannot extract {texts}: {err}") from err
         (info,) = run_extract(config)

@@ -67,9 +67,13 @@ def _featureset(reader, cfg: TrainConfig, split: str, n_examples: int):
     source = split_source(cfg.spec, cfg.data, split)
     try:
         info = reader.find_featureset(
-            encoder=cfg.encoder, task=cfg.spec.name, split=split,
-            pair_encoding=cfg.pair_encoding, sha256=source["sha256"], read=source.get("read"),
-        )  # fmt: skip
+            encoder=cfg.encoder,
+            task=cfg.spec.name,
+            split=split,
+            pair_encoding=cfg.pair_encoding,
+            sha256=source["sha256"],
+            read=source.get("read"),
+        )
     except FeatureSetNotFoundError:
         if cfg.featureset is not None:
             hits = [

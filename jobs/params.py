@@ -205,8 +205,12 @@ def _compare_files(p: dict[str, Any], config: type) -> None:
 
 
 _RESOLVE = {"extract": _extract, "train": _run_dirs, "finetune": _run_dirs, "compare": _run_dirs}
-_RESOLVE_AFTER = {"extract": _extract_files, "train": _train_files, "finetune": _train_files,
-                  "compare": _compare_files}  # fmt: skip
+_RESOLVE_AFTER = {
+    "extract": _extract_files,
+    "train": _train_files,
+    "finetune": _train_files,
+    "compare": _compare_files,
+}
 
 
 def describe_validation(errors) -> str:

@@ -307,9 +307,15 @@ class JobQueue:
             cur = conn.execute(
                 "UPDATE jobs SET status = ?, metrics = ?, error = ?, finished_at = ?, "
                 "lease_until = NULL WHERE id = ? AND lease = ? AND status = 'running'",
-                (status, None if metrics is None else json.dumps(metrics), error, time.time(),
-                 job_id, lease_token),
-            )  # fmt: skip
+                (
+                    status,
+                    None if metrics is None else json.dumps(metrics),
+                    error,
+                    time.time(),
+                    job_id,
+                    lease_token,
+                ),
+            )
             return cur.rowcount == 1
 
     def release(self, job_id: str, lease_token: str) -> bool:
@@ -335,9 +341,16 @@ class JobQueue:
                 "finished_at = CASE WHEN attempts >= ? THEN ? ELSE finished_at END, "
                 "worker = NULL, lease = NULL, lease_until = NULL "
                 "WHERE id = ? AND lease = ? AND status = 'running'",
-                (self.max_attempts, self.max_attempts, error, self.max_attempts, time.time(),
-                 job_id, lease_token),
-            )  # fmt: skip
+                (
+                    self.max_attempts,
+                    self.max_attempts,
+                    error,
+                    self.max_attempts,
+                    time.time(),
+                    job_id,
+                    lease_token,
+                ),
+            )
             if cur.rowcount != 1:
                 return None
             row = conn.execute("SELECT status FROM jobs WHERE id = ?", (job_id,)).fetchone()

@@ -47,17 +47,20 @@ class WorkerConfig:
     once: bool = option(False, "run at most one job, then exit")
     poll: float = option(2.0, "seconds between claims when the queue is empty", gt=0)
     lease: float = option(
-        60.0, "seconds a claim lasts without a heartbeat (a dead worker's job is queued again "
-        "after it)", gt=0,
-    )  # fmt: skip
+        60.0,
+        "seconds a claim lasts without a heartbeat (a dead worker's job is queued again after it)",
+        gt=0,
+    )
     grace: float = option(
         10.0, "seconds a stopped job's process gets between SIGTERM and SIGKILL", ge=0
     )
     deadline: float | None = option(
-        None, "wall-clock seconds an attempt of a job may run when the job sets no `deadline` "
+        None,
+        "wall-clock seconds an attempt of a job may run when the job sets no `deadline` "
         "param (none: the kind's default, jobs/kinds.py: extract 24 h, train 12 h, finetune "
-        "72 h, compare 7 days)", gt=0,
-    )  # fmt: skip
+        "72 h, compare 7 days)",
+        gt=0,
+    )
 
     def __post_init__(self) -> None:
         check(self)
@@ -99,9 +102,19 @@ class Worker:
     def command(self, job: Job) -> list[str]:
         """The child process that runs `job`."""
         return [
-            sys.executable, "-m", "snowfire.jobs.runner", "--home", str(self.home.root), "--parent", str(os.getpid()),
-            "--lease", str(job.lease), "--watch", str(self.beat), job.id,
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "snowfire.jobs.runner",
+            "--home",
+            str(self.home.root),
+            "--parent",
+            str(os.getpid()),
+            "--lease",
+            str(job.lease),
+            "--watch",
+            str(self.beat),
+            job.id,
+        ]
 
     def run(self, *, once: bool = False, stop: threading.Event | None = None) -> int:
         """Claim and run jobs until `stop` is set (or, with `once`, after at most one job);
@@ -180,8 +193,14 @@ class Worker:
         error = f"deadline exceeded after {limit:g} s"
         out = job.params.get("out")
         if out and Path(out).is_dir():
-            mark = {"job": job.id, "kind": job.kind, "attempt": job.attempts, "deadline_s": limit,
-                    "elapsed_s": round(elapsed, 3), "at": time.time()}  # fmt: skip
+            mark = {
+                "job": job.id,
+                "kind": job.kind,
+                "attempt": job.attempts,
+                "deadline_s": limit,
+                "elapsed_s": round(elapsed, 3),
+                "at": time.time(),
+            }
             write_json(Path(out) / DEADLINE, mark)
             error += f"; the partial run {out} is kept, marked by {DEADLINE}"
         ok = self.queue.finish(job.id, job.lease, "failed", error=error)
@@ -233,8 +252,14 @@ def run_worker(config: WorkerConfig) -> int:
     """`snowfire worker`: run until Ctrl-C or SIGTERM (exit 0), or after one job with `once`;
     `home` None reads SNOWFIRE_HOME."""
     kind = config.kind
-    worker = Worker(Home.resolve(config.home), kind, lease=config.lease, poll=config.poll,
-                    grace=config.grace, deadline=config.deadline)  # fmt: skip
+    worker = Worker(
+        Home.resolve(config.home),
+        kind,
+        lease=config.lease,
+        poll=config.poll,
+        grace=config.grace,
+        deadline=config.deadline,
+    )
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
     print(f"snowfire worker {worker.id}: {kind} jobs from {worker.queue.path}", file=sys.stderr)

@@ -115,8 +115,10 @@ def predict(config: PredictConfig) -> PredictResult:
         from snowfire.finetune import predict_run_texts
 
         if config.input is None:
-            raise ValueError(f"predict: {config.run} is a 🔥 run: it reads texts (--input FILE), "
-                             "not stored features (--featureset)")  # fmt: skip
+            raise ValueError(
+                f"predict: {config.run} is a 🔥 run: it reads texts (--input FILE), "
+                "not stored features (--featureset)"
+            )
         labels = predict_run_texts(config.run, config.input, config.out, device=config.device)
         return PredictResult(out=Path(config.out), predictions=labels)
     return PredictResult(out=Path(config.out), predictions=run_predict(config))

@@ -85,8 +85,10 @@ class _Features:
         from snowfire.tasks import get_task, read_split
 
         if self.info.task is None or self.info.split is None:
-            raise ValueError(f"data: {self.info.id} is no task split (extracted from --input); "
-                             "give labels instead")  # fmt: skip
+            raise ValueError(
+                f"data: {self.info.id} is no task split (extracted from --input); "
+                "give labels instead"
+            )
         examples = read_split(self.info.task, data, self.info.split)
         if len(examples) != n:
             raise ValueError(
@@ -128,8 +130,9 @@ class _Features:
         if self._lengths is None:
             n, parts = len(self), []
             for lo in range(0, n, 4096):
-                eb = self.reader.read(self.info.id, indices=list(range(lo, min(lo + 4096, n))),
-                                      layers=[0])  # fmt: skip
+                eb = self.reader.read(
+                    self.info.id, indices=list(range(lo, min(lo + 4096, n))), layers=[0]
+                )
                 parts.append(np.diff(eb.offsets))
             self._lengths = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         return self._lengths

@@ -47,8 +47,16 @@ class StreamingFeatureDataset(_Features, IterableDataset):
         labels: Sequence | None = None,
         dtype: str | None = None,
     ):
-        super().__init__(reader, featureset, layers=layers, mix=mix, pool=pool, data=data,
-                         labels=labels, dtype=dtype)  # fmt: skip
+        super().__init__(
+            reader,
+            featureset,
+            layers=layers,
+            mix=mix,
+            pool=pool,
+            data=data,
+            labels=labels,
+            dtype=dtype,
+        )
         if block_examples < 1:
             raise ValueError(f"block_examples: expected >= 1, got {block_examples}")
         self.block_examples, self.shuffle, self.seed = block_examples, shuffle, seed
@@ -63,11 +71,14 @@ class StreamingFeatureDataset(_Features, IterableDataset):
 
         worker = get_worker_info()
         if worker is not None and worker.num_workers > 1:
-            raise ValueError("StreamingFeatureDataset: use num_workers=0 (its own thread "
-                             f"prefetches); got {worker.num_workers} workers")  # fmt: skip
+            raise ValueError(
+                "StreamingFeatureDataset: use num_workers=0 (its own thread "
+                f"prefetches); got {worker.num_workers} workers"
+            )
         # max_bytes 0: never preload the whole set, always blocks in storage order
-        source = FeatureSource(self.reader, self.info, self.layers, max_bytes=0,
-                               block_examples=self.block_examples)  # fmt: skip
+        source = FeatureSource(
+            self.reader, self.info, self.layers, max_bytes=0, block_examples=self.block_examples
+        )
         rng = np.random.default_rng([self.seed, self.epoch]) if self.shuffle else None
         self.epoch += 1
         for indices, eb in source.iterate(self.block_examples, rng):

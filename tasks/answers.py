@@ -90,17 +90,22 @@ class Answers:
         if self.labels is not None and text not in self.labels:
             if "labels" in self.inferred:
                 raise malformed(
-                    path, line, f"{where}{what} {text!r} never seen in the train split (train "
+                    path,
+                    line,
+                    f"{where}{what} {text!r} never seen in the train split (train "
                     f"has {', '.join(self.labels)}; list every {what} under labels: in the "
                     "spec to allow it)",
-                )  # fmt: skip
-            raise malformed(path, line, f"{where}expected a {what} in {list(self.labels)}, "
-                            f"got {text!r}")  # fmt: skip
+                )
+            raise malformed(
+                path, line, f"{where}expected a {what} in {list(self.labels)}, got {text!r}"
+            )
         if self.bio and what == "tag" and not _is_bio(text):
             raise malformed(
-                path, line, f"{where}expected a BIO/IOB tag (O, B-TYPE or I-TYPE: the span_f1 "
+                path,
+                line,
+                f"{where}expected a BIO/IOB tag (O, B-TYPE or I-TYPE: the span_f1 "
                 f"metric reads chunks; use metric: accuracy for other tags), got {text!r}",
-            )  # fmt: skip
+            )
 
 
 def _where(column: Column) -> str:

@@ -36,8 +36,10 @@ class TaskReport:
     def lines(self) -> list[str]:
         """The report as text lines."""
         spec, f = self.spec, self.findings
-        out = [f"task {spec.name}: {spec.kind}{', pairs' if spec.pair else ''}, metric "
-               f"{spec.metric} (reported: {', '.join(spec.reported)})"]  # fmt: skip
+        out = [
+            f"task {spec.name}: {spec.kind}{', pairs' if spec.pair else ''}, metric "
+            f"{spec.metric} (reported: {', '.join(spec.reported)})"
+        ]
         if spec.labels is not None:
             how = " (inferred from train)" if "labels" in spec.inferred else ""
             what = "tags" if spec.kind == "tagging" else "labels"
@@ -54,14 +56,21 @@ class TaskReport:
             out.append(f"  words per example: {words}")
             if "pieces" in s:
                 pieces = ", ".join(f"p{p} {v}" for p, v in s["pieces"].items())
-                out.append(f"  encoder pieces: {pieces}; {s['windowed']} longer than the "
-                           f"encoder's window of {s['window']} (windowed, not cut)")  # fmt: skip
+                out.append(
+                    f"  encoder pieces: {pieces}; {s['windowed']} longer than the "
+                    f"encoder's window of {s['window']} (windowed, not cut)"
+                )
         for name, found in f["duplicates"].items():
             where = Path(self.paths[found["split"]]).name  # the file the lines are of
-            out.append(f"duplicates {name}: {found['count']}" + (
-                f" ({where} lines {', '.join(map(str, found['lines']))}"
-                f"{', ...' if found['count'] > len(found['lines']) else ''})"
-                if found["count"] else ""))  # fmt: skip
+            out.append(
+                f"duplicates {name}: {found['count']}"
+                + (
+                    f" ({where} lines {', '.join(map(str, found['lines']))}"
+                    f"{', ...' if found['count'] > len(found['lines']) else ''})"
+                    if found["count"]
+                    else ""
+                )
+            )
         for note in f["notes"]:
             out.append(f"note: {note}")
         return out
@@ -86,14 +95,17 @@ def _answers(spec: TaskSpec, examples: list[Example]) -> tuple[str, str] | None:
     if spec.kind == "regression":
         x = np.asarray(labels, dtype=np.float64)  # (N,)
         q = np.percentile(x, (25, 50, 75))
-        return "scores", (f"min {x.min():g}, q1 {q[0]:g}, median {q[1]:g}, q3 {q[2]:g}, "
-                          f"max {x.max():g}, mean {x.mean():.3g}, sd {x.std():.3g}")  # fmt: skip
+        return "scores", (
+            f"min {x.min():g}, q1 {q[0]:g}, median {q[1]:g}, q3 {q[2]:g}, "
+            f"max {x.max():g}, mean {x.mean():.3g}, sd {x.std():.3g}"
+        )
     counts = Counter(labels)
     n = len(labels)
     return "labels", ", ".join(
-        f"{label} {counts[label]} ({100 * counts[label] / n:.1f}%)" for label in spec.labels
+        f"{label} {counts[label]} ({100 * counts[label] / n:.1f}%)"
+        for label in spec.labels
         if counts[label]
-    )  # fmt: skip
+    )
 
 
 def _duplicates(examples: dict[str, list[Example]]) -> dict[str, dict[str, Any]]:
@@ -109,14 +121,18 @@ def _duplicates(examples: dict[str, list[Example]]) -> dict[str, dict[str, Any]]
         else:
             seen[_text(e)] = e
     out["within train"] = {
-        "count": len(repeats), "lines": [e.line for e in repeats[:SHOWN]], "split": "train"
-    }  # fmt: skip
+        "count": len(repeats),
+        "lines": [e.line for e in repeats[:SHOWN]],
+        "split": "train",
+    }
     for split in ("dev", "test"):
         if split in examples:
             leaked = [e for e in examples[split] if _text(e) in seen]
             out[f"of train in {split}"] = {
-                "count": len(leaked), "lines": [e.line for e in leaked[:SHOWN]], "split": split
-            }  # fmt: skip
+                "count": len(leaked),
+                "lines": [e.line for e in leaked[:SHOWN]],
+                "split": split,
+            }
     return out
 
 

@@ -51,15 +51,18 @@ def read_conll(
             fields, like = len(parts), f" (as line {number}, the first token line)"
             if fields <= max(tokens, tags):
                 raise malformed(
-                    path, number, f"expected at least {max(tokens, tags) + 1} whitespace-"
+                    path,
+                    number,
+                    f"expected at least {max(tokens, tags) + 1} whitespace-"
                     f"separated fields (token in field {tokens}, tag in field {tags}), got "
                     f"{fields}",
-                )  # fmt: skip
+                )
         if len(parts) != fields:
             raise malformed(
-                path, number, f"expected {fields} whitespace-separated fields{like}, got "
-                f"{len(parts)}",
-            )  # fmt: skip
+                path,
+                number,
+                f"expected {fields} whitespace-separated fields{like}, got {len(parts)}",
+            )
         if not words:
             first[0] = number
         words.append(parts[tokens])

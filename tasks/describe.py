@@ -64,17 +64,23 @@ def spec_from_record(record: dict[str, Any]) -> TaskSpec:
         return get_task(record["name"])
     sources = {}
     for split, entry in record["splits"].items():
-        options = {k: v for k, v in entry.items() if k not in ("path", "format", "columns",
-                                                               "sha256")}  # fmt: skip
+        options = {
+            k: v for k, v in entry.items() if k not in ("path", "format", "columns", "sha256")
+        }
         sources[split] = Source(entry["path"], entry["format"], entry.get("columns", {}), options)
     score_range = record.get("score_range")
     metrics = record.get("metrics") or []
     return TaskSpec(
-        name=record["name"], kind=record["kind"], pair=record["pair"], labels=record["labels"],
-        metric=record["metric"], splits=sources,
+        name=record["name"],
+        kind=record["kind"],
+        pair=record["pair"],
+        labels=record["labels"],
+        metric=record["metric"],
+        splits=sources,
         score_range=None if score_range is None else tuple(score_range),
-        extra_metrics=tuple(m for m in metrics if m == "macro_f1"), origin="record",
-    )  # fmt: skip
+        extra_metrics=tuple(m for m in metrics if m == "macro_f1"),
+        origin="record",
+    )
 
 
 def split_source(task: TaskSpec | str, data: Path | str | None, split: str) -> dict[str, Any]:
@@ -83,8 +89,13 @@ def split_source(task: TaskSpec | str, data: Path | str | None, split: str) -> d
     the features are found again only for the same texts (`cache` matches both)."""
     spec = as_spec(task)
     path = split_path(spec, data, split)
-    out = {"kind": "task", "task": spec.name, "split": split, "path": str(path.absolute()),
-           "sha256": file_digest(path)}  # fmt: skip
+    out = {
+        "kind": "task",
+        "task": spec.name,
+        "split": split,
+        "path": str(path.absolute()),
+        "sha256": file_digest(path),
+    }
     key = read_key(spec, split)
     if key is not None:
         out["read"] = key
@@ -118,8 +129,12 @@ def read_source(source: dict[str, Any]):
     kind, pair = read.pop("kind"), read.pop("pair")
     fmt, columns = read.pop("format"), read.pop("columns", {})
     spec = TaskSpec(
-        name=source["task"], kind=kind, pair=pair,
-        labels=None if kind == "regression" else [], metric=METRICS[kind][0],
-        splits={split: Source(str(path), fmt, columns, read)}, origin="record",
-    )  # fmt: skip
+        name=source["task"],
+        kind=kind,
+        pair=pair,
+        labels=None if kind == "regression" else [],
+        metric=METRICS[kind][0],
+        splits={split: Source(str(path), fmt, columns, read)},
+        origin="record",
+    )
     return read_file(spec, split, path, Answers(kind=kind))

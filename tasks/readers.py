@@ -93,9 +93,10 @@ def available_splits(task: TaskSpec | str, data_dir: Path | str | None = None) -
     """The splits of `task` whose files exist, in train, dev, test order."""
     spec = as_spec(task)
     return [
-        s for s in SPLITS
+        s
+        for s in SPLITS
         if s in spec.splits and _exists(split_path(spec, data_dir, s), spec.splits[s].format)
-    ]  # fmt: skip
+    ]
 
 
 def read_split(task: TaskSpec | str, data_dir: Path | str | None, split: str) -> list[Example]:

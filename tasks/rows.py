@@ -59,9 +59,11 @@ def examples_from_table(
                 raise malformed(path, line, f"column {answer!r}: expected tags, got an empty field")
             if len(tags) != len(tokens):
                 raise malformed(
-                    path, line, f"column {answer!r}: expected one tag per token ({len(tokens)}), "
+                    path,
+                    line,
+                    f"column {answer!r}: expected one tag per token ({len(tokens)}), "
                     f"got {len(tags)}",
-                )  # fmt: skip
+                )
             examples.append(
                 Example(i, tokens, tags=answers.tags(path, line, tags, answer), line=line)
             )
@@ -97,7 +99,8 @@ def _tokens(path: Path, line, value, column: str) -> tuple[str, ...]:
     for token in tokens:
         if not isinstance(token, str) or not token or any(c.isspace() for c in token):
             raise malformed(
-                path, line, f"column {column!r}: expected tokens without whitespace, got "
-                f"{token!r}",
-            )  # fmt: skip
+                path,
+                line,
+                f"column {column!r}: expected tokens without whitespace, got {token!r}",
+            )
     return tuple(tokens)

@@ -34,11 +34,28 @@ from .spec import KINDS, METRICS, SPLITS, USER_FORMATS, Source, TaskSpec
 
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
-_FIELDS = ("name", "kind", "pair", "format", "columns", "quoting", "splits", "metric", "labels",
-           "score_range", "description")  # fmt: skip
+_FIELDS = (
+    "name",
+    "kind",
+    "pair",
+    "format",
+    "columns",
+    "quoting",
+    "splits",
+    "metric",
+    "labels",
+    "score_range",
+    "description",
+)
 _SPLIT_FIELDS = ("path", "format", "columns", "quoting", "split", "sha256")
-_SUFFIX_FORMAT = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
-                  ".parquet": "parquet", ".conll": "conll"}  # fmt: skip
+_SUFFIX_FORMAT = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".conll": "conll",
+}
 
 
 class _Checker:
@@ -48,8 +65,9 @@ class _Checker:
         self.where = where
 
     def error(self, field: str, expected: str, got: Any) -> ValueError:
-        return ValueError(f"task spec {self.where}: field {field!r}: expected {expected}, got "
-                          f"{got!r}")  # fmt: skip
+        return ValueError(
+            f"task spec {self.where}: field {field!r}: expected {expected}, got {got!r}"
+        )
 
     def one_of(self, field: str, value: Any, choices) -> Any:
         if value not in choices:
@@ -97,8 +115,11 @@ def _format_of(check: _Checker, field: str, path: Path, given: Any) -> str:
         return "hf-dataset"
     fmt = _SUFFIX_FORMAT.get(path.suffix.lower())
     if fmt is None:
-        raise check.error(field, f"a format ({', '.join(USER_FORMATS)}): the suffix of "
-                          f"{path.name!r} does not say which", None)  # fmt: skip
+        raise check.error(
+            field,
+            f"a format ({', '.join(USER_FORMATS)}): the suffix of {path.name!r} does not say which",
+            None,
+        )
     return fmt
 
 
@@ -117,8 +138,11 @@ def _columns(check: _Checker, field: str, given: Any, kind: str, pair: bool, fmt
         raise check.error(field, f"a mapping of {', '.join(wanted)} to columns", given)
     unknown = sorted(set(given) - set(wanted))
     if unknown:
-        raise check.error(field, f"columns for {', '.join(wanted)} (a {kind} task"
-                          f"{', pairs' if pair else ''})", unknown)  # fmt: skip
+        raise check.error(
+            field,
+            f"columns for {', '.join(wanted)} (a {kind} task{', pairs' if pair else ''})",
+            unknown,
+        )
     columns = defaults | given
     for role, column in columns.items():
         if fmt == "conll":
@@ -141,8 +165,14 @@ def _source(check: _Checker, raw: dict, split: str, value: Any, base: Path, kind
     path = path if path.is_absolute() else (base / path)
     path = Path(*path.parts).resolve() if path.exists() else path.absolute()
     fmt = _format_of(check, f"{field}.format", path, entry.get("format", raw.get("format")))
-    columns = _columns(check, f"{field}.columns" if "columns" in entry else "columns",
-                       entry.get("columns", raw.get("columns")), kind, pair, fmt)  # fmt: skip
+    columns = _columns(
+        check,
+        f"{field}.columns" if "columns" in entry else "columns",
+        entry.get("columns", raw.get("columns")),
+        kind,
+        pair,
+        fmt,
+    )
     options: dict[str, Any] = {}
     quoting = entry.get("quoting", raw.get("quoting"))
     if quoting is not None:
@@ -158,8 +188,11 @@ def _source(check: _Checker, raw: dict, split: str, value: Any, base: Path, kind
 
         now = file_digest(path) if path.exists() else None
         if now != entry["sha256"]:
-            raise check.error(f"{field}.sha256", f"the digest of {path} as recorded "
-                              "(the file changed or is gone)", now)  # fmt: skip
+            raise check.error(
+                f"{field}.sha256",
+                f"the digest of {path} as recorded (the file changed or is gone)",
+                now,
+            )
     return Source(str(path), fmt, columns, options)
 
 
@@ -186,8 +219,9 @@ def spec_from_dict(raw: Any, base: Path | str, where: str = "inline") -> TaskSpe
         raise check.error("splits", "a mapping of train, dev (and test) to files", splits)
     for split in ("train", "dev"):
         if split not in splits:
-            raise check.error("splits", f"a {split} split (train and dev are needed)",
-                              sorted(splits))  # fmt: skip
+            raise check.error(
+                "splits", f"a {split} split (train and dev are needed)", sorted(splits)
+            )
     if set(splits) - set(SPLITS):
         raise check.error("splits", f"splits among {', '.join(SPLITS)}", sorted(splits))
     base = Path(base)
@@ -200,8 +234,9 @@ def spec_from_dict(raw: Any, base: Path | str, where: str = "inline") -> TaskSpe
         raise check.error("labels", "no labels for a regression task", labels)
     if labels is not None:
         names = labels if isinstance(labels, list) else []
-        if not names or not all(isinstance(x, (str, int)) and not isinstance(x, bool)
-                                for x in names):  # fmt: skip
+        if not names or not all(
+            isinstance(x, (str, int)) and not isinstance(x, bool) for x in names
+        ):
             raise check.error("labels", "a non-empty list of label names", labels)
         labels = [str(x).strip() for x in labels]
         if len(set(labels)) != len(labels):
@@ -212,9 +247,12 @@ def spec_from_dict(raw: Any, base: Path | str, where: str = "inline") -> TaskSpe
             raise check.error(
                 "score_range", "no score_range for a non-regression task", score_range
             )
-        ok = (isinstance(score_range, list) and len(score_range) == 2
-              and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in score_range)
-              and score_range[0] < score_range[1])  # fmt: skip
+        ok = (
+            isinstance(score_range, list)
+            and len(score_range) == 2
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in score_range)
+            and score_range[0] < score_range[1]
+        )
         if not ok:
             raise check.error("score_range", "[low, high] with low < high", score_range)
         score_range = (float(score_range[0]), float(score_range[1]))
@@ -224,9 +262,18 @@ def spec_from_dict(raw: Any, base: Path | str, where: str = "inline") -> TaskSpe
 def _spec(name, kind, pair, labels, metric, sources, score_range, where, inferred) -> TaskSpec:
     extra = ("macro_f1",) if kind == "classification" else ()  # beside accuracy, for skew
     provisional = labels if labels is not None or kind == "regression" else []
-    return TaskSpec(name=name, kind=kind, pair=pair, labels=provisional, metric=metric,
-                    splits=sources, score_range=score_range, extra_metrics=extra, origin=where,
-                    inferred=inferred)  # fmt: skip
+    return TaskSpec(
+        name=name,
+        kind=kind,
+        pair=pair,
+        labels=provisional,
+        metric=metric,
+        splits=sources,
+        score_range=score_range,
+        extra_metrics=extra,
+        origin=where,
+        inferred=inferred,
+    )
 
 
 def _infer(spec: TaskSpec, given_labels: bool) -> TaskSpec:
@@ -236,9 +283,11 @@ def _infer(spec: TaskSpec, given_labels: bool) -> TaskSpec:
 
     path = split_path(spec, None, "train")
     answers = Answers(
-        kind=spec.kind, labels=tuple(spec.labels) if given_labels else None,
-        score_range=spec.score_range, bio=spec.kind == "tagging" and spec.metric == "span_f1",
-    )  # fmt: skip
+        kind=spec.kind,
+        labels=tuple(spec.labels) if given_labels else None,
+        score_range=spec.score_range,
+        bio=spec.kind == "tagging" and spec.metric == "span_f1",
+    )
     train = read_file(spec, "train", path, answers)
     inferred = []
     labels, score_range = spec.labels, spec.score_range

@@ -42,8 +42,13 @@ class Table:
 def read_table(path: Path, fmt: str, wanted: list[str], options: dict[str, Any]) -> Table:
     """The `wanted` columns present in file `path` of format `fmt` (absent ones are left out:
     the caller decides which it needs and names the columns present)."""
-    readers = {"csv": _read_delimited, "tsv": _read_delimited, "jsonl": _read_jsonl,
-               "parquet": _read_parquet, "hf-dataset": _read_dataset}  # fmt: skip
+    readers = {
+        "csv": _read_delimited,
+        "tsv": _read_delimited,
+        "jsonl": _read_jsonl,
+        "parquet": _read_parquet,
+        "hf-dataset": _read_dataset,
+    }
     if fmt == "hf-dataset":
         if not path.is_dir():
             raise FileNotFoundError(f"{path}: expected a directory saved by datasets' save_to_disk")
@@ -78,9 +83,11 @@ def _read_delimited(path: Path, fmt: str, wanted: list[str], options: dict[str, 
     names = _header(path, delimiter, quoting)
     present = [n for n in wanted if n in names]
     convert = pacsv.ConvertOptions(
-        column_types={n: pa.string() for n in present}, include_columns=present,
-        strings_can_be_null=False, quoted_strings_can_be_null=False,
-    )  # fmt: skip
+        column_types={n: pa.string() for n in present},
+        include_columns=present,
+        strings_can_be_null=False,
+        quoted_strings_can_be_null=False,
+    )
     try:
         table = pacsv.read_csv(path, parse_options=parse, convert_options=convert)
     except (pa.ArrowInvalid, UnicodeDecodeError) as err:
@@ -95,9 +102,11 @@ def _csv_records(path: Path, delimiter: str, quoting: bool):
     Python's csv module in the dialect pyarrow was given; invalid UTF-8 names its line."""
     lines = (line + "\n" for _, line in numbered_lines(path))  # checks UTF-8 per line
     reader = csv.reader(
-        lines, delimiter=delimiter,
-        quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE, doublequote=True,
-    )  # fmt: skip
+        lines,
+        delimiter=delimiter,
+        quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE,
+        doublequote=True,
+    )
     previous = 0
     for fields in reader:
         first, previous = previous + 1, reader.line_num
@@ -124,9 +133,10 @@ def _diagnose_delimited(path: Path, delimiter: str, quoting: bool, width: int, e
         if len(fields) != width:
             hint = "" if quoting or delimiter != "," else " (quoting is off)"
             return malformed(
-                path, line, f"expected {width} {sep}-separated fields (as the header), got "
-                f"{len(fields)}{hint}",
-            )  # fmt: skip
+                path,
+                line,
+                f"expected {width} {sep}-separated fields (as the header), got {len(fields)}{hint}",
+            )
     return ValueError(f"{path}: could not read it as {sep}-separated values: {err}")
 
 
@@ -186,8 +196,11 @@ def _diagnose_jsonl(path: Path, wanted: list[str], err) -> ValueError:
         try:
             record = json.loads(text)
         except json.JSONDecodeError as bad:
-            return malformed(path, number, f"expected a JSON object, got invalid JSON ({bad.msg} "
-                             f"at column {bad.colno})")  # fmt: skip
+            return malformed(
+                path,
+                number,
+                f"expected a JSON object, got invalid JSON ({bad.msg} at column {bad.colno})",
+            )
         if not isinstance(record, dict):
             return malformed(path, number, f"expected a JSON object, got {_json_type(record)}")
         for key, value in record.items():
@@ -198,9 +211,10 @@ def _diagnose_jsonl(path: Path, wanted: list[str], err) -> ValueError:
             seen = first_seen.setdefault(key, (shown, number))
             if seen[0] != shown:
                 return malformed(
-                    path, number, f"column {key!r}: expected {seen[0]} as on line {seen[1]}, "
-                    f"got {shown}",
-                )  # fmt: skip
+                    path,
+                    number,
+                    f"column {key!r}: expected {seen[0]} as on line {seen[1]}, got {shown}",
+                )
     return ValueError(f"{path}: could not read it as JSON lines: {err}")
 
 

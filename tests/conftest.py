@@ -14,13 +14,30 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+from tests.helpers.tasks import write_task_data
+
+
 class _BareNames(importlib.abc.MetaPathFinder):
     """The checkout's folders are importable only as snowfire.X: pytest puts the repository on
     sys.path (for tests.helpers), where `import cache` would load a second, unpatched copy of
     snowfire.cache (a monkeypatch.setattr("cache.x", ...) that patches nothing)."""
 
-    BARE = frozenset({"options", "tasks", "cache", "rundir", "extractor", "heads", "finetune",
-                      "compare", "jobs", "api", "cli", "nn"})  # fmt: skip
+    BARE = frozenset(
+        {
+            "options",
+            "tasks",
+            "cache",
+            "rundir",
+            "extractor",
+            "heads",
+            "finetune",
+            "compare",
+            "jobs",
+            "api",
+            "cli",
+            "nn",
+        }
+    )
 
     def find_spec(self, name, path=None, target=None):
         if path is None and name in self.BARE:
@@ -29,8 +46,6 @@ class _BareNames(importlib.abc.MetaPathFinder):
 
 
 sys.meta_path.insert(0, _BareNames())
-
-from tests.helpers.tasks import write_task_data
 
 
 @pytest.fixture(scope="session")

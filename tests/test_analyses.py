@@ -8,7 +8,6 @@ import dataclasses
 
 import pytest
 
-import snowfire.compare.analyses
 from snowfire import compare
 from snowfire.cli.main import build_parser, main
 from snowfire.compare.analyses import ANALYSES, analysis_config
@@ -73,16 +72,24 @@ def test_defaults_are_the_papers():
         (lambda: PairsConfig(**WHERE, tasks=[]), "PairsConfig.tasks: expected at least one"),
         (lambda: PairsConfig(**WHERE, seeds=0), "PairsConfig.seeds: expected >= 1, got 0"),
         (lambda: PairsConfig(**WHERE | {"out": ""}), "PairsConfig.out: expected a non-empty"),
-        (lambda: ProbesConfig(**WHERE, finetuned=["sst2"]),
-         "ProbesConfig.finetuned: expected TASK=RUN, got 'sst2'"),
-        (lambda: NerParamsConfig(**WHERE, tasks=["sst2"]),
-         r"NerParamsConfig.tasks: expected one tagging task, got \['sst2'\]"),
-        (lambda: ElmoBiattentionConfig(**WHERE),
-         "ElmoBiattentionConfig.encoder: elmo-biattention fine-tunes ELMo: --encoder elmo:"),
-        (lambda: ElmoBiattentionConfig(**WHERE | {"encoder": "elmo:/x"}, tasks=["sst2"]),
-         "ElmoBiattentionConfig.tasks: elmo-biattention is about pairs: sst2 is a single-text"),
+        (
+            lambda: ProbesConfig(**WHERE, finetuned=["sst2"]),
+            "ProbesConfig.finetuned: expected TASK=RUN, got 'sst2'",
+        ),
+        (
+            lambda: NerParamsConfig(**WHERE, tasks=["sst2"]),
+            r"NerParamsConfig.tasks: expected one tagging task, got \['sst2'\]",
+        ),
+        (
+            lambda: ElmoBiattentionConfig(**WHERE),
+            "ElmoBiattentionConfig.encoder: elmo-biattention fine-tunes ELMo: --encoder elmo:",
+        ),
+        (
+            lambda: ElmoBiattentionConfig(**WHERE | {"encoder": "elmo:/x"}, tasks=["sst2"]),
+            "ElmoBiattentionConfig.tasks: elmo-biattention is about pairs: sst2 is a single-text",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_bad_analysis_config_is_refused_with_the_field(build, message):
     with pytest.raises(ValueError, match=message):
         build()

@@ -93,13 +93,17 @@ def test_look_ups_match_local(remote, local):
 @pytest.mark.parametrize("layers", [None, [2], [2, 0]])
 def test_read_matches_local(remote, local, fs_id, layers):
     idx = [3, 0, 4, 0, 1]
-    assert_same_batch(remote.read(fs_id, indices=idx, layers=layers),
-                      local.read(fs_id, indices=idx, layers=layers))  # fmt: skip
+    assert_same_batch(
+        remote.read(fs_id, indices=idx, layers=layers),
+        local.read(fs_id, indices=idx, layers=layers),
+    )
     keys = [local.featureset_keys(fs_id)[i] for i in idx]
-    assert_same_batch(remote.read(fs_id, keys=keys, layers=layers),
-                      local.read(fs_id, indices=idx, layers=layers))  # fmt: skip
-    assert_same_batch(remote.read(fs_id, indices=np.array([], dtype=np.int64)),
-                      local.read(fs_id, indices=[]))  # fmt: skip
+    assert_same_batch(
+        remote.read(fs_id, keys=keys, layers=layers), local.read(fs_id, indices=idx, layers=layers)
+    )
+    assert_same_batch(
+        remote.read(fs_id, indices=np.array([], dtype=np.int64)), local.read(fs_id, indices=[])
+    )
 
 
 def test_big_read_is_split_under_the_cap(small_server, local):
@@ -110,8 +114,10 @@ def test_big_read_is_split_under_the_cap(small_server, local):
         assert transport.features_requests >= 5  # ~4,000-byte targets for ~18 kB of features
         assert_same_batch(got, local.read("fs32", indices=idx))
         idx.append(4)
-        assert_same_batch(remote.read("fs32", indices=idx, layers=[1]),
-                          local.read("fs32", indices=idx, layers=[1]))  # fmt: skip
+        assert_same_batch(
+            remote.read("fs32", indices=idx, layers=[1]),
+            local.read("fs32", indices=idx, layers=[1]),
+        )
         with pytest.raises(RequestTooLargeError, match="at most 8,000 bytes.*after 1 of 1"):
             remote.read("fs32", indices=[4])  # 100 tokens: 9,600 bytes alone
 
@@ -126,7 +132,6 @@ def test_refused_request_is_halved_and_retried(small_server, local, monkeypatch)
 
 
 def test_a_large_read_goes_out_as_parallel_requests(server, local, monkeypatch):
-    import snowfire.cache.remote
     from snowfire import cache
 
     monkeypatch.setattr(cache.remote, "PARALLEL_MIN_EXAMPLES", 2)
@@ -219,7 +224,6 @@ def test_an_answer_cut_short_mid_stream_is_an_error_not_a_short_batch(
     naming how much came, and a read after it is whole (the service and its connections are
     fine). "copied": pieces read into buffers (layers [1, 0]); "direct": all layers sent from
     the mapped shards."""
-    import snowfire.api.features
     from snowfire import api
     from snowfire.cache.plan import ReadPlan
 

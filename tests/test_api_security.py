@@ -49,8 +49,11 @@ def test_keys_guard_every_route_but_healthz(home):
         assert c.post(f"/v1/jobs/{job}/cancel", headers=write).json()["status"] == "cancelled"
         # a method a listed path does not take is 405 for any key, a path not listed 404
         for headers in (read, write):
-            for method, path in (("POST", f"/v1/jobs/{job}"), ("PUT", "/v1/jobs"),
-                                 ("DELETE", f"/v1/jobs/{job}/cancel")):  # fmt: skip
+            for method, path in (
+                ("POST", f"/v1/jobs/{job}"),
+                ("PUT", "/v1/jobs"),
+                ("DELETE", f"/v1/jobs/{job}/cancel"),
+            ):
                 r = c.request(method, path, headers=headers)
                 assert r.status_code == 405, (method, path, r.text)
             assert c.post(f"/v1/jobs/{job}/cancel/now", headers=headers).status_code == 404

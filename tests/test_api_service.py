@@ -63,8 +63,12 @@ def test_healthz(client, store_dir):
     assert body["store"] == str(store_dir)
     assert body["featuresets"] == 2
     assert body["version"]
-    assert body["limits"] == {"max_json_values": 100_000, "max_body_bytes": 256 * 2**20,
-                              "max_in_flight": 32, "embed_max_queue": 16}  # fmt: skip
+    assert body["limits"] == {
+        "max_json_values": 100_000,
+        "max_body_bytes": 256 * 2**20,
+        "max_in_flight": 32,
+        "embed_max_queue": 16,
+    }
 
 
 def test_list_and_get_featureset(client, store_dir):
@@ -104,8 +108,9 @@ def test_keys_texts_and_find(client, store_dir):
 @pytest.mark.parametrize("accept", [None, "*/*", SAFETENSORS])
 def test_safetensors_round_trip_is_exact(client, store_dir, fs_id, accept):
     headers = {"Accept": accept} if accept else {}
-    r = client.post(f"/v1/featuresets/{fs_id}/features", json={"indices": [4, 0, 2, 0]},
-                    headers=headers)  # fmt: skip
+    r = client.post(
+        f"/v1/featuresets/{fs_id}/features", json={"indices": [4, 0, 2, 0]}, headers=headers
+    )
     assert r.status_code == 200, r.text
     assert r.headers["content-type"] == SAFETENSORS
     tensors, meta = decode(r.content)
@@ -129,8 +134,9 @@ def test_integral_numbers_are_integers_as_in_json_schema(client):
     """2.0 is a JSON-Schema integer (the OpenAPI document says "integer"): the same answer
     as 2."""
     want = client.post("/v1/featuresets/fs16/features", json={"indices": [1, 3], "layers": [2, 0]})
-    got = client.post("/v1/featuresets/fs16/features",
-                      json={"indices": [1.0, 3], "layers": [2.0, 0.0]})  # fmt: skip
+    got = client.post(
+        "/v1/featuresets/fs16/features", json={"indices": [1.0, 3], "layers": [2.0, 0.0]}
+    )
     assert got.status_code == want.status_code == 200, got.text
     assert got.content == want.content
 
@@ -153,8 +159,11 @@ def test_empty_selection(client, store_dir):
 
 @pytest.mark.parametrize("fs_id", ["fs16", "fs32"])
 def test_json_round_trip_is_exact(client, store_dir, fs_id):
-    r = client.post(f"/v1/featuresets/{fs_id}/features", json={"indices": [2, 1], "layers": [1]},
-                    headers={"Accept": "application/json"})  # fmt: skip
+    r = client.post(
+        f"/v1/featuresets/{fs_id}/features",
+        json={"indices": [2, 1], "layers": [1]},
+        headers={"Accept": "application/json"},
+    )
     assert r.status_code == 200
     assert r.headers["content-type"] == "application/json"
     body = r.json()
@@ -184,8 +193,9 @@ def test_read_in_chunks_equals_one_read(store_dir):
     ],
 )
 def test_accept_negotiation(client, accept, media):
-    r = client.post("/v1/featuresets/fs16/features", json={"indices": [0]},
-                    headers={"Accept": accept})  # fmt: skip
+    r = client.post(
+        "/v1/featuresets/fs16/features", json={"indices": [0]}, headers={"Accept": accept}
+    )
     assert r.status_code == 200
     assert r.headers["content-type"] == media
 
@@ -243,11 +253,17 @@ def test_422_bad_body(client, body, detail):
 
 def test_413_json_cap(store_dir):
     with small_client(store_dir, max_json_values=100, read_chunk_examples=1) as c:
-        ok = c.post("/v1/featuresets/fs16/features", json={"indices": [2], "layers": [0]},
-                    headers={"Accept": "application/json"})  # fmt: skip
+        ok = c.post(
+            "/v1/featuresets/fs16/features",
+            json={"indices": [2], "layers": [0]},
+            headers={"Accept": "application/json"},
+        )
         assert ok.status_code == 200  # 2 tokens x 1 layer x 8 = 16 values
-        r = c.post("/v1/featuresets/fs16/features", json={"indices": [0, 1, 2]},
-                   headers={"Accept": "application/json"})  # fmt: skip
+        r = c.post(
+            "/v1/featuresets/fs16/features",
+            json={"indices": [0, 1, 2]},
+            headers={"Accept": "application/json"},
+        )
     assert r.status_code == 413
     assert r.json()["detail"] == (
         "a JSON response holds at most 100 feature values (tokens x layers x dim; "
@@ -263,7 +279,6 @@ def test_a_streamed_answer_is_the_encoded_read(store_dir, monkeypatch, piece_byt
     views of the mapped shards (examples of DIRECT_BYTES or more) and joined pieces (smaller
     ones): the body is byte for byte what wire.encode makes of the local read, whatever the
     pieces, layers or order."""
-    import snowfire.api.features
     from snowfire import api
     from snowfire.cache import wire
     from snowfire.cache.plan import ReadPlan
@@ -307,8 +322,9 @@ def test_413_safetensors_cap(store_dir):
 
 
 def test_406_unsupported_accept(client):
-    r = client.post("/v1/featuresets/fs16/features", json={"indices": [0]},
-                    headers={"Accept": "text/csv"})  # fmt: skip
+    r = client.post(
+        "/v1/featuresets/fs16/features", json={"indices": [0]}, headers={"Accept": "text/csv"}
+    )
     assert r.status_code == 406
     assert r.json() == {
         "detail": "cannot answer Accept: 'text/csv'; this endpoint serves "

@@ -1,6 +1,6 @@
-"""snowfire.cache.atomic_write, the one crash-safe writer (the store's records, every run directory's
-files): the new content whole or the old one, nothing half-written, no temporary file left,
-and the file and then its directory fsynced (the rename itself on disk)."""
+"""snowfire.cache.atomic_write, the one crash-safe writer (the store's records, every run
+directory's files): the new content whole or the old one, nothing half-written, no temporary
+file left, and the file and then its directory fsynced (the rename itself on disk)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class Crash(RuntimeError):
         ("tëxt\n", "tëxt\n".encode()),
         (b"\x00\xffbytes", b"\x00\xffbytes"),
         (lambda f: f.write(b"from a writer"), b"from a writer"),
-    ],  # fmt: skip
+    ],
     ids=["text", "bytes", "writer"],
 )
 def test_writes_text_bytes_or_a_writer_and_leaves_no_temporary_file(tmp_path, data, want):

@@ -103,8 +103,12 @@ def test_embed_requests_beyond_the_queue_bound_get_429_and_the_rest_are_computed
     tmp_path, tiny_bert_dir
 ):
     bound, extra = 2, 3
-    settings = Settings(store=tmp_path / "store", encoder=f"hf:{tiny_bert_dir}",
-                        embed_max_queue=bound, max_in_flight=50)  # fmt: skip
+    settings = Settings(
+        store=tmp_path / "store",
+        encoder=f"hf:{tiny_bert_dir}",
+        embed_max_queue=bound,
+        max_in_flight=50,
+    )
     gate = threading.Event()
     with Server(settings) as server:
         embedder = server.server.config.app.state.embedder
@@ -142,8 +146,9 @@ def test_embed_requests_beyond_the_queue_bound_get_429_and_the_rest_are_computed
         assert Counter(r.status_code for r in answers) == {200: bound, 429: extra}
         again = [r for r in answers if r.status_code == 429]
         with httpx.Client(timeout=60) as http:  # the refused, retried, are computed now
-            retried = [http.post(f"{server.url}/v1/embed", json={"texts": ["a cat"]})
-                       for _ in again]  # fmt: skip
+            retried = [
+                http.post(f"{server.url}/v1/embed", json={"texts": ["a cat"]}) for _ in again
+            ]
         assert [r.status_code for r in retried] == [200] * extra
 
 

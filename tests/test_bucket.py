@@ -185,8 +185,9 @@ def test_serve_and_train_from_a_bucket(tiny_bert_dir, local_s3, tmp_path):
     runs = {}
     for name, store in (("bucket", url), ("local", str(local))):
         out = tmp_path / name
-        runs[name] = train_cli(tiny_bert_dir, data, store, out, "sst2", "linear", "--lr", "0.03",
-                            "--epochs", "15")  # fmt: skip
+        runs[name] = train_cli(
+            tiny_bert_dir, data, store, out, "sst2", "linear", "--lr", "0.03", "--epochs", "15"
+        )
     assert runs["bucket"] == runs["local"]
     assert runs["local"]["train"]["accuracy"] > 0.6  # it learned: the runs compare something
     from safetensors.numpy import load_file
@@ -242,8 +243,13 @@ def test_reads_across_shards_of_one_segment(tiny_bert_dir, local_s3, tmp_path):
     inputs = texts(n=400, seed=5)  # one segment of several shards of 2,048 tokens
     enc = HFEncoder(tiny_bert_dir, name="tiny", spec=f"hf:{tiny_bert_dir}")
     local = Store(tmp_path / "local")
-    cfg = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(local.path), progress=False,
-                        dtype="float32", segment_tokens=10**6)  # fmt: skip
+    cfg = ExtractConfig(
+        encoder=f"hf:{tiny_bert_dir}",
+        store=str(local.path),
+        progress=False,
+        dtype="float32",
+        segment_tokens=10**6,
+    )
     info = extract(enc, inputs, local, task=None, split=None, config=cfg)
     extract(enc, inputs, open_store(url := local_s3()), task=None, split=None, config=cfg)
     shards = [n for n in bucket_objects(BucketStore(url)) if "/features/c/" in n]

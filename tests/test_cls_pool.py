@@ -24,8 +24,13 @@ TEXTS = [
 
 def _store(tiny_bert_dir, path, pair_encoding="joint"):
     store = Store(path)
-    config = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(path), dtype="float32",
-                           pair_encoding=pair_encoding, progress=False)  # fmt: skip
+    config = ExtractConfig(
+        encoder=f"hf:{tiny_bert_dir}",
+        store=str(path),
+        dtype="float32",
+        pair_encoding=pair_encoding,
+        progress=False,
+    )
     encoder = load_encoder(config.encoder, **config.encoder_options())
     return store, extract(encoder, TEXTS, store, task=None, split=None, config=config)
 
@@ -75,16 +80,20 @@ def _sep(path) -> tuple[int, ...]:
 def test_the_service_pools_cls_and_names_an_example_without_one(joint, tmp_path):
     store, info = joint
     with TestClient(create_app(settings=Settings(store=store.path))) as client:
-        r = client.post(f"/v1/featuresets/{info.id}/features",
-                        json={"indices": [1, 0], "pool": "cls"})  # fmt: skip
+        r = client.post(
+            f"/v1/featuresets/{info.id}/features", json={"indices": [1, 0], "pool": "cls"}
+        )
         assert r.status_code == 200, r.text
         got = wire.decode(r.content)
         full = store.read(info.id, indices=[1, 0])
         assert got.offsets.tolist() == [0, 1, 2]
-        np.testing.assert_array_equal(got.features, np.stack([full.example(0)[0],
-                                                              full.example(1)[0]]))  # fmt: skip
-        sides = client.post(f"/v1/featuresets/{info.id}/features",
-                            json={"indices": [1], "pool": "cls", "pool_sides": True})  # fmt: skip
+        np.testing.assert_array_equal(
+            got.features, np.stack([full.example(0)[0], full.example(1)[0]])
+        )
+        sides = client.post(
+            f"/v1/featuresets/{info.id}/features",
+            json={"indices": [1], "pool": "cls", "pool_sides": True},
+        )
         assert sides.status_code == 422  # joint pairs: one [CLS]
         assert "joint pairs have one [CLS]: pool cls without pool_sides" in sides.json()["detail"]
     # an encoder without [CLS] (ELMo): the first row is a word
@@ -92,8 +101,12 @@ def test_the_service_pools_cls_and_names_an_example_without_one(joint, tmp_path)
     pool = bare.ensure_pool({"name": "bare", "spec": "bare"}, "float32", 2, 4)
     keys = ["k0"]
     with bare.writer(pool):
-        part = (np.ones((3, 2, 4), np.float32), np.arange(3, dtype=np.int32),
-                np.zeros(3, np.int8), -1)  # fmt: skip
+        part = (
+            np.ones((3, 2, 4), np.float32),
+            np.arange(3, dtype=np.int32),
+            np.zeros(3, np.int8),
+            -1,
+        )
         bare.write_segment(pool, "seg0", keys, [part], "float32")
     manifest = {
         "id": "bare",
@@ -132,28 +145,62 @@ def test_the_linear_head_reads_cls_when_asked(joint):
     store, info = joint
     data = snowfire.FeatureDataset(store, info, labels=[0, 1, 0])
     batch = data.collate([data[0], data[2]])
-    head = build_head("linear", kind="classification", pair=False, num_layers=info.num_layers,
-                      dim=info.dim, num_labels=2, pool="cls").eval()  # fmt: skip
+    head = build_head(
+        "linear",
+        kind="classification",
+        pair=False,
+        num_layers=info.num_layers,
+        dim=info.dim,
+        num_labels=2,
+        pool="cls",
+    ).eval()
     logits, loss = head(batch)
     x = head.mix(batch.features)  # (B, S, D)
     torch.testing.assert_close(logits, head.out(x[:, 0]), rtol=0, atol=0)
     assert head.config["pool"] == "cls" and torch.isfinite(loss)
-    mean = build_head("linear", kind="classification", pair=False, num_layers=info.num_layers,
-                      dim=info.dim, num_labels=2)  # fmt: skip
+    mean = build_head(
+        "linear",
+        kind="classification",
+        pair=False,
+        num_layers=info.num_layers,
+        dim=info.dim,
+        num_labels=2,
+    )
     assert mean.config["pool"] == "mean"  # the default: unchanged
-    words = ExampleBatch(np.ones((2, 3, 32), np.float32), np.array([0, 2]), np.array([0, 1]),
-                         np.zeros(2, np.int8), np.array([-1]), [0, 1, 2], ["k"])  # fmt: skip
+    words = ExampleBatch(
+        np.ones((2, 3, 32), np.float32),
+        np.array([0, 2]),
+        np.array([0, 1]),
+        np.zeros(2, np.int8),
+        np.array([-1]),
+        [0, 1, 2],
+        ["k"],
+    )
     from snowfire.heads import collate
 
     with pytest.raises(ValueError, match="pool cls: an example's first token is a word piece"):
         head(collate(words, None, kind="classification"))
     with pytest.raises(ValueError, match="pool must be one of mean, cls, got 'max'"):
-        build_head("linear", kind="classification", pair=False, num_layers=3, dim=32,
-                   num_labels=2, pool="max")  # fmt: skip
+        build_head(
+            "linear",
+            kind="classification",
+            pair=False,
+            num_layers=3,
+            dim=32,
+            num_labels=2,
+            pool="max",
+        )
 
 
 def test_reduce_refuses_cls_on_a_word_piece():
-    eb = ExampleBatch(np.ones((2, 1, 2), np.float32), np.array([0, 2]), np.array([0, 1]),
-                      np.zeros(2, np.int8), np.array([-1]), [0], ["k9"])  # fmt: skip
+    eb = ExampleBatch(
+        np.ones((2, 1, 2), np.float32),
+        np.array([0, 2]),
+        np.array([0, 1]),
+        np.zeros(2, np.int8),
+        np.array([-1]),
+        [0],
+        ["k9"],
+    )
     with pytest.raises(InvalidSelectionError, match=r"example 0 \(k9\): its first token"):
         reduce_batch(eb, pool="cls")

@@ -25,9 +25,22 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
     from snowfire.cli.main import main as run_cli
 
     out = tmp_path / "cmp"
-    argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2,stsb", "--data",
-            str(DEMO_DATA_DIR), "--out", str(out), "--budget", "quick", "--heads", "linear",
-            "--quiet"]  # fmt: skip
+    argv = [
+        "compare",
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--tasks",
+        "sst2,stsb",
+        "--data",
+        str(DEMO_DATA_DIR),
+        "--out",
+        str(out),
+        "--budget",
+        "quick",
+        "--heads",
+        "linear",
+        "--quiet",
+    ]
     assert run_cli(argv) == 0
     results = json.loads((out / "results.json").read_text())
     table = (out / "table.md").read_text()
@@ -48,8 +61,10 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
         # a call only from converged cells: each cell's curve is its log's, marked
         from snowfire.compare.convergence import mark_curve, read_curve
 
-        marks = [mark_curve(read_curve(c["run"], metric), cap=cap)
-                 for c, cap in ((snow_cell, 3), (fire_cell, 2))]  # fmt: skip
+        marks = [
+            mark_curve(read_curve(c["run"], metric), cap=cap)
+            for c, cap in ((snow_cell, 3), (fire_cell, 2))
+        ]
         assert [c["status"] for side in ("snow", "fire") for c in v["curves"][side]] == [
             m.status for m in marks
         ]
@@ -66,12 +81,16 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
     assert cells == want
     deltas = next(line for line in table.splitlines() if line.startswith("| Δ = 🔥 − ❄️ [95%"))
     got = re.findall(r"[+-]\d+\.\d", deltas)  # Δ, low, high per task
-    want = [f"{100 * results['tasks'][t]['verdict']['delta'][k]:+.1f}"
-            for t in ("sst2", "stsb") for k in ("delta", "low", "high")]  # fmt: skip
+    want = [
+        f"{100 * results['tasks'][t]['verdict']['delta'][k]:+.1f}"
+        for t in ("sst2", "stsb")
+        for k in ("delta", "low", "high")
+    ]
     assert got == want
     said = next(line for line in table.splitlines() if line.startswith("| verdict | | dev"))
-    assert said.endswith(" | ".join(results["tasks"][t]["verdict"]["verdict"]
-                                    for t in ("sst2", "stsb")) + " |")  # fmt: skip
+    assert said.endswith(
+        " | ".join(results["tasks"][t]["verdict"]["verdict"] for t in ("sst2", "stsb")) + " |"
+    )
     assert "| BERT-base (paper) | 🔥 | test | 93.5 | 87.1 |" in table
     assert "; the paper's rows are its test scores." in table  # the notes say what they are
     assert "❄️ features of pairs encoded joint." in table  # stsb is a pair task
@@ -89,8 +108,9 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
     majority = sum(g == label for g in dev) / len(dev)
     assert results["tasks"]["sst2"]["baseline"]["dev"] == pytest.approx(majority, abs=1e-12)
     reader = open_reader(str(out / "store"))
-    info = reader.find_featureset(encoder=f"hf:{tiny_bert_dir}", task="stsb", split="dev",
-                                  pair_encoding="separate")  # fmt: skip
+    info = reader.find_featureset(
+        encoder=f"hf:{tiny_bert_dir}", task="stsb", split="dev", pair_encoding="separate"
+    )
     gold = [float(e.label) for e in read_split("stsb", DEMO_DATA_DIR, "dev")]
     cosine = evaluate("stsb", gold, cosine_scores(reader, info).tolist())["pearson"]
     assert results["tasks"]["stsb"]["baseline"]["dev"] == pytest.approx(cosine, abs=1e-9)
@@ -101,11 +121,8 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
         assert (out / png).stat().st_size > 1000
 
     # a rerun trains and extracts nothing, and writes the same table
-    from snowfire import extractor
-    import snowfire.finetune.trainer
-    from snowfire import finetune
-    import snowfire.heads.trainer
-    from snowfire import heads
+
+    from snowfire import extractor, finetune, heads
 
     def refuse(*args, **kwargs):
         raise AssertionError("a rerun recomputed a cell")
@@ -170,9 +187,24 @@ def test_the_full_budget_tunes_fire_on_dev(tiny_bert_dir, tmp_path, monkeypatch)
     monkeypatch.setattr(grid, "GRID_EPOCHS", (1, 2))
     data = write_sst2(tmp_path / "data")
     out = tmp_path / "full"
-    argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2", "--data", str(data),
-            "--out", str(out), "--budget", "full", "--heads", "linear", "--seeds", "1",
-            "--quiet"]  # fmt: skip
+    argv = [
+        "compare",
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--tasks",
+        "sst2",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--budget",
+        "full",
+        "--heads",
+        "linear",
+        "--seeds",
+        "1",
+        "--quiet",
+    ]
     assert run_cli(argv) == 0
     grid = json.loads((out / "fire" / "sst2" / "seed0" / "grid.json").read_text())
     assert len(grid["cells"]) == 3 * 2 and grid["chosen"]["dev"] == max(
@@ -203,13 +235,30 @@ def test_ner_params_runs_the_six_cells_of_table_5(tiny_bert_dir, tmp_path):
 
     data = write_conll(tmp_path / "data", sizes=(("train", 24), ("dev", 8)))
     out = tmp_path / "an"
-    argv = ["analyze", "ner-params", "--encoder", f"hf:{tiny_bert_dir}", "--data", str(data),
-            "--out", str(out), "--epochs", "1", "--max-train-examples", "16"]  # fmt: skip
+    argv = [
+        "analyze",
+        "ner-params",
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--epochs",
+        "1",
+        "--max-train-examples",
+        "16",
+    ]
     assert run_cli(argv) == 0
     cells = json.loads((out / "ner-params.json").read_text())["conll2003"]
-    assert list(cells) == ["❄️ + CRF", "❄️ + BiLSTM + CRF", "🔥 + CRF",
-                           "🔥 + CRF + gradual unfreezing", "🔥 + BiLSTM + CRF",
-                           "🔥 + BiLSTM + CRF + gradual unfreezing"]  # fmt: skip
+    assert list(cells) == [
+        "❄️ + CRF",
+        "❄️ + BiLSTM + CRF",
+        "🔥 + CRF",
+        "🔥 + CRF + gradual unfreezing",
+        "🔥 + BiLSTM + CRF",
+        "🔥 + BiLSTM + CRF + gradual unfreezing",
+    ]
     root = out / "ner-params"
     for run, name, lstm, gradual in [
         ("fire-lstm0-all", "🔥 + CRF", 0, False),
@@ -220,8 +269,10 @@ def test_ner_params_runs_the_six_cells_of_table_5(tiny_bert_dir, tmp_path):
         assert config["recipe"]["settings"]["gradual_unfreezing"] is gradual
         metrics = json.loads((root / run / "seed0" / "metrics.json").read_text())
         assert cells[name][0] == metrics["dev"]["span_f1"]  # the table's score is the run's
-    assert json.loads((root / "bilstm-crf" / "seed0" / "config.json").read_text())["train"][
-        "head"] == "bilstm-crf"  # fmt: skip
+    assert (
+        json.loads((root / "bilstm-crf" / "seed0" / "config.json").read_text())["train"]["head"]
+        == "bilstm-crf"
+    )
     table = (out / "ner-params.md").read_text()
     assert "| ❄️ + CRF | " in table and "| 91.9 |" in table  # the paper's ELMo row beside ours
     assert (out / "ner-params.png").stat().st_size > 1000
@@ -242,8 +293,10 @@ def test_elmo_biattention_on_the_fixture_and_refuses_other_encoders(tmp_path, ca
     base = ["--data", str(data), "--out", str(out), "--epochs", "1", "--tasks", "stsb"]
     assert run_cli(["analyze", "elmo-biattention", "--encoder", "minilm", *base]) == 2
     assert "elmo-biattention fine-tunes ELMo: --encoder elmo:" in capsys.readouterr().err
-    assert run_cli(["analyze", "elmo-biattention", "--encoder",
-                     f"elmo:{options},{weights}", *base]) == 0  # fmt: skip
+    assert (
+        run_cli(["analyze", "elmo-biattention", "--encoder", f"elmo:{options},{weights}", *base])
+        == 0
+    )
     result = json.loads((out / "elmo-biattention.json").read_text())["stsb"]
     for key, bi in (("bi-attention", True), ("none", False)):
         run = out / "elmo-biattention" / "stsb" / key / "seed0"
@@ -259,9 +312,16 @@ def test_pair_encoding_and_head_options_reach_every_snow_cell(monkeypatch, tmp_p
 
     seen = []
     monkeypatch.setattr(heads, "train", lambda cfg: seen.append(cfg) or {"dev": {}})
-    cfg = CompareConfig(encoder="minilm", tasks=["stsb"], data=str(DEMO_DATA_DIR),
-                        out=str(tmp_path), heads=["esim"], pair_encoding="separate",
-                        hparams={"pooled": True}, seeds=2)  # fmt: skip
+    cfg = CompareConfig(
+        encoder="minilm",
+        tasks=["stsb"],
+        data=str(DEMO_DATA_DIR),
+        out=str(tmp_path),
+        heads=["esim"],
+        pair_encoding="separate",
+        hparams={"pooled": True},
+        seeds=2,
+    )
     assert cfg.pair_encoding_used == "separate"
     for cell in plan(cfg):
         if cell["mode"] == "snow":
@@ -273,8 +333,9 @@ def test_pair_encoding_and_head_options_reach_every_snow_cell(monkeypatch, tmp_p
     default = CompareConfig(encoder="minilm", tasks=["stsb"], data="d", out="o")
     assert default.pair_encoding_used == "joint" and default.hparams == {}
     with pytest.raises(ValueError, match="pair_encoding: ELMo encodes each text alone"):
-        CompareConfig(encoder="elmo:o.json,w.hdf5", tasks=["stsb"], data="d", out="o",
-                      pair_encoding="joint")  # fmt: skip
+        CompareConfig(
+            encoder="elmo:o.json,w.hdf5", tasks=["stsb"], data="d", out="o", pair_encoding="joint"
+        )
 
 
 def test_the_extraction_cost_says_which_splits_compare_made():
@@ -297,15 +358,27 @@ def test_compare_killed_mid_run_then_rerun_gives_the_same_table(tiny_bert_dir, t
     from tests.helpers import snowfire_cli
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    base = snowfire_cli("compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2",
-                          "--data", str(DEMO_DATA_DIR), "--heads", "linear", "--budget", "quick",
-                          "--quiet")  # fmt: skip
+    base = snowfire_cli(
+        "compare",
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--tasks",
+        "sst2",
+        "--data",
+        str(DEMO_DATA_DIR),
+        "--heads",
+        "linear",
+        "--budget",
+        "quick",
+        "--quiet",
+    )
     done = subprocess.run(base + ["--out", str(tmp_path / "a")], env=env, capture_output=True)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
 
     out = tmp_path / "b"
-    proc = subprocess.Popen(base + ["--out", str(out)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        base + ["--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     fire = out / "fire" / "sst2" / "seed0"
     deadline = time.monotonic() + 300
     while not (fire / "config.json").exists():  # ❄️ is done and 🔥 has started

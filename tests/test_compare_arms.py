@@ -26,9 +26,28 @@ def arms_run(tiny_bert_dir, tmp_path_factory):
     write_stsb(data, sizes=(("train", 96), ("dev", 10), ("test", 10)))  # 3 batches an epoch
     write_sst2(data)
     out = root / "cmp"
-    argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "stsb", "--data",
-            str(data), "--out", str(out), "--budget", "quick", "--heads", "linear", "--seeds",
-            "2", "--arms", ",".join(ARMS), "--intermediate", "sst2", "--quiet"]  # fmt: skip
+    argv = [
+        "compare",
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--tasks",
+        "stsb",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--budget",
+        "quick",
+        "--heads",
+        "linear",
+        "--seeds",
+        "2",
+        "--arms",
+        ",".join(ARMS),
+        "--intermediate",
+        "sst2",
+        "--quiet",
+    ]
     assert snowfire(argv) == 0
     return out, data, argv
 
@@ -50,8 +69,10 @@ def test_every_arm_runs_its_cells_and_is_weighed_against_both_poles(arms_run):
 
     def preds(mode):
         runs = [c for c in cells if c["mode"] == mode and (mode != "snow" or c["head"] == "linear")]
-        return [read_predictions(Path(c["run"]) / "predictions" / f"{split}.tsv",
-                                 "regression") for c in runs]  # fmt: skip
+        return [
+            read_predictions(Path(c["run"]) / "predictions" / f"{split}.tsv", "regression")
+            for c in runs
+        ]
 
     gold = preds("fire")[0][0]
     sides = {m: [p for _, p in preds(m)] for m in ["snow", "fire"]}
@@ -81,8 +102,10 @@ def test_every_arm_runs_its_cells_and_is_weighed_against_both_poles(arms_run):
     for arm in ("l2sp", "lpft", "seq"):  # full fine-tuning, started or pulled otherwise
         assert cost[arm]["params"] == cost["fire"]["params"]
     # time is the seeds' mean, peak memory their highest (not seed 0's alone)
-    runs = [json.loads((out / "adapter" / "stsb" / f"seed{i}" / "config.json").read_text())
-            for i in (0, 1)]  # fmt: skip
+    runs = [
+        json.loads((out / "adapter" / "stsb" / f"seed{i}" / "config.json").read_text())
+        for i in (0, 1)
+    ]
     assert cost["adapter"]["seeds"] == 2
     assert cost["adapter"]["seconds"] == pytest.approx(sum(r["seconds"] for r in runs) / 2)
     assert cost["adapter"]["peak_rss_mb"] == max(r["cost"]["peak_rss_mb"] for r in runs)
@@ -121,16 +144,23 @@ def test_lpft_starts_from_its_probe_and_seq_from_the_intermediate(arms_run):
 
 
 def test_predict_works_on_every_arms_saved_run(arms_run, tmp_path):
-    from snowfire.heads import PredictConfig
     from snowfire import predict
+    from snowfire.heads import PredictConfig
 
     out, _, _ = arms_run
     texts = tmp_path / "pairs.jsonl"
-    texts.write_text('{"text_a": "a dog runs", "text_b": "a dog is running"}\n'
-                     '{"text_a": "the man sings", "text_b": "a cat sleeps"}\n')  # fmt: skip
+    texts.write_text(
+        '{"text_a": "a dog runs", "text_b": "a dog is running"}\n'
+        '{"text_a": "the man sings", "text_b": "a cat sleeps"}\n'
+    )
     for arm in ["fire", *ARMS]:
-        got = predict(PredictConfig(run=str(out / arm / "stsb" / "seed0"), input=str(texts),
-                                    out=str(tmp_path / f"{arm}.tsv"))).predictions  # fmt: skip
+        got = predict(
+            PredictConfig(
+                run=str(out / arm / "stsb" / "seed0"),
+                input=str(texts),
+                out=str(tmp_path / f"{arm}.tsv"),
+            )
+        ).predictions
         assert len(got) == 2 and all(isinstance(x, float) for x in got)
 
 
@@ -149,8 +179,9 @@ def test_arms_are_checked_when_configured():
     with pytest.raises(ValueError, match="arm seq needs"):
         CompareConfig(encoder="minilm", tasks=["stsb"], data="d", out="o", arms=["seq"])
     with pytest.raises(ValueError, match="are for BERT-family encoders"):
-        CompareConfig(encoder="elmo:o.json,w.hdf5", tasks=["stsb"], data="d", out="o",
-                      arms=["lora"])  # fmt: skip
+        CompareConfig(
+            encoder="elmo:o.json,w.hdf5", tasks=["stsb"], data="d", out="o", arms=["lora"]
+        )
     with pytest.raises(ValueError, match="lpft starts from a probe of \\[CLS\\], not for tagging"):
         CompareConfig(encoder="minilm", tasks=["conll2003"], data="d", out="o", arms=["lpft"])
     cfg = CompareConfig(encoder="minilm", tasks=["stsb"], data="d", out="o", arms=["lora,snow"])

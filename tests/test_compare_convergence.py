@@ -76,8 +76,10 @@ def test_marking_on_simulated_curves_of_known_shape():
     than the declines' RMS rarely; on a trend of +0.02 per epoch it almost always does."""
     rng = np.random.default_rng(7)
     flat = [mark_curve(_epochs(*(0.8 + rng.normal(0, 0.01, 10))), cap=10) for _ in range(400)]
-    rising = [mark_curve(_epochs(*(0.6 + 0.02 * np.arange(10) + rng.normal(0, 0.01, 10))), cap=10)
-              for _ in range(400)]  # fmt: skip
+    rising = [
+        mark_curve(_epochs(*(0.6 + 0.02 * np.arange(10) + rng.normal(0, 0.01, 10))), cap=10)
+        for _ in range(400)
+    ]
     false_alarms = sum(not m.converged for m in flat) / 400
     caught = sum(not m.converged for m in rising) / 400
     assert false_alarms <= 0.02, false_alarms
@@ -85,10 +87,21 @@ def test_marking_on_simulated_curves_of_known_shape():
 
 
 def test_read_curve_from_both_trainers_logs(tmp_path):
-    snow = [{"epoch": 1, "train_loss": 0.9, "dev": {"pearson": 0.5, "spearman": 0.4},
-             "seconds": 1.0}, {"epoch": 2, "train_loss": 0.7, "dev": {"pearson": 0.6}}]  # fmt: skip
-    fire = [{"epoch": 1, "step": 10, "train_loss": 0.8, "lr": 1e-5, "dev": {"pearson": 0.7},
-             "trainable": 6, "seconds": 3.0}]  # fmt: skip
+    snow = [
+        {"epoch": 1, "train_loss": 0.9, "dev": {"pearson": 0.5, "spearman": 0.4}, "seconds": 1.0},
+        {"epoch": 2, "train_loss": 0.7, "dev": {"pearson": 0.6}},
+    ]
+    fire = [
+        {
+            "epoch": 1,
+            "step": 10,
+            "train_loss": 0.8,
+            "lr": 1e-5,
+            "dev": {"pearson": 0.7},
+            "trainable": 6,
+            "seconds": 3.0,
+        }
+    ]
     for name, records in (("snow", snow), ("fire", fire)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -97,16 +110,22 @@ def test_read_curve_from_both_trainers_logs(tmp_path):
     (tmp_path / "snow" / "log.jsonl").write_text(json.dumps(snow[0]) + "\n{oops\n")
     with pytest.raises(ValueError, match=r"snow/log.jsonl:2: expected a JSON record"):
         read_curve(tmp_path / "snow", "pearson")
-    with pytest.raises(ValueError, match=r"log.jsonl: learning curve: record 0: expected 'epoch' "
-                       r"and 'dev' with 'accuracy'"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"log.jsonl: learning curve: record 0: expected 'epoch' "
+        r"and 'dev' with 'accuracy'",
+    ):
         read_curve(tmp_path / "fire", "accuracy")
 
 
 def test_bad_curves_are_refused():
     with pytest.raises(ValueError, match="at least one point, got none"):
         mark_curve([])
-    with pytest.raises(ValueError, match=r"point 2: expected positions in increasing order, "
-                       r"got 1.0 after 2.0"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"point 2: expected positions in increasing order, "
+        r"got 1.0 after 2.0",
+    ):
         mark_curve([(1, 0.5), (2, 0.6), (1, 0.7)])
     with pytest.raises(ValueError, match=r"point 1: expected finite numbers, got \(2.0, nan\)"):
         mark_curve([(1, 0.5), (2, float("nan"))])
@@ -157,18 +176,30 @@ def test_restart_spread_refuses_bad_scores():
 
 def test_plot_curves_writes_a_png_marking_the_cells_still_improving(tmp_path):
     cells = [
-        {"mode": "snow", "head": "esim", "seed": 0, "curve": _epochs(0.5, 0.6, 0.62, 0.62),
-         "status": CONVERGED},
+        {
+            "mode": "snow",
+            "head": "esim",
+            "seed": 0,
+            "curve": _epochs(0.5, 0.6, 0.62, 0.62),
+            "status": CONVERGED,
+        },
         {"mode": "snow", "head": "esim", "seed": 1, "curve": _epochs(0.5, 0.58, 0.61, 0.62)},
         {"mode": "snow", "head": "linear", "seed": 0, "curve": _epochs(0.3, 0.32, 0.33)},
-        {"mode": "fire", "seed": 0, "curve": [(0.5, 0.2), (1, 0.4), (1.5, 0.5), (2, 0.6)],
-         "status": STILL_IMPROVING},
-    ]  # fmt: skip
+        {
+            "mode": "fire",
+            "seed": 0,
+            "curve": [(0.5, 0.2), (1, 0.4), (1.5, 0.5), (2, 0.6)],
+            "status": STILL_IMPROVING,
+        },
+    ]
     path = tmp_path / "curves-stsb.png"
     drawn = plot_curves("stsb", "pearson", cells, path)
     assert drawn == {"lines": 4, "marked": ["fine-tuning, seed 0"]}
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
-    with pytest.raises(ValueError, match=r"cell 0: expected mode 'snow' or 'fire' and a "
-                       r"non-empty curve, got mode 'ice'"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"cell 0: expected mode 'snow' or 'fire' and a "
+        r"non-empty curve, got mode 'ice'",
+    ):
         plot_curves("stsb", "pearson", [{"mode": "ice", "curve": [(1, 0.5)]}], path)

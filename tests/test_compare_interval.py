@@ -25,8 +25,10 @@ TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "I-ORG"]
 def _labels(rng, task, n, seeds, right=0.7):
     labels = get_task(task).labels
     gold = [labels[i] for i in rng.integers(0, len(labels), n)]
-    preds = [[g if rng.random() < right else labels[rng.integers(0, len(labels))] for g in gold]
-             for _ in range(seeds)]  # fmt: skip
+    preds = [
+        [g if rng.random() < right else labels[rng.integers(0, len(labels))] for g in gold]
+        for _ in range(seeds)
+    ]
     return gold, preds
 
 
@@ -38,15 +40,27 @@ def _scores(rng, n, seeds):
 
 def _tags(rng, n, seeds):
     gold = [[TAGS[i] for i in rng.integers(0, len(TAGS), rng.integers(1, 9))] for _ in range(n)]
-    preds = [[[t if rng.random() < 0.7 else TAGS[rng.integers(0, len(TAGS))] for t in s]
-              for s in gold] for _ in range(seeds)]  # fmt: skip
+    preds = [
+        [[t if rng.random() < 0.7 else TAGS[rng.integers(0, len(TAGS))] for t in s] for s in gold]
+        for _ in range(seeds)
+    ]
     return gold, preds
 
 
-CASES = [("sst2", "accuracy"), ("mnli", "accuracy"), ("mrpc", "f1"), ("cola", "matthews"),
-         ("mnli", "matthews"), ("mnli", "macro_f1"), ("sst2", "macro_f1"), ("stsb", "pearson"),
-         ("stsb", "spearman"),
-         ("conll2003", "span_f1"), ("conll2003", "precision"), ("conll2003", "recall")]  # fmt: skip
+CASES = [
+    ("sst2", "accuracy"),
+    ("mnli", "accuracy"),
+    ("mrpc", "f1"),
+    ("cola", "matthews"),
+    ("mnli", "matthews"),
+    ("mnli", "macro_f1"),
+    ("sst2", "macro_f1"),
+    ("stsb", "pearson"),
+    ("stsb", "spearman"),
+    ("conll2003", "span_f1"),
+    ("conll2003", "precision"),
+    ("conll2003", "recall"),
+]
 
 
 def _case(task, n, seeds, seed=0):
@@ -124,8 +138,10 @@ def _accuracy_cells(rng, n, seeds, tau, mu=(0.8, 1.0), sigma=1.0):
     z = rng.normal(size=n)
     sides = {}
     for side, m in zip(("snow", "fire"), mu, strict=True):
-        sides[side] = [np.where(z + m + rng.normal(0, tau) + rng.normal(0, sigma, n) > 0, "1", "0")
-                       .tolist() for _ in range(seeds)]  # fmt: skip
+        sides[side] = [
+            np.where(z + m + rng.normal(0, tau) + rng.normal(0, sigma, n) > 0, "1", "0").tolist()
+            for _ in range(seeds)
+        ]
     truth = [_phi(m / math.sqrt(1 + tau**2 + sigma**2)) for m in mu]
     return ["1"] * n, sides, truth[1] - truth[0]
 
@@ -137,8 +153,10 @@ def _pearson_cells(rng, n, seeds, tau, beta=(1.0, 1.2), g=0.6, sigma=0.6):
     x, d = rng.normal(size=n), rng.normal(size=n)
     sides = {}
     for side, b in zip(("snow", "fire"), beta, strict=True):
-        sides[side] = [((b + rng.normal(0, tau)) * x + g * d + rng.normal(0, sigma, n)).tolist()
-                       for _ in range(seeds)]  # fmt: skip
+        sides[side] = [
+            ((b + rng.normal(0, tau)) * x + g * d + rng.normal(0, sigma, n)).tolist()
+            for _ in range(seeds)
+        ]
     nodes, weights = np.polynomial.hermite_e.hermegauss(40)
     weights = weights / weights.sum()
 
@@ -149,8 +167,9 @@ def _pearson_cells(rng, n, seeds, tau, beta=(1.0, 1.2), g=0.6, sigma=0.6):
     return x.tolist(), sides, rho(beta[1]) - rho(beta[0])
 
 
-@pytest.mark.parametrize(("metric", "cells"), [("accuracy", _accuracy_cells),
-                                               ("pearson", _pearson_cells)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("metric", "cells"), [("accuracy", _accuracy_cells), ("pearson", _pearson_cells)]
+)
 def test_the_95_interval_covers_the_true_delta_in_about_95_percent_of_draws(metric, cells):
     """300 simulated comparisons (300 examples, 4 seeds a side, restarts' luck about a point):
     the binomial sd of the coverage is 1.3 points, so [0.90, 0.985] holds 95% with room and is
@@ -174,8 +193,9 @@ def test_identical_sides_give_an_interval_holding_zero():
     iv = same.interval("snow", "fire")
     assert iv.estimate == 0.0 and iv.low <= 0.0 <= iv.high and call(iv) == "❄️ ≈ 🔥"
     rng = np.random.default_rng(3)  # restarts at different levels (60, 70, 80% right): σ̂_B > 0
-    levels = [[g if rng.random() < p else "0" if g == "1" else "1" for g in gold]
-              for p in (0.6, 0.7, 0.8)]  # fmt: skip
+    levels = [
+        [g if rng.random() < p else "0" if g == "1" else "1" for g in gold] for p in (0.6, 0.7, 0.8)
+    ]
     same = bootstrap("accuracy", gold, {"snow": levels, "fire": levels}, replicates=2000)
     iv = same.interval("snow", "fire")
     assert same.restart_sd["snow"] > 0.05
@@ -203,7 +223,7 @@ def test_restart_variance_is_the_seeds_spread_less_the_examples_share():
     assert restart_variance(0.7 + draw + offsets, point) == pytest.approx(s2, abs=TOL)
     luck = np.array(
         [[0.02, -0.01, -0.01], [-0.02, 0.01, 0.01], [0.0, 0.03, -0.03], [0.0, -0.03, 0.03]]
-    )  # fmt: skip  (R, S), each row sums to 0
+    )  # (R, S), each row sums to 0
     small = np.array([0.001, -0.001, 0.0])  # a spread far under the luck's
     assert restart_variance(0.7 + luck, 0.7 + small) == 0.0
 
@@ -216,18 +236,25 @@ def test_the_restarts_share_is_welchs_t():
     from snowfire.compare import Bootstrap
 
     r = 400_000
-    boot = Bootstrap(point={"a": 0.7, "b": 0.75}, scores={"a": [0.7] * 3, "b": [0.75] * 2},
-                     restart_sd={"a": 0.02, "b": 0.05}, draws={"a": np.zeros(r), "b": np.zeros(r)},
-                     seed=4)  # fmt: skip
+    boot = Bootstrap(
+        point={"a": 0.7, "b": 0.75},
+        scores={"a": [0.7] * 3, "b": [0.75] * 2},
+        restart_sd={"a": 0.02, "b": 0.05},
+        draws={"a": np.zeros(r), "b": np.zeros(r)},
+        seed=4,
+    )
     va, vb = 0.02**2 / 3, 0.05**2 / 2
     nu = (va + vb) ** 2 / (va**2 / 2 + vb**2 / 1)
     half = math.sqrt(va + vb) * stats.t.ppf(0.975, nu)
     iv = boot.interval("a", "b")
     assert iv.estimate == pytest.approx(0.05)
     assert iv.low == pytest.approx(-half, rel=0.02) and iv.high == pytest.approx(half, rel=0.02)
-    alone = Bootstrap(point={"a": 0.7, "b": 0.75}, scores={"a": [0.7], "b": [0.75] * 2},
-                      restart_sd={"a": None, "b": 0.05},
-                      draws={"a": np.zeros(r), "b": np.zeros(r)})  # fmt: skip
+    alone = Bootstrap(
+        point={"a": 0.7, "b": 0.75},
+        scores={"a": [0.7], "b": [0.75] * 2},
+        restart_sd={"a": None, "b": 0.05},
+        draws={"a": np.zeros(r), "b": np.zeros(r)},
+    )
     one_side = 0.05 / math.sqrt(2) * stats.t.ppf(0.975, 1)  # ν = S - 1 of the side with restarts
     # Cauchy's 97.5% quantile from 400,000 draws: Monte Carlo sd ~1%
     assert alone.interval("a", "b").high == pytest.approx(one_side, rel=0.04)

@@ -26,7 +26,7 @@ def _run(path, mode, seed, gold, pred, curve, cap, splits=("dev",)):
     (path / "log.jsonl").write_text(
         "".join(
             json.dumps({"epoch": i + 1, "dev": {"pearson": y}}) + "\n" for i, y in enumerate(curve)
-        )  # fmt: skip
+        )
     )
     (path / "predictions").mkdir()
     metrics = {}
@@ -43,8 +43,10 @@ def _sides(tmp_path, snow_noise, fire_noise, curves, caps=(4, 4), seeds=3, split
     rng = np.random.default_rng(0)
     gold = rng.uniform(0, 5, N).round(2).tolist()
     out = {}
-    for side, noise, curve, cap in (("snow", snow_noise, curves[0], caps[0]),
-                                    ("fire", fire_noise, curves[1], caps[1])):  # fmt: skip
+    for side, noise, curve, cap in (
+        ("snow", snow_noise, curves[0], caps[0]),
+        ("fire", fire_noise, curves[1], caps[1]),
+    ):
         out[side] = [
             _run(
                 tmp_path / side / f"seed{s}",
@@ -55,7 +57,7 @@ def _sides(tmp_path, snow_noise, fire_noise, curves, caps=(4, 4), seeds=3, split
                 curve,
                 cap,
                 splits,
-            )  # fmt: skip
+            )
             for s in range(seeds)
         ]
     return gold, out
@@ -85,8 +87,9 @@ def test_identical_sides_are_about_equal(tmp_path):
 
 
 def test_a_cell_still_improving_at_its_cap_gets_no_call(tmp_path):
-    gold, cells = _sides(tmp_path, snow_noise=2.0, fire_noise=0.5, curves=(PEAKED, RISING),
-                         caps=(4, 3))  # fmt: skip
+    gold, cells = _sides(
+        tmp_path, snow_noise=2.0, fire_noise=0.5, curves=(PEAKED, RISING), caps=(4, 3)
+    )
     v = judge(get_task("stsb"), cells["snow"], cells["fire"], None, replicates=500)
     assert v["delta"]["low"] > 0  # the interval alone would call 🔥 ...
     assert v["verdict"] == BUDGET_LIMITED  # ... but 🔥 was still rising at its cap
@@ -104,8 +107,14 @@ def test_the_zero_training_row_is_weighed_too(tmp_path):
 
 
 def test_test_split_when_every_cell_has_one_and_a_degenerate_restart_is_named(tmp_path):
-    gold, cells = _sides(tmp_path, snow_noise=1.0, fire_noise=0.5, curves=(PEAKED, PEAKED),
-                         seeds=4, splits=("dev", "test"))  # fmt: skip
+    gold, cells = _sides(
+        tmp_path,
+        snow_noise=1.0,
+        fire_noise=0.5,
+        curves=(PEAKED, PEAKED),
+        seeds=4,
+        splits=("dev", "test"),
+    )
     assert eval_split(cells["snow"] + cells["fire"]) == "test"
     bad = tmp_path / "fire" / "seed2" / "predictions" / "test.tsv"  # an "off" restart: noise
     noise = np.random.default_rng(5).uniform(0, 5, N).tolist()
@@ -131,8 +140,9 @@ def test_the_budgets_caps_and_default_seeds():
     from snowfire.tasks import DEMO_DATA_DIR
 
     def cfg(**kw):
-        return CompareConfig(encoder="minilm", tasks=["sst2", "stsb"], data=str(DEMO_DATA_DIR),
-                             out="unused", **kw)  # fmt: skip
+        return CompareConfig(
+            encoder="minilm", tasks=["sst2", "stsb"], data=str(DEMO_DATA_DIR), out="unused", **kw
+        )
 
     assert cfg().seeds == 1 and cfg(budget="standard").seeds == 3 and cfg(budget="full").seeds == 3
     assert cfg(budget="standard", seeds=2).seeds == 2
@@ -142,7 +152,10 @@ def test_the_budgets_caps_and_default_seeds():
     assert std.caps("fire", "sst2")["max_train_examples"] == 20000
     assert "max_train_examples" not in std.caps("fire", "stsb")
     assert std.caps("snow", "stsb") == {"epochs": 40, "patience": 4}
-    assert cfg().caps("fire", "sst2") == {"epochs": 2, "max_train_examples": 2000,
-                                          "curve_points": 2}  # fmt: skip
+    assert cfg().caps("fire", "sst2") == {
+        "epochs": 2,
+        "max_train_examples": 2000,
+        "curve_points": 2,
+    }
     elmo = CompareConfig(encoder="elmo:o.json,w.hdf5", tasks=["stsb"], data="d", out="o")
     assert "curve_points" not in elmo.caps("fire", "stsb")  # ELMo: epoch ends only

@@ -92,9 +92,13 @@ def test_docker_compose_config_accepts_every_file(name):
         pytest.skip("docker-compose is not installed (make compose-check installs it)")
     files = ["-f", "docker-compose.yml"] if name == "docker-compose.gpu.yml" else []
     done = subprocess.run(
-        ["docker-compose", *files, "-f", name, "config", "-q"], cwd=REPO, capture_output=True,
-        text=True, env={**os.environ, "SNOWFIRE_STORE": "s3://bucket/prefix"}, check=False,
-    )  # fmt: skip
+        ["docker-compose", *files, "-f", name, "config", "-q"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SNOWFIRE_STORE": "s3://bucket/prefix"},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -129,8 +133,11 @@ def test_cpu_stack_and_gpu_reservations_only_in_the_override(compose, gpu_compos
 def test_build_args_default_to_an_online_build_and_take_the_offline_ones(compose):
     args = compose["services"]["api"]["build"]["args"]
     assert (args["BASE_IMAGE"], args["WHEELHOUSE"]) == ("python:3.11-slim", "")
-    env = {"SNOWFIRE_BASE_IMAGE": "base:x", "SNOWFIRE_WHEELHOUSE": "wheelhouse",
-           "SNOWFIRE_IMAGE": "snowfire:x"}  # fmt: skip
+    env = {
+        "SNOWFIRE_BASE_IMAGE": "base:x",
+        "SNOWFIRE_WHEELHOUSE": "wheelhouse",
+        "SNOWFIRE_IMAGE": "snowfire:x",
+    }
     offline = load_compose(env=env)["services"]
     for service in offline.values():
         assert service["build"]["args"]["BASE_IMAGE"] == "base:x"

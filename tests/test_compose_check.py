@@ -65,10 +65,13 @@ def test_break_command_breaks_one_service_and_nothing_else():
 
 
 def test_differences_name_each_difference_and_skip_timings_and_places():
-    got = {"dev": {"accuracy": 0.71}, "seconds": 3.0, "run": "/data/runs/j1/seed0",
-           "rows": [1, 2]}  # fmt: skip
-    want = {"dev": {"accuracy": 0.71}, "seconds": 9.0, "run": "/tmp/ref/runs/x/seed0",
-            "rows": [1, 2]}  # fmt: skip
+    got = {"dev": {"accuracy": 0.71}, "seconds": 3.0, "run": "/data/runs/j1/seed0", "rows": [1, 2]}
+    want = {
+        "dev": {"accuracy": 0.71},
+        "seconds": 9.0,
+        "run": "/tmp/ref/runs/x/seed0",
+        "rows": [1, 2],
+    }
     places = {"/data/runs/j1": "/tmp/ref/runs/x"}
     assert list(differences(got, want, places)) == []
     want["dev"]["accuracy"] = 0.7100000000000001  # exactly equal or different
@@ -84,14 +87,17 @@ def test_differences_name_each_difference_and_skip_timings_and_places():
 
 
 def _safetensors(path: Path, metadata: dict, payload: bytes) -> None:
-    header = json.dumps({"__metadata__": metadata, "w": {"dtype": "F32", "shape": [1],
-                         "data_offsets": [0, 4]}}).encode()  # fmt: skip
+    header = json.dumps(
+        {"__metadata__": metadata, "w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}
+    ).encode()
     path.write_bytes(struct.pack("<Q", len(header)) + header + payload)
 
 
 def test_digest_reads_safetensors_by_content_not_by_metadata_order(tmp_path):
-    for run, meta in (("a", {"task": "sst2", "head": "linear"}),
-                      ("b", {"head": "linear", "task": "sst2"})):  # fmt: skip
+    for run, meta in (
+        ("a", {"task": "sst2", "head": "linear"}),
+        ("b", {"head": "linear", "task": "sst2"}),
+    ):
         (tmp_path / run / "predictions").mkdir(parents=True)
         _safetensors(tmp_path / run / "weights.safetensors", meta, struct.pack("<f", 1.5))
         (tmp_path / run / "predictions" / "dev.tsv").write_text("0\n1\n")
@@ -134,8 +140,11 @@ class _Stub(Stack):
 
 
 def _c(name: str, status: str = "running", health: str = "healthy", restarts: int = 0) -> dict:
-    return {"Name": name, "RestartCount": restarts,
-            "State": {"Status": status, "Health": {"Status": health}}}  # fmt: skip
+    return {
+        "Name": name,
+        "RestartCount": restarts,
+        "State": {"Status": status, "Health": {"Status": health}},
+    }
 
 
 def test_a_service_that_cannot_start_is_named_with_the_step():
@@ -155,7 +164,8 @@ def test_a_service_that_cannot_start_is_named_with_the_step():
         _Stub([unhealthy]).wait_healthy({"api": 1, "trainer": 2}, "up")
     with pytest.raises(StepFailed, match=r"not healthy after 0 s: trainer \(1/2 healthy\)"):
         _Stub([{"api": [_c("api")], "trainer": [_c("t1")]}]).wait_healthy(
-            {"api": 1, "trainer": 2}, "up", timeout=0)  # fmt: skip
+            {"api": 1, "trainer": 2}, "up", timeout=0
+        )
 
 
 def test_the_runs_outside_stop_with_the_check(tmp_path):

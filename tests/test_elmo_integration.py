@@ -165,21 +165,58 @@ def test_predict_input_on_a_stateful_run_of_another_batch_size(fixture_dir, data
     argv = ["extract", *stateful, "--task", "sst2", "--data", str(data_dir), "--store", str(store)]
     assert snowfire(argv) == 0
     run = tmp_path / "run"
-    assert snowfire(["train", "--store", str(store), "--encoder", spec, "--task", "sst2",
-                     "--head", "linear", "--data", str(data_dir), "--out", str(run),
-                     "--epochs", "2", "--quiet"]) == 0  # fmt: skip
+    assert (
+        snowfire(
+            [
+                "train",
+                "--store",
+                str(store),
+                "--encoder",
+                spec,
+                "--task",
+                "sst2",
+                "--head",
+                "linear",
+                "--data",
+                str(data_dir),
+                "--out",
+                str(run),
+                "--epochs",
+                "2",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     head = json.loads((run / "head.json").read_text())
     assert (head["encoder"]["state_policy"], head["encoder"]["batch_size"]) == ("stateful", 3)
     texts = tmp_path / "texts.txt"
-    texts.write_text("".join(s + "\n" for s in json.loads(
-        (fixture_dir / "sentences.json").read_text())[0]))  # fmt: skip
+    texts.write_text(
+        "".join(s + "\n" for s in json.loads((fixture_dir / "sentences.json").read_text())[0])
+    )
     # the file's own feature set, extracted from a zero state as predict --input does
     assert snowfire(["extract", *stateful, "--input", str(texts), "--store", str(store)]) == 0
     (fs,) = [f for f in Store(store).list_featuresets() if f.task is None]
     stored, extracted = tmp_path / "stored.tsv", tmp_path / "extracted.tsv"
-    assert snowfire(["predict", "--run", str(run), "--store", str(store), "--featureset", fs.id,
-                     "--out", str(stored)]) == 0  # fmt: skip
-    assert snowfire(["predict", "--run", str(run), "--input", str(texts),
-                     "--out", str(extracted)]) == 0  # fmt: skip
+    assert (
+        snowfire(
+            [
+                "predict",
+                "--run",
+                str(run),
+                "--store",
+                str(store),
+                "--featureset",
+                fs.id,
+                "--out",
+                str(stored),
+            ]
+        )
+        == 0
+    )
+    assert (
+        snowfire(["predict", "--run", str(run), "--input", str(texts), "--out", str(extracted)])
+        == 0
+    )
     assert extracted.read_text() == stored.read_text()
     assert len(stored.read_text().splitlines()) == 1 + fs.num_examples

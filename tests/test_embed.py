@@ -29,8 +29,12 @@ def _sentences(n: int, seed: int) -> list[str]:
 
 @pytest.fixture
 def service(tiny_bert_dir, tmp_path):
-    settings = Settings(store=tmp_path / "store", encoder=f"hf:{tiny_bert_dir}",
-                        embed_max_texts=50, embed_max_words=400)  # fmt: skip
+    settings = Settings(
+        store=tmp_path / "store",
+        encoder=f"hf:{tiny_bert_dir}",
+        embed_max_texts=50,
+        embed_max_words=400,
+    )
     with TestClient(create_app(settings=settings)) as client:
         yield client, Store(tmp_path / "store")
 
@@ -71,8 +75,11 @@ def test_embed_and_extract_share_one_pool_and_give_the_same_bytes(service, tiny_
     path = tmp_path / "texts.txt"
     path.write_text("\n".join(texts) + "\n")
     for target in (store.path, tmp_path / "fresh"):
-        (info,) = run_extract(ExtractConfig(encoder=f"hf:{tiny_bert_dir}", input=str(path),
-                                            store=str(target), progress=False))  # fmt: skip
+        (info,) = run_extract(
+            ExtractConfig(
+                encoder=f"hf:{tiny_bert_dir}", input=str(path), store=str(target), progress=False
+            )
+        )
         got = Store(target).read(info.id, indices=list(range(len(texts))))
         assert got.keys == embedded.keys, target
         assert np.array_equal(got.offsets, embedded.offsets)
@@ -81,8 +88,11 @@ def test_embed_and_extract_share_one_pool_and_give_the_same_bytes(service, tiny_
         assert got.features.tobytes() == embedded.features.tobytes(), target
     # the extract into the shared store encoded nothing: the pool holds the embed segment only
     pool = info.encoder_id
-    segments = [p for p in (store.path / "pools" / pool / "segments").iterdir()
-                if not p.name.startswith(".")]  # fmt: skip
+    segments = [
+        p
+        for p in (store.path / "pools" / pool / "segments").iterdir()
+        if not p.name.startswith(".")
+    ]
     assert len(segments) == 1
 
 
@@ -102,8 +112,11 @@ def test_pairs_tokens_layers_and_pooling(service):
         for i in range(2):
             rows = full.features[full.offsets[i] : full.offsets[i + 1]].astype(np.float32)
             words = full.word_ids[full.offsets[i] : full.offsets[i + 1]] >= 0
-            want = {"first": rows[0], "mean": rows[words].mean(axis=0),
-                    "max": rows[words].max(axis=0)}[how]  # fmt: skip
+            want = {
+                "first": rows[0],
+                "mean": rows[words].mean(axis=0),
+                "max": rows[words].max(axis=0),
+            }[how]
             np.testing.assert_allclose(got[i], want, rtol=0, atol=1e-6)
         body_st = _post(client, {**body, "pool": how}).content
         np.testing.assert_array_equal(load(body_st)["features"], got)
@@ -128,9 +141,14 @@ def test_the_worker_and_extract_take_one_config_and_store_alike(tiny_bert_dir, t
     texts = _sentences(20, 3)
     path = tmp_path / "texts.txt"
     path.write_text("\n".join(texts) + "\n")
-    config = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(tmp_path / "a"),
-                           input=str(path), dtype="float32", token_budget=64,
-                           progress=False)  # fmt: skip
+    config = ExtractConfig(
+        encoder=f"hf:{tiny_bert_dir}",
+        store=str(tmp_path / "a"),
+        input=str(path),
+        dtype="float32",
+        token_budget=64,
+        progress=False,
+    )
     (info,) = run_extract(config)
     extracted = Store(tmp_path / "a").read(info.id, indices=list(range(len(texts))))
     store = Store(tmp_path / "b")
@@ -228,8 +246,9 @@ def test_concurrent_requests_are_micro_batched_and_a_shared_text_encoded_once(
     pool = worker.pool("joint")
     keys = worker.keys(texts + [shared], "joint")
     assert store.missing_keys(pool, keys) == []
-    stored = [k for seg in (store.path / "pools" / pool / "segments").iterdir()
-              for k in Segment(seg).keys]  # fmt: skip
+    stored = [
+        k for seg in (store.path / "pools" / pool / "segments").iterdir() for k in Segment(seg).keys
+    ]
     assert sorted(stored) == sorted(set(keys))  # nine examples stored once each
     # each request's own result equals the text encoded alone, to fp16 rounding
     solo_store = Store(tmp_path / "solo")
@@ -248,9 +267,15 @@ def test_metrics_count_hits_misses_and_batches(service):
     _post(client, {"texts": ["the dog", "the cat"]})
     _post(client, {"texts": ["the dog"]})
     families = {f.name: f for f in text_string_to_metric_families(client.get("/metrics").text)}
-    examples = {s.labels["result"]: s.value for s in families["snowfire_embed_examples"].samples
-                if s.name.endswith("_total")}  # fmt: skip
+    examples = {
+        s.labels["result"]: s.value
+        for s in families["snowfire_embed_examples"].samples
+        if s.name.endswith("_total")
+    }
     assert examples == {"hit": 1.0, "miss": 2.0}
-    counts = [s.value for s in families["snowfire_embed_batch_examples"].samples
-              if s.name.endswith("_count")]  # fmt: skip
+    counts = [
+        s.value
+        for s in families["snowfire_embed_batch_examples"].samples
+        if s.name.endswith("_count")
+    ]
     assert counts == [1.0]

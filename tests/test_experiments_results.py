@@ -38,13 +38,44 @@ def test_the_page_is_what_compare_and_analyze_wrote(tiny_bert_dir, data_dir, tmp
         )
         == 0
     )
-    assert snowfire(["analyze", "mi", "--encoder", encoder, "--data", data, "--tasks",
-                     "sst2,stsb", "--out", str(work / "analyze"),
-                     "--store", str(work / "compare" / "store")]) == 0  # fmt: skip
-    argv = ["--data", data, "--work", str(work), "--encoder", encoder, "--seeds", "1",
-            "--analyses", "mi", "--docs", str(docs), "--compose-only",
-            "--note", "Made on a shared machine.",
-            "--append", str(work / "earlier.md")]  # fmt: skip
+    assert (
+        snowfire(
+            [
+                "analyze",
+                "mi",
+                "--encoder",
+                encoder,
+                "--data",
+                data,
+                "--tasks",
+                "sst2,stsb",
+                "--out",
+                str(work / "analyze"),
+                "--store",
+                str(work / "compare" / "store"),
+            ]
+        )
+        == 0
+    )
+    argv = [
+        "--data",
+        data,
+        "--work",
+        str(work),
+        "--encoder",
+        encoder,
+        "--seeds",
+        "1",
+        "--analyses",
+        "mi",
+        "--docs",
+        str(docs),
+        "--compose-only",
+        "--note",
+        "Made on a shared machine.",
+        "--append",
+        str(work / "earlier.md"),
+    ]
     (work / "earlier.md").write_text("## Earlier page\n\nkept as it was\n")
     assert results.main(argv) == 0
     page = (docs / "results.md").read_text()
@@ -67,9 +98,13 @@ def test_the_page_is_what_compare_and_analyze_wrote(tiny_bert_dir, data_dir, tmp
     assert all(line in page for line in mi if line.startswith("| "))
     # every plot it links was copied beside it, and is the one the command drew
     links = re.findall(r"\]\((results-[\w.-]+\.png)\)", page)
-    assert sorted(links) == ["results-curves-sst2.png", "results-curves-stsb.png",
-                             "results-layer_weights.png", "results-mi.png",
-                             "results-table.png"]  # fmt: skip
+    assert sorted(links) == [
+        "results-curves-sst2.png",
+        "results-curves-stsb.png",
+        "results-layer_weights.png",
+        "results-mi.png",
+        "results-table.png",
+    ]
     assert (docs / "results-mi.png").read_bytes() == (work / "analyze" / "mi.png").read_bytes()
     curves = (work / "compare" / "curves-stsb.png").read_bytes()  # the verdict's learning curves
     assert (docs / "results-curves-stsb.png").read_bytes() == curves
@@ -99,7 +134,13 @@ def test_the_commands_carry_the_budget_and_the_fire_runs(tmp_path):
     )
     compare, probes, pairs = results.commands(args)
     assert compare[:2] == ["compare", "--encoder"] and compare[-6:] == [
-        "--seeds", "3", "--fire-seeds", "1", "--budget", "quick"]  # fmt: skip
+        "--seeds",
+        "3",
+        "--fire-seeds",
+        "1",
+        "--budget",
+        "quick",
+    ]
     run = tmp_path / "compare" / "fire" / "sst2" / "seed0"
     assert probes[-4:] == ["--epochs", "3", "--finetuned", f"sst2={run}"]
     assert pairs[-6:] == ["--seeds", "2", "--epochs", "3", "--max-train-examples", "2000"]

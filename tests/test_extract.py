@@ -18,8 +18,9 @@ def _encoder(path, **kw):
 def _quiet(enc, store, **kw) -> ExtractConfig:
     """The config of a quiet float32 extraction with `enc` (its encoder options are the
     encoder's, already loaded) into `store`."""
-    return ExtractConfig(encoder=enc.identity["spec"], store=str(store.path), progress=False,
-                         dtype="float32", **kw)  # fmt: skip
+    return ExtractConfig(
+        encoder=enc.identity["spec"], store=str(store.path), progress=False, dtype="float32", **kw
+    )
 
 
 def _reference(path, words_a, words_b=None):
@@ -96,8 +97,14 @@ def test_same_text_is_computed_once(tiny_bert_dir, tmp_path):
 def test_empty_text_is_refused(tiny_bert_dir, tmp_path):
     enc, store = _encoder(tiny_bert_dir), Store(tmp_path / "s")
     with pytest.raises(ValueError, match="example 1: empty text"):
-        extract(enc, [TextInput(("a",)), TextInput(())], store, task=None, split=None,
-                config=_quiet(enc, store))  # fmt: skip
+        extract(
+            enc,
+            [TextInput(("a",)), TextInput(())],
+            store,
+            task=None,
+            split=None,
+            config=_quiet(enc, store),
+        )
 
 
 def test_tiles_option_writes_either_layout_and_reads_the_same(tiny_bert_dir, tmp_path):
@@ -143,9 +150,18 @@ def test_unknown_tiles_are_refused_before_anything_is_encoded(tiny_bert_dir, tmp
     real = enc.encode
     enc.encode = lambda *a, **k: calls.append(1) or real(*a, **k)
     store = Store(tmp_path / "s")
-    with pytest.raises(ValueError, match=r"ExtractConfig.tiles: expected one of token, layer, "
-                       r"got 'row'"):  # fmt: skip
-        extract(enc, [TextInput(("a", "dog"))], store, task=None, split=None,
-                config=_quiet(enc, store, tiles="row"))  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"ExtractConfig.tiles: expected one of token, layer, "
+        r"got 'row'",
+    ):
+        extract(
+            enc,
+            [TextInput(("a", "dog"))],
+            store,
+            task=None,
+            split=None,
+            config=_quiet(enc, store, tiles="row"),
+        )
     assert not calls
     assert not list((tmp_path / "s").glob("pools/*/segments/*"))

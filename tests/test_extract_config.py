@@ -22,10 +22,12 @@ def _round_trip(spec: str, **options):
     ("options", "fields"),
     [
         ({}, {"pair_encoding": "joint", "max_length": 64}),  # the tiny model's limit, recorded
-        ({"pair_encoding": "separate", "max_length": 16}, {"pair_encoding": "separate",
-                                                           "max_length": 16}),
+        (
+            {"pair_encoding": "separate", "max_length": 16},
+            {"pair_encoding": "separate", "max_length": 16},
+        ),
     ],
-)  # fmt: skip
+)
 def test_an_hf_identity_rebuilds_the_options_that_made_it(tiny_bert_dir, options, fields):
     made, config, again = _round_trip(f"hf:{tiny_bert_dir}", **options)
     assert again == made
@@ -37,10 +39,9 @@ def test_an_hf_identity_rebuilds_the_options_that_made_it(tiny_bert_dir, options
     ("options", "fields"),
     [
         ({}, {"elmo_state": "fixed", "pair_encoding": "separate"}),
-        ({"elmo_state": "stateful", "batch_size": 3}, {"elmo_state": "stateful",
-                                                       "batch_size": 3}),
+        ({"elmo_state": "stateful", "batch_size": 3}, {"elmo_state": "stateful", "batch_size": 3}),
     ],
-)  # fmt: skip
+)
 def test_an_elmo_identity_rebuilds_the_options_that_made_it(options, fields):
     model = need_shared(FIXTURES / "allennlp_elmo")
     made, config, again = _round_trip(f"elmo:{model}", **options)
@@ -59,9 +60,16 @@ def test_a_stateful_encoder_refuses_a_plan_of_another_batch_size(tmp_path):
     batches would store features that identity does not describe."""
     model = need_shared(FIXTURES / "allennlp_elmo")
     enc = load_encoder(f"elmo:{model}", elmo_state="stateful", batch_size=3, device="cpu")
-    config = ExtractConfig(encoder=f"elmo:{model}", store=str(tmp_path / "s"), progress=False,
-                           elmo_state="stateful")  # fmt: skip
+    config = ExtractConfig(
+        encoder=f"elmo:{model}", store=str(tmp_path / "s"), progress=False, elmo_state="stateful"
+    )
     with pytest.raises(ValueError, match="across batches of 3 examples .* batches of 32"):
-        extract(enc, [TextInput(("a", "dog"))], Store(tmp_path / "s"), task=None, split=None,
-                config=config)  # fmt: skip
+        extract(
+            enc,
+            [TextInput(("a", "dog"))],
+            Store(tmp_path / "s"),
+            task=None,
+            split=None,
+            config=config,
+        )
     assert not (tmp_path / "s").exists()

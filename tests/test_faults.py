@@ -17,8 +17,7 @@ import httpx
 import pytest
 
 from snowfire.jobs import Home, JobQueue
-from tests.helpers import snowfire_cli
-from tests.helpers import tree_bytes
+from tests.helpers import snowfire_cli, tree_bytes
 from tests.helpers.tasks import write_sst2
 
 pytestmark = pytest.mark.subprocess
@@ -52,8 +51,9 @@ def _runners(job_id: str) -> list[int]:
 
 
 def _worker(home: Path, kind: str, lease: float) -> subprocess.Popen:
-    argv = snowfire_cli("worker", "--kind", kind, "--home", str(home), "--lease",
-                          str(lease), "--poll", "0.2")  # fmt: skip
+    argv = snowfire_cli(
+        "worker", "--kind", kind, "--home", str(home), "--lease", str(lease), "--poll", "0.2"
+    )
     return subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -63,8 +63,15 @@ def test_a_worker_killed_mid_job_leaves_no_runner_and_the_job_runs_once_more(
     home = Home(tmp_path / "home")
     write_sst2(home.root / "tasks", sizes=(("train", 1200), ("dev", 40)))
     queue = JobQueue(home.queue)
-    params = {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2", "epochs": 2, "batch_size": 4,
-              "lr": 1e-3, "checkpoint_every": 20, "progress": False}  # fmt: skip
+    params = {
+        "encoder": f"hf:{tiny_bert_dir}",
+        "task": "sst2",
+        "epochs": 2,
+        "batch_size": 4,
+        "lr": 1e-3,
+        "checkpoint_every": 20,
+        "progress": False,
+    }
     from snowfire.jobs import validate_params
 
     job = queue.submit("finetune", validate_params("finetune", params, home, "j1"), "j1")
@@ -106,8 +113,15 @@ def test_a_runner_killed_mid_write_is_run_again_and_completes(tiny_bert_dir, tmp
     home = Home(tmp_path / "home")
     write_sst2(home.root / "tasks", sizes=(("train", 800), ("dev", 40)))
     queue = JobQueue(home.queue)
-    params = {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2", "epochs": 2, "batch_size": 4,
-              "lr": 1e-3, "checkpoint_every": 20, "progress": False}  # fmt: skip
+    params = {
+        "encoder": f"hf:{tiny_bert_dir}",
+        "task": "sst2",
+        "epochs": 2,
+        "batch_size": 4,
+        "lr": 1e-3,
+        "checkpoint_every": 20,
+        "progress": False,
+    }
     from snowfire.jobs import validate_params
 
     job = queue.submit("finetune", validate_params("finetune", params, home, "j2"), "j2")
@@ -165,9 +179,12 @@ def test_the_api_killed_during_submissions_loses_and_duplicates_nothing(tmp_path
         while pending:
             key = pending[0]
             try:
-                r = httpx.post(f"http://127.0.0.1:{port}/v1/jobs", timeout=5,
-                               json={"kind": "train", "params": TRAIN},
-                               headers={"Idempotency-Key": key})  # fmt: skip
+                r = httpx.post(
+                    f"http://127.0.0.1:{port}/v1/jobs",
+                    timeout=5,
+                    json={"kind": "train", "params": TRAIN},
+                    headers={"Idempotency-Key": key},
+                )
             except httpx.HTTPError:
                 api.wait()  # the client saw no answer: after a restart it retries the same key
                 api, restarts = _serve(home, port), restarts + 1
@@ -211,7 +228,7 @@ print(json.dumps(mine))
             env=ENV,
             stdout=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         for i in range(3)
     ]
     ids: list[str] = []
@@ -243,9 +260,20 @@ print(json.dumps(mine))
 
 
 def _extract_argv(model: Path, inp: Path, store: Path) -> list[str]:
-    return snowfire_cli("extract", "--encoder", f"hf:{model}", "--input", str(inp),
-                          "--store", str(store), "--segment-tokens", "96", "--token-budget",
-                          "256", "--quiet")  # fmt: skip
+    return snowfire_cli(
+        "extract",
+        "--encoder",
+        f"hf:{model}",
+        "--input",
+        str(inp),
+        "--store",
+        str(store),
+        "--segment-tokens",
+        "96",
+        "--token-budget",
+        "256",
+        "--quiet",
+    )
 
 
 def _sentences(n: int, tag: str) -> str:
@@ -303,8 +331,9 @@ def test_eight_readers_beside_an_extraction_see_whole_sets_only(tiny_bert_dir, t
 
 def _mount_tmpfs(path: Path, size: str) -> bool:
     path.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                          capture_output=True)  # fmt: skip
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True
+    )
     return done.returncode == 0
 
 
@@ -328,8 +357,12 @@ def test_a_full_disk_during_extraction_keeps_the_store_and_the_rerun_is_identica
         store = disk / "store"
         subprocess.run(_extract_argv(tiny_bert_dir, tmp_path / "a.txt", store), check=True, env=ENV)
         before = tree_bytes(store)
-        failed = subprocess.run(_extract_argv(tiny_bert_dir, tmp_path / "b.txt", store), env=ENV,
-                                capture_output=True, text=True)  # fmt: skip
+        failed = subprocess.run(
+            _extract_argv(tiny_bert_dir, tmp_path / "b.txt", store),
+            env=ENV,
+            capture_output=True,
+            text=True,
+        )
         assert failed.returncode != 0, "the disk did not fill up"
         assert "No space left on device" in failed.stderr, failed.stderr[-2000:]
         (first,) = Store(store).list_featuresets()  # readable; the unfinished set not listed

@@ -14,8 +14,12 @@ from snowfire.cache import Store, digest, example_key, open_reader, open_store
 LAYERS, DIM = 3, 8
 LENGTHS = [3, 5, 2, 4, 6, 3, 7]  # tokens per example of the hand-built sets
 # id -> (dtype, pairs): pairs are `[CLS] a [SEP] b [SEP]`, single texts `[CLS] a [SEP]`
-SETS = {"f16": ("float16", False), "f32": ("float32", False), "q8": ("int8", False),
-        "pairs": ("float32", True)}  # fmt: skip
+SETS = {
+    "f16": ("float16", False),
+    "f32": ("float32", False),
+    "q8": ("int8", False),
+    "pairs": ("float32", True),
+}
 
 
 def _example(rng, n: int, pair: bool):
@@ -39,16 +43,31 @@ def _write(store) -> None:
         identity = {"name": f"fake{k}", "spec": f"fake:{k}"}
         pool = store.ensure_pool(identity, dtype, LAYERS, DIM)
         lengths = [n + 2 for n in LENGTHS] if pair else LENGTHS  # two pieces of each text
-        texts = [{"a": [f"{fs_id}a{i}"], "b": [f"{fs_id}b{i}"] if pair else None}
-                 for i in range(len(lengths))]  # fmt: skip
+        texts = [
+            {"a": [f"{fs_id}a{i}"], "b": [f"{fs_id}b{i}"] if pair else None}
+            for i in range(len(lengths))
+        ]
         keys = [example_key(pool, t) for t in texts]
         with store.writer(pool):
             parts = [_example(rng, n, pair) for n in lengths]
             for lo in range(0, len(keys), 3):  # segments of 3 examples
-                store.write_segment(pool, digest(keys[lo : lo + 3], 24), keys[lo : lo + 3],
-                                    parts[lo : lo + 3], dtype)  # fmt: skip
-        manifest = {"id": fs_id, "encoder": identity, "encoder_id": pool, "task": None,
-                    "split": None, "num_layers": LAYERS, "dim": DIM, "dtype": dtype}  # fmt: skip
+                store.write_segment(
+                    pool,
+                    digest(keys[lo : lo + 3], 24),
+                    keys[lo : lo + 3],
+                    parts[lo : lo + 3],
+                    dtype,
+                )
+        manifest = {
+            "id": fs_id,
+            "encoder": identity,
+            "encoder_id": pool,
+            "task": None,
+            "split": None,
+            "num_layers": LAYERS,
+            "dim": DIM,
+            "dtype": dtype,
+        }
         store.write_featureset(manifest, keys, texts)
 
 
@@ -123,8 +142,9 @@ def test_the_stream_gives_the_same_items_in_prefetched_blocks(reader, local_dir,
     assert sorted(it["index"] for it in items) == list(range(len(LENGTHS)))
     for it in items:
         _same_item(it, want, it["index"])
-    shuffled = snowfire.StreamingFeatureDataset(reader, fs_id, layers=[1], block_examples=3,
-                                                shuffle=True, seed=1)  # fmt: skip
+    shuffled = snowfire.StreamingFeatureDataset(
+        reader, fs_id, layers=[1], block_examples=3, shuffle=True, seed=1
+    )
     first, second = [it["index"] for it in shuffled], [it["index"] for it in shuffled]
     assert sorted(first) == sorted(second) == list(range(len(LENGTHS)))
     assert first != second  # a new order each epoch
@@ -198,12 +218,17 @@ def test_collate_splits_pairs_into_their_texts_by_hand(local_dir):
 def sst2_store(tiny_bert_dir, data_dir, tmp_path_factory):
     """sst2 extracted with the tiny BERT: (reader, train set's info)."""
     store = tmp_path_factory.mktemp("sst2") / "store"
-    snowfire.extract(snowfire.ExtractConfig(encoder=f"hf:{tiny_bert_dir}", task="sst2",
-                                            data=str(data_dir), store=str(store),
-                                            progress=False))  # fmt: skip
+    snowfire.extract(
+        snowfire.ExtractConfig(
+            encoder=f"hf:{tiny_bert_dir}",
+            task="sst2",
+            data=str(data_dir),
+            store=str(store),
+            progress=False,
+        )
+    )
     reader = snowfire.open_store(store)
-    return reader, reader.find_featureset(encoder=f"hf:{tiny_bert_dir}", task="sst2",
-                                          split="train")  # fmt: skip
+    return reader, reader.find_featureset(encoder=f"hf:{tiny_bert_dir}", task="sst2", split="train")
 
 
 def test_labels_come_from_the_tasks_files_and_a_loader_feeds_a_head(sst2_store, data_dir):
@@ -219,8 +244,14 @@ def test_labels_come_from_the_tasks_files_and_a_loader_feeds_a_head(sst2_store, 
     assert [int(data[i]["label"]) for i in range(len(data))] == gold
     sampler = snowfire.LengthBucketSampler(data.lengths, token_budget=64, seed=0)
     loader = DataLoader(data, batch_sampler=sampler, collate_fn=data.collate)
-    head = build_head("linear", kind="classification", pair=False, num_layers=info.num_layers,
-                      dim=info.dim, num_labels=2)  # fmt: skip
+    head = build_head(
+        "linear",
+        kind="classification",
+        pair=False,
+        num_layers=info.num_layers,
+        dim=info.dim,
+        num_labels=2,
+    )
     seen = []
     for batch in loader:
         assert batch.features.shape[0] * batch.features.shape[1] <= 64 or len(batch) == 1
@@ -259,11 +290,19 @@ def test_tagging_labels_are_per_word_and_padded_by_collate(tiny_bert_dir, data_d
     from snowfire.tasks import get_task, read_split
 
     store = tmp_path / "store"
-    snowfire.extract(snowfire.ExtractConfig(encoder=f"hf:{tiny_bert_dir}", task="conll2003",
-                                            data=str(data_dir), store=str(store), split=["dev"],
-                                            progress=False))  # fmt: skip
-    info = snowfire.open_store(store).find_featureset(encoder=f"hf:{tiny_bert_dir}",
-                                                      task="conll2003", split="dev")  # fmt: skip
+    snowfire.extract(
+        snowfire.ExtractConfig(
+            encoder=f"hf:{tiny_bert_dir}",
+            task="conll2003",
+            data=str(data_dir),
+            store=str(store),
+            split=["dev"],
+            progress=False,
+        )
+    )
+    info = snowfire.open_store(store).find_featureset(
+        encoder=f"hf:{tiny_bert_dir}", task="conll2003", split="dev"
+    )
     data = snowfire.FeatureDataset(store, info, data=data_dir)
     tags = get_task("conll2003").labels
     examples = read_split("conll2003", data_dir, "dev")

@@ -40,8 +40,18 @@ def _extract(tiny_bert_dir, root: Path, store: str) -> None:
     ]
     source = root / "in.jsonl"
     source.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    argv = ["extract", "--encoder", f"hf:{tiny_bert_dir}", "--input", str(source), "--store",
-            store, "--segment-tokens", "150", "--quiet"]  # fmt: skip
+    argv = [
+        "extract",
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--input",
+        str(source),
+        "--store",
+        store,
+        "--segment-tokens",
+        "150",
+        "--quiet",
+    ]
     assert snowfire(argv) == 0
 
 
@@ -74,8 +84,9 @@ class Files:
         if self.bucket:
             import obstore
 
-            names = [o["path"] for page in obstore.list(self.bucket.client, "featuresets")
-                     for o in page]  # fmt: skip
+            names = [
+                o["path"] for page in obstore.list(self.bucket.client, "featuresets") for o in page
+            ]
         else:
             names = [f"featuresets/{p.name}" for p in (self.location / "featuresets").iterdir()]
         return {name: self.get(name) for name in sorted(names)}
@@ -353,8 +364,11 @@ def test_a_rewrite_killed_before_its_manifest_leaves_the_old_set_sound(store):
 
     s = open_store(store)
     (info,) = s.list_featuresets()
-    files, _ = featureset_files({**info.manifest, "name": "renamed"}, s.featureset_keys(info.id),
-                                s.featureset_texts(info.id))  # fmt: skip
+    files, _ = featureset_files(
+        {**info.manifest, "name": "renamed"},
+        s.featureset_keys(info.id),
+        s.featureset_texts(info.id),
+    )
     for rel, data in files[:-1]:  # all but the manifest
         (store / rel).write_bytes(data)
     assert open_store(store).get_featureset(info.id).manifest["name"] != "renamed"
@@ -368,8 +382,20 @@ def test_a_task_splits_texts_come_back_from_its_data_file(tiny_bert_dir, tmp_pat
     from snowfire.tasks import DEMO_DATA_DIR
 
     store = tmp_path / "store"
-    argv = ["extract", "--encoder", f"hf:{tiny_bert_dir}", "--task", "sst2", "--data",
-            str(DEMO_DATA_DIR), "--split", "dev", "--store", str(store), "--quiet"]  # fmt: skip
+    argv = [
+        "extract",
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--task",
+        "sst2",
+        "--data",
+        str(DEMO_DATA_DIR),
+        "--split",
+        "dev",
+        "--store",
+        str(store),
+        "--quiet",
+    ]
     assert snowfire(argv) == 0
     files = Files(store)
     before, saved = _reads(store), files.featuresets()
@@ -395,10 +421,13 @@ def _user_task(root: Path, fmt: str) -> Path:
     """A pair task of our own (a quoted CSV field holding a comma, a non-ASCII word), as a CSV
     or a saved datasets directory; its spec file."""
     rows = [
-        {"first": f"a man plays, guitar {i}", "second": f"the café is open {i % 3}",
-         "same": "yes" if i % 2 else "no"}
+        {
+            "first": f"a man plays, guitar {i}",
+            "second": f"the café is open {i % 3}",
+            "same": "yes" if i % 2 else "no",
+        }
         for i in range(12)
-    ]  # fmt: skip
+    ]
     if fmt == "csv":
         lines = ["first,second,same"] + [f'"{r["first"]}",{r["second"]},{r["same"]}' for r in rows]
         (root / "dev.csv").write_text("\n".join(lines) + "\n")
@@ -433,8 +462,18 @@ def test_a_user_task_splits_texts_come_back_from_its_file_read_as_its_spec(
         pytest.importorskip("datasets")
     spec = _user_task(tmp_path, fmt)
     store = tmp_path / "store"
-    argv = ["extract", "--encoder", f"hf:{tiny_bert_dir}", "--task-spec", str(spec), "--split",
-            "dev", "--store", str(store), "--quiet"]  # fmt: skip
+    argv = [
+        "extract",
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--task-spec",
+        str(spec),
+        "--split",
+        "dev",
+        "--store",
+        str(store),
+        "--quiet",
+    ]
     assert snowfire(argv) == 0
     spec.unlink()
     files = Files(store)

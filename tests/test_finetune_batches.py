@@ -19,8 +19,9 @@ def _padded(batches, lengths) -> int:
     return sum(int(lengths[b].max()) * len(b) for b in batches)
 
 
-@pytest.mark.parametrize("n, batch_size, pool", [(1000, 32, 50), (1000, 32, 0), (103, 8, 3),
-                                                 (7, 8, 50), (64, 8, 1)])  # fmt: skip
+@pytest.mark.parametrize(
+    "n, batch_size, pool", [(1000, 32, 50), (1000, 32, 0), (103, 8, 3), (7, 8, 50), (64, 8, 1)]
+)
 def test_every_example_once_in_ceil_n_over_b_batches(n, batch_size, pool):
     batches = epoch_batches(_lengths(n), batch_size, pool, seed=3, epoch=2)
     assert len(batches) == -(-n // batch_size)
@@ -51,15 +52,19 @@ def test_buckets_cut_the_padding_and_keep_each_pool_sorted():
     lengths = _lengths(5749)
     random = epoch_batches(lengths, 32, 0, seed=0, epoch=1)
     bucketed = epoch_batches(lengths, 32, 50, seed=0, epoch=1)
-    waste = {name: 1 - lengths.sum() / _padded(b, lengths)
-             for name, b in (("random", random), ("bucketed", bucketed))}  # fmt: skip
+    waste = {
+        name: 1 - lengths.sum() / _padded(b, lengths)
+        for name, b in (("random", random), ("bucketed", bucketed))
+    }
     assert waste["random"] > 0.3 and waste["bucketed"] < 0.1, waste
     # by hand: pool k is the k-th slice of 50 * 32 of the permutation, sorted by length
     order = np.random.default_rng([0, 1]).permutation(5749)
     for k, start in enumerate(range(0, 5749, 1600)):
         pool = order[start : start + 1600]
-        mine = sorted((b for b in bucketed if set(b.tolist()) <= set(pool.tolist())),
-                      key=lambda b: (lengths[b].min(), lengths[b].max()))  # fmt: skip
+        mine = sorted(
+            (b for b in bucketed if set(b.tolist()) <= set(pool.tolist())),
+            key=lambda b: (lengths[b].min(), lengths[b].max()),
+        )
         assert sum(len(b) for b in mine) == len(pool), k
         for a, b in zip(mine, mine[1:], strict=False):
             assert lengths[a].max() <= lengths[b].min()

@@ -62,8 +62,9 @@ def test_bilstm_crf_output_for_tagging(tiny_bert_dir):
     spec = get_task("conll2003")
     k = len(spec.labels)
     plain = BertFinetuner(tiny_bert_dir, kind="tagging", num_labels=k, labels=spec.labels)
-    model = BertFinetuner(tiny_bert_dir, kind="tagging", num_labels=k, labels=spec.labels,
-                          crf=True, lstm=5)  # fmt: skip
+    model = BertFinetuner(
+        tiny_bert_dir, kind="tagging", num_labels=k, labels=spec.labels, crf=True, lstm=5
+    )
     d, h = model.encoder.config.hidden_size, 5
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     lstm = 2 * (4 * h * (d + h) + 2 * 4 * h)  # two directions: W_ih, W_hh, b_ih, b_hh
@@ -73,8 +74,10 @@ def test_bilstm_crf_output_for_tagging(tiny_bert_dir):
     groups = dict(model.layer_groups())
     assert {id(p) for p in model.output.lstm.parameters()} <= {id(p) for p in groups["output"]}
     torch.manual_seed(0)
-    examples = [Example(0, ("the", "dogs", "runs"), tags=("O", "I-PER", "O")),
-                Example(1, ("a", "man"), tags=("O", "I-PER"))]  # fmt: skip
+    examples = [
+        Example(0, ("the", "dogs", "runs"), tags=("O", "I-PER", "O")),
+        Example(1, ("a", "man"), tags=("O", "I-PER")),
+    ]
     batch = model.collate(examples)
     optim = torch.optim.Adam(model.output.parameters(), lr=0.05)
     losses = []

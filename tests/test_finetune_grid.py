@@ -69,8 +69,16 @@ def test_a_finished_grid_is_returned_and_another_refused(tiny_bert_dir, tmp_path
     from snowfire.finetune import grid
 
     data = write_sst2(tmp_path / "data")
-    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", lr=None,
-                  grid="shared", grid_lrs=[1e-3], grid_epochs=[1])  # fmt: skip
+    cfg = finetune_config(
+        f"hf:{tiny_bert_dir}",
+        "sst2",
+        data,
+        tmp_path / "run",
+        lr=None,
+        grid="shared",
+        grid_lrs=[1e-3],
+        grid_epochs=[1],
+    )
     first = grid.run_grid(cfg)
 
     def no_training(*args, **kwargs):
@@ -92,18 +100,25 @@ def test_a_finished_grid_is_returned_and_another_refused(tiny_bert_dir, tmp_path
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"grid": "shared", "lr": 1e-4}, "FinetuneConfig.lr: a grid tries the rates itself "
-         r"\(grid_lrs\): drop lr 0.0001"),
+        (
+            {"grid": "shared", "lr": 1e-4},
+            "FinetuneConfig.lr: a grid tries the rates itself "
+            r"\(grid_lrs\): drop lr 0.0001",
+        ),
         ({"grid": "all"}, "FinetuneConfig.grid: expected one of shared, exact, got 'all'"),
         ({"grid_lrs": [1e-3]}, r"FinetuneConfig.grid_lrs: only for a grid \(set grid\)"),
         ({"grid_epochs": [2]}, r"FinetuneConfig.grid_epochs: only for a grid \(set grid\)"),
-        ({"grid": "exact", "grid_epochs": [0]},
-         r"FinetuneConfig.grid_epochs: expected >= 1, got 0 in \[0\]"),
-        ({"grid": "exact", "grid_lrs": [1e-3, -1.0]},
-         r"FinetuneConfig.grid_lrs: expected > 0, got -1.0 in \[0.001, -1.0\]"),
+        (
+            {"grid": "exact", "grid_epochs": [0]},
+            r"FinetuneConfig.grid_epochs: expected >= 1, got 0 in \[0\]",
+        ),
+        (
+            {"grid": "exact", "grid_lrs": [1e-3, -1.0]},
+            r"FinetuneConfig.grid_lrs: expected > 0, got -1.0 in \[0.001, -1.0\]",
+        ),
         ({"grid": "exact", "grid_lrs": []}, "FinetuneConfig.grid_lrs: expected at least one"),
     ],
-)  # fmt: skip
+)
 def test_a_grid_config_refuses_a_fixed_rate_and_bad_values(tmp_path, change, message):
     from snowfire.finetune import FinetuneConfig
 

@@ -31,8 +31,12 @@ def _step(model, lr=1e-2):
     for _, params in groups:
         for p in params:
             p.requires_grad_(True)
-    batch = model.collate([Example(0, ("a", "dog", "runs"), ("the", "cat"), label=3.5),
-                           Example(1, ("a", "man"), ("a", "woman"), label=1.0)])  # fmt: skip
+    batch = model.collate(
+        [
+            Example(0, ("a", "dog", "runs"), ("the", "cat"), label=3.5),
+            Example(1, ("a", "man"), ("a", "woman"), label=1.0),
+        ]
+    )
     model.train()
     _, loss = model(batch)
     loss.backward()
@@ -90,9 +94,10 @@ def test_a_partial_method_counts_only_what_it_trains(tiny_bert_dir):
         kept = set(model.trained_state())
         assert all(p.requires_grad for p in model.parameters())
         assert kept == {
-            n for n, p in model.named_parameters() if any(p is q for _, ps in
-                                                          model.layer_groups() for q in ps)
-        }  # fmt: skip
+            n
+            for n, p in model.named_parameters()
+            if any(p is q for _, ps in model.layer_groups() for q in ps)
+        }
 
 
 def test_the_adapter_is_houlsbys_definition():
@@ -116,8 +121,12 @@ def test_the_adapter_is_houlsbys_definition():
 
 def test_adapters_sit_after_both_output_projections_of_every_layer(tiny_bert_dir):
     model = _model(tiny_bert_dir, "adapter")
-    assert sorted(model.adapters) == ["layer0_attention", "layer0_ffn", "layer1_attention",
-                                      "layer1_ffn"]  # fmt: skip
+    assert sorted(model.adapters) == [
+        "layer0_attention",
+        "layer0_ffn",
+        "layer1_attention",
+        "layer1_ffn",
+    ]
     dense = model.encoder.encoder.layer[1].output.dense
     x = torch.randn(3, dense.in_features)
     plain = torch.nn.functional.linear(x, dense.weight, dense.bias)
@@ -142,15 +151,19 @@ def test_an_l2sp_run_adds_lambda_times_the_penalty(tiny_bert_dir, data_dir, tmp_
     moved = {}
     for lam in (0.0, 1e4):
         run = tmp_path / f"l2sp{lam:g}"
-        finetune(finetune_config(f"hf:{tiny_bert_dir}", "stsb", data_dir, run, epochs=1,
-                                 l2sp=lam, lr=1e-3))  # fmt: skip
+        finetune(
+            finetune_config(
+                f"hf:{tiny_bert_dir}", "stsb", data_dir, run, epochs=1, l2sp=lam, lr=1e-3
+            )
+        )
         model, _ = load_run(run, "cpu")
         start = _model(tiny_bert_dir, "full")
         moved[lam] = sum(
             float((p - q).pow(2).sum())
-            for (_, p), (_, q) in zip(model.encoder.named_parameters(),
-                                      start.encoder.named_parameters(), strict=True)
-        )  # fmt: skip
+            for (_, p), (_, q) in zip(
+                model.encoder.named_parameters(), start.encoder.named_parameters(), strict=True
+            )
+        )
         config = json.loads((run / "config.json").read_text())
         assert config["finetune"]["l2sp"] == lam
     assert moved[1e4] < moved[0.0] / 10
@@ -162,19 +175,46 @@ def test_lp_ft_starts_at_the_probes_weights(tiny_bert_dir, data_dir, tmp_path):
     from snowfire.cli.main import main as snowfire
 
     store, probe = tmp_path / "store", tmp_path / "probe"
-    assert snowfire(["extract", "--encoder", f"hf:{tiny_bert_dir}", "--task", "stsb", "--data",
-                     str(data_dir), "--store", str(store), "--pair-encoding", "joint",
-                     "--quiet"]) == 0  # fmt: skip
-    train_cli(tiny_bert_dir, data_dir, store, probe, "stsb", "probe", "--hparams",
-              '{"pool": "cls"}', "--pair-encoding", "joint")  # fmt: skip
+    assert (
+        snowfire(
+            [
+                "extract",
+                "--encoder",
+                f"hf:{tiny_bert_dir}",
+                "--task",
+                "stsb",
+                "--data",
+                str(data_dir),
+                "--store",
+                str(store),
+                "--pair-encoding",
+                "joint",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    train_cli(
+        tiny_bert_dir,
+        data_dir,
+        store,
+        probe,
+        "stsb",
+        "probe",
+        "--hparams",
+        '{"pool": "cls"}',
+        "--pair-encoding",
+        "joint",
+    )
     seen = {}
 
     def on_step(step, model):
         if step == 0:
             seen.update({k: v.clone() for k, v in model.output.linear.state_dict().items()})
 
-    cfg = finetune_config(f"hf:{tiny_bert_dir}", "stsb", data_dir, tmp_path / "lpft", epochs=1,
-                          init_head=str(probe))  # fmt: skip
+    cfg = finetune_config(
+        f"hf:{tiny_bert_dir}", "stsb", data_dir, tmp_path / "lpft", epochs=1, init_head=str(probe)
+    )
     finetune(cfg, on_step=on_step)
     weights = load_file(str(probe / "weights.safetensors"))
     torch.testing.assert_close(seen["weight"], weights["out.weight"].float(), rtol=0, atol=0)
@@ -182,8 +222,15 @@ def test_lp_ft_starts_at_the_probes_weights(tiny_bert_dir, data_dir, tmp_path):
     # the probe's weights are part of what the run is: a rerun reuses it while they are the
     # same, and refuses it once the probe was retrained in place (finished and checkpointed)
     assert finetune(cfg, on_step=lambda s, m: pytest.fail("trained again")) is not None
-    killed = finetune_config(f"hf:{tiny_bert_dir}", "stsb", data_dir, tmp_path / "killed",
-                             epochs=1, init_head=str(probe), checkpoint_every=1)  # fmt: skip
+    killed = finetune_config(
+        f"hf:{tiny_bert_dir}",
+        "stsb",
+        data_dir,
+        tmp_path / "killed",
+        epochs=1,
+        init_head=str(probe),
+        checkpoint_every=1,
+    )
 
     def kill(step, model):
         if step == 2:
@@ -194,17 +241,25 @@ def test_lp_ft_starts_at_the_probes_weights(tiny_bert_dir, data_dir, tmp_path):
     assert (tmp_path / "killed" / "checkpoint.pt").is_file()
     retrained = {k: v + 0.5 for k, v in weights.items()}
     save_file(retrained, str(probe / "weights.safetensors"))
-    with pytest.raises(RunConfigError, match="holds a finished run from other starting weights "
-                       r"\(init_head_sha256: saved \w{64}, now \w{64}\)"):  # fmt: skip
+    with pytest.raises(
+        RunConfigError,
+        match="holds a finished run from other starting weights "
+        r"\(init_head_sha256: saved \w{64}, now \w{64}\)",
+    ):
         finetune(cfg)
-    with pytest.raises(RunConfigError, match="checkpoint.pt was written by a run from other "
-                       "starting weights .init_head_sha256"):  # fmt: skip
+    with pytest.raises(
+        RunConfigError,
+        match="checkpoint.pt was written by a run from other starting weights .init_head_sha256",
+    ):
         finetune(killed)
     mean_probe = tmp_path / "probe-mean"
     train_cli(tiny_bert_dir, data_dir, store, mean_probe, "stsb", "probe")
     with pytest.raises(ValueError, match="top layer's \\[CLS\\] state"):
-        finetune(finetune_config(f"hf:{tiny_bert_dir}", "stsb", data_dir, tmp_path / "x",
-                                 init_head=str(mean_probe)))  # fmt: skip
+        finetune(
+            finetune_config(
+                f"hf:{tiny_bert_dir}", "stsb", data_dir, tmp_path / "x", init_head=str(mean_probe)
+            )
+        )
 
 
 def test_a_sequential_run_starts_from_the_intermediate_encoder(tiny_bert_dir, data_dir, tmp_path):
@@ -216,8 +271,10 @@ def test_a_sequential_run_starts_from_the_intermediate_encoder(tiny_bert_dir, da
         if step == 0:
             seen.update({k: v.clone() for k, v in model.encoder.state_dict().items()})
 
-    finetune(finetune_config(f"hf:{first / 'encoder'}", "stsb", data_dir, tmp_path / "then",
-                             epochs=1), on_step=on_step)  # fmt: skip
+    finetune(
+        finetune_config(f"hf:{first / 'encoder'}", "stsb", data_dir, tmp_path / "then", epochs=1),
+        on_step=on_step,
+    )
     from safetensors.torch import save_file
     from transformers import AutoModel
 
@@ -229,17 +286,19 @@ def test_a_sequential_run_starts_from_the_intermediate_encoder(tiny_bert_dir, da
     # the intermediate run trained again in place: the run that started from it is not reused
     then = finetune_config(f"hf:{first / 'encoder'}", "stsb", data_dir, tmp_path / "then", epochs=1)
     assert finetune(then, on_step=lambda s, m: pytest.fail("trained again")) is not None
-    save_file({k: v + 0.01 for k, v in intermediate.items()},
-              str(first / "encoder" / "model.safetensors"))  # fmt: skip
+    save_file(
+        {k: v + 0.01 for k, v in intermediate.items()}, str(first / "encoder" / "model.safetensors")
+    )
     with pytest.raises(RunConfigError, match="encoder_weights_sha256: saved"):
         finetune(then)
 
 
 @pytest.mark.parametrize("method", ["adapter", "lora", "bitfit"])
-def test_a_saved_partial_run_reloads_and_predicts_the_same(tiny_bert_dir, data_dir, tmp_path,
-                                                           method):  # fmt: skip
-    from snowfire.heads import PredictConfig
+def test_a_saved_partial_run_reloads_and_predicts_the_same(
+    tiny_bert_dir, data_dir, tmp_path, method
+):
     from snowfire import predict
+    from snowfire.heads import PredictConfig
 
     run = tmp_path / method
     cfg = finetune_config(f"hf:{tiny_bert_dir}", "stsb", data_dir, run, method=method)
@@ -273,16 +332,16 @@ def test_methods_are_refused_where_they_do_not_apply(data_dir, tmp_path):
         finetune_config("minilm", "conll2003", data_dir, tmp_path / "t", init_head="x")
 
 
-def test_curve_points_within_an_epoch_leave_the_training_unchanged(tiny_bert_dir, data_dir,
-                                                                    tmp_path):  # fmt: skip
+def test_curve_points_within_an_epoch_leave_the_training_unchanged(
+    tiny_bert_dir, data_dir, tmp_path
+):
     """Dev scored twice inside each epoch: the log holds those points before the epoch's, at
     the batches' fractions, and the weights and metrics equal a run without them."""
     from snowfire.compare.convergence import read_curve
 
     plain = finetune(finetune_config(f"hf:{tiny_bert_dir}", "stsb", data_dir, tmp_path / "a"))
     run = tmp_path / "b"
-    dense = finetune(finetune_config(f"hf:{tiny_bert_dir}", "stsb", data_dir, run,
-                                     curve_points=2))  # fmt: skip
+    dense = finetune(finetune_config(f"hf:{tiny_bert_dir}", "stsb", data_dir, run, curve_points=2))
     assert dense == plain
     a = torch.load(tmp_path / "a" / "best.pt", weights_only=True)
     b = torch.load(run / "best.pt", weights_only=True)

@@ -147,8 +147,9 @@ def test_softmax_tagging_averages_over_the_real_words(words):
     gold = tags.tolist()
     nll = [logsumexp(e[b, t]) - e[b, t, gold[b][t]] for b in range(B) for t in range(WORDS[b])]
     np.testing.assert_allclose(loss.item(), np.mean(nll), rtol=0, atol=TOL)
-    assert out.predict(scores) == [[int(np.argmax(e[b, t])) for t in range(n)]
-                                   for b, n in enumerate(WORDS)]  # fmt: skip
+    assert out.predict(scores) == [
+        [int(np.argmax(e[b, t])) for t in range(n)] for b, n in enumerate(WORDS)
+    ]
 
 
 def test_crf_tagging_against_every_path(words):
@@ -187,8 +188,11 @@ def test_the_bilstm_runs_over_the_real_words_only(words, crf):
             for b, n in enumerate(WORDS)
         ]
     else:
-        nll = [logsumexp(e[b, t]) - e[b, t, tags[b, t].item()] for b, n in enumerate(WORDS)
-               for t in range(n)]  # fmt: skip
+        nll = [
+            logsumexp(e[b, t]) - e[b, t, tags[b, t].item()]
+            for b, n in enumerate(WORDS)
+            for t in range(n)
+        ]
     np.testing.assert_allclose(loss.item(), np.mean(nll), rtol=0, atol=TOL)
 
 

@@ -54,8 +54,9 @@ def _same(a: dict, b: dict) -> None:
         assert torch.equal(a["best"][key], b["best"][key]), key
 
 
-def _killed_then_resumed(encoder: str, task: str, data: Path, tmp_path: Path, kill_after: int,
-                         **kw) -> None:  # fmt: skip
+def _killed_then_resumed(
+    encoder: str, task: str, data: Path, tmp_path: Path, kill_after: int, **kw
+) -> None:
     """A run killed after step `kill_after` and started again ends as an uninterrupted one:
     same metrics, log, predictions, encoder files and best weights."""
     from snowfire.finetune import train
@@ -83,24 +84,52 @@ def _killed_then_resumed(encoder: str, task: str, data: Path, tmp_path: Path, ki
 @pytest.mark.parametrize("kill_after", [1, 3, 5, 7])
 def test_bert_resume_after_kill_equals_uninterrupted(tiny_bert_dir, tmp_path, kill_after):
     data = write_sst2(tmp_path / "data", sizes=(("train", 24), ("dev", 8), ("test", 8)))
-    _killed_then_resumed(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path, kill_after, epochs=3,
-                         checkpoint_every=2, dropout=0.3, patience=10)  # fmt: skip
+    _killed_then_resumed(
+        f"hf:{tiny_bert_dir}",
+        "sst2",
+        data,
+        tmp_path,
+        kill_after,
+        epochs=3,
+        checkpoint_every=2,
+        dropout=0.3,
+        patience=10,
+    )
 
 
 def test_bucketed_batches_resume_mid_epoch(tiny_bert_dir, tmp_path):
     """28 examples in pools of 2 batches of 8: 16 | 8 + 4, the short batch anywhere in the
     epoch; killed mid-epoch after a step checkpoint."""
     data = write_sst2(tmp_path / "data", sizes=(("train", 28), ("dev", 8)))
-    _killed_then_resumed(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path, 3, epochs=2,
-                         checkpoint_every=2, bucket_pool=2, patience=10)  # fmt: skip
+    _killed_then_resumed(
+        f"hf:{tiny_bert_dir}",
+        "sst2",
+        data,
+        tmp_path,
+        3,
+        epochs=2,
+        checkpoint_every=2,
+        bucket_pool=2,
+        patience=10,
+    )
 
 
 def test_elmo_resume_mid_epoch_equals_uninterrupted(tmp_path):
     """ELMo: the warm-up state buffers come back from the checkpoint mid-epoch."""
     elmo = need_shared(FIXTURES / "allennlp_elmo")
     data = write_stsb(tmp_path / "data", sizes=(("train", 16), ("dev", 6)))
-    _killed_then_resumed(f"elmo:{elmo}", "stsb", data, tmp_path, 6, epochs=2, batch_size=4,
-                         checkpoint_every=1, lr=3e-3, patience=10)  # fmt: skip
+    _killed_then_resumed(
+        f"elmo:{elmo}",
+        "stsb",
+        data,
+        tmp_path,
+        6,
+        epochs=2,
+        batch_size=4,
+        checkpoint_every=1,
+        lr=3e-3,
+        patience=10,
+    )
 
 
 def test_resume_with_another_config_is_refused(tiny_bert_dir, tmp_path):
@@ -112,8 +141,9 @@ def test_resume_with_another_config_is_refused(tiny_bert_dir, tmp_path):
         train(cfg, on_step=_kill_after(1))
     with pytest.raises(Killed):  # no checkpoint yet (every epoch only): starts afresh
         train(cfg, on_step=_kill_after(2))
-    resumable = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1,
-                                checkpoint_every=1)  # fmt: skip
+    resumable = finetune_config(
+        f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1, checkpoint_every=1
+    )
     with pytest.raises(Killed):  # checkpoint_every is volatile: the same run, checkpointed
         train(resumable, on_step=_kill_after(1))
     other = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1, lr=0.5)
@@ -191,8 +221,9 @@ def test_a_resumed_run_counts_the_time_before_the_kill(tiny_bert_dir, tmp_path):
     from snowfire.finetune import train
 
     data = write_sst2(tmp_path / "data", sizes=(("train", 24), ("dev", 8)))  # 3 steps of 8
-    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1,
-                          checkpoint_every=1)  # fmt: skip
+    cfg = finetune_config(
+        f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1, checkpoint_every=1
+    )
     now = [100.0]  # the clock the run reads; a step "takes" what on_step adds
 
     def steps_of(seconds: float, kill_at: int | None = None):

@@ -18,11 +18,22 @@ def _flip(path, at: int) -> None:
 @pytest.fixture
 def store(tiny_bert_dir, tmp_path):
     texts = tmp_path / "in.txt"
-    texts.write_text("".join(f"the man plays {'guitar ' * (i % 7)}in the park {i}\n"
-                             for i in range(60)))  # fmt: skip
+    texts.write_text(
+        "".join(f"the man plays {'guitar ' * (i % 7)}in the park {i}\n" for i in range(60))
+    )
     path = tmp_path / "store"
-    argv = ["extract", "--encoder", f"hf:{tiny_bert_dir}", "--input", str(texts), "--store",
-            str(path), "--segment-tokens", "200", "--quiet"]  # fmt: skip
+    argv = [
+        "extract",
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--input",
+        str(texts),
+        "--store",
+        str(path),
+        "--segment-tokens",
+        "200",
+        "--quiet",
+    ]
     assert snowfire(argv) == 0
     return path
 

@@ -64,8 +64,9 @@ def _train_and_score(name, kind, pair, *, blind: bool) -> float:
     hparams = {**TINY.get(base, {}), **extra}
     if "dropout" in HEADS[base].hparams():
         hparams["dropout"] = 0.1  # the suite's heads are tiny: the default 0.5 starves them
-    head = build_head(base, kind=kind, pair=pair, num_layers=L, dim=8,
-                      num_labels=NUM_LABELS[kind], **hparams)  # fmt: skip
+    head = build_head(
+        base, kind=kind, pair=pair, num_layers=L, dim=8, num_labels=NUM_LABELS[kind], **hparams
+    )
     train, train_y = _data(kind, pair, 96, seed=1)
     test, test_y = _data(kind, pair, 64, seed=2)
     opt = torch.optim.Adam(head.parameters(), lr=1e-2)

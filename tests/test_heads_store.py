@@ -33,8 +33,13 @@ def _read(tiny_bert_dir, tmp_path, texts, pair_encoding="joint"):
         tiny_bert_dir, name="tiny", spec=f"hf:{tiny_bert_dir}", pair_encoding=pair_encoding
     )
     store = Store(tmp_path / "s")
-    cfg = ExtractConfig(encoder=enc.identity["spec"], store=str(store.path), progress=False,
-                        dtype="float16", pair_encoding=pair_encoding)  # fmt: skip
+    cfg = ExtractConfig(
+        encoder=enc.identity["spec"],
+        store=str(store.path),
+        progress=False,
+        dtype="float16",
+        pair_encoding=pair_encoding,
+    )
     info = extract(enc, texts, store, task=None, split=None, config=cfg)
     return info, store.read(info.id, indices=list(range(len(texts))))
 

@@ -23,8 +23,20 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("options", "tasks", "extractor", "cache", "heads", "api", "jobs", "finetune",
-            "compare", "cli", "rundir", "snowfire")  # fmt: skip
+PACKAGES = (
+    "options",
+    "tasks",
+    "extractor",
+    "cache",
+    "heads",
+    "api",
+    "jobs",
+    "finetune",
+    "compare",
+    "cli",
+    "rundir",
+    "snowfire",
+)
 SCRIPTS = ("benchmarks", "experiments")  # may import any package, through its API
 # The packages each package may import: the data flow. Nothing imports cli/; only cli/
 # imports snowfire/ (the Python API over the others).
@@ -59,6 +71,8 @@ def package_of(module: str) -> str:
 def module_of(pkg: str) -> str:
     """The import name of a project package: cache -> snowfire.cache."""
     return ROOT if pkg == ROOT else f"{ROOT}.{pkg}"
+
+
 ENTRY = re.compile(r"(?P<module>[A-Za-z_][\w.]*):(?P<name>[A-Za-z_]\w*)")  # "pkg.mod:Name"
 
 
@@ -168,7 +182,11 @@ def check(rel: str, source: str, rules: Rules) -> list[Violation]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == ROOT:
             for alias in node.names:  # `from snowfire import cache`: a package, bound
-                if alias.name in PACKAGES and alias.name != me and other(module_of(alias.name), node):
+                if (
+                    alias.name in PACKAGES
+                    and alias.name != me
+                    and other(module_of(alias.name), node)
+                ):
                     bound[alias.asname or alias.name] = alias.name
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             pkg = other(node.module, node)
@@ -197,7 +215,9 @@ def check(rel: str, source: str, rules: Rules) -> list[Violation]:
             module, name = entry["module"], entry["name"]
             pkg = other(module, node)
             if pkg and module != module_of(pkg):
-                flag(node, f"{node.value!r}: reaches past {pkg}'s API (name {module_of(pkg)}:{name})")
+                flag(
+                    node, f"{node.value!r}: reaches past {pkg}'s API (name {module_of(pkg)}:{name})"
+                )
             elif pkg:
                 use(node, pkg, name, repr(node.value))
     for node in ast.walk(tree):
@@ -292,8 +312,11 @@ def bare_imports(rel: str, source: str) -> list[Violation]:
             names = [entry["module"]]
         else:
             continue
-        found += [Violation(rel, node.lineno, f"bare import of {n}") for n in names
-                  if n.split(".")[0] in BARE]  # fmt: skip
+        found += [
+            Violation(rel, node.lineno, f"bare import of {n}")
+            for n in names
+            if n.split(".")[0] in BARE
+        ]
     return found
 
 
@@ -316,46 +339,103 @@ RULES = Rules(
 @pytest.mark.parametrize(
     "rel, source, expected",
     [
-        ("heads/x.py", "from snowfire.cache.bucket import is_bucket",
-         "heads/x.py:1: from snowfire.cache.bucket import is_bucket: reaches past cache's API"),
-        ("heads/x.py", "from snowfire.cache import is_bucket",
-         "heads/x.py:1: from snowfire.cache import is_bucket: cache.__all__ does not export"),
-        ("heads/x.py", "import snowfire.cache.wire\nsnowfire.cache.wire.decode(b'')",
-         "heads/x.py:1: import snowfire.cache.wire: reaches past cache's API"),
-        ("heads/x.py", "from snowfire import cache\n\ncache.wire.decode(b'')",
-         "heads/x.py:3: cache.wire: cache.__all__ does not export wire"),
-        ("heads/x.py", "import snowfire.cache as c\nc._info({})",
-         "heads/x.py:2: c._info: _info is private to cache"),
-        ("cli/main.py", "def f(store):\n    return store._committed_segments('p')",
-         "cli/main.py:2: _committed_segments: private to cache, used from cli"),
-        ("cli/main.py", "getattr(store, '_committed_segments')",
-         "cli/main.py:1: _committed_segments: private to cache, used from cli"),
-        ("benchmarks/b.py", "from snowfire.extractor.run import _plan",
-         "benchmarks/b.py:1: from snowfire.extractor.run import _plan: reaches past extractor's"),
-        ("benchmarks/b.py", "from snowfire.extractor import _plan",
-         "benchmarks/b.py:1: from snowfire.extractor import _plan: _plan is private to extractor"),
-        ("cache/x.py", "def f():\n    from snowfire.heads import train",
-         "cache/x.py:2: cache imports heads: against the data flow"),
-        ("cache/x.py", "from snowfire import heads",
-         "cache/x.py:1: cache imports heads: against the data flow"),
-        ("extractor/x.py", "import importlib\nimportlib.import_module('snowfire.heads.trainer')",
-         "extractor/x.py:2: extractor imports heads: against the data flow"),
-        ("jobs/x.py", "import importlib\nimportlib.import_module('snowfire.heads.trainer')",
-         "jobs/x.py:2: import_module('snowfire.heads.trainer'): reaches past heads's API"),
-        ("jobs/x.py", "from fastapi import FastAPI",
-         "jobs/x.py:1: jobs imports the web framework fastapi"),
-        ("cli/main.py", "command('train', 'snowfire.heads.config:TrainConfig')",
-         "cli/main.py:1: 'snowfire.heads.config:TrainConfig': reaches past heads's API"),
-        ("cli/main.py", "command('train', 'snowfire.heads:Trainer')",
-         "cli/main.py:1: 'snowfire.heads:Trainer': heads.__all__ does not export Trainer"),
-        ("cli/main.py", "from heads import train",
-         "cli/main.py:1: heads: a bare package name (import it as snowfire.heads)"),
-        ("cli/main.py", "import cache",
-         "cli/main.py:1: cache: a bare package name (import it as snowfire.cache)"),
-        ("cli/main.py", "command('train', 'heads:TrainConfig')",
-         "cli/main.py:1: heads: a bare package name"),
+        (
+            "heads/x.py",
+            "from snowfire.cache.bucket import is_bucket",
+            "heads/x.py:1: from snowfire.cache.bucket import is_bucket: reaches past cache's API",
+        ),
+        (
+            "heads/x.py",
+            "from snowfire.cache import is_bucket",
+            "heads/x.py:1: from snowfire.cache import is_bucket: cache.__all__ does not export",
+        ),
+        (
+            "heads/x.py",
+            "import snowfire.cache.wire\nsnowfire.cache.wire.decode(b'')",
+            "heads/x.py:1: import snowfire.cache.wire: reaches past cache's API",
+        ),
+        (
+            "heads/x.py",
+            "from snowfire import cache\n\ncache.wire.decode(b'')",
+            "heads/x.py:3: cache.wire: cache.__all__ does not export wire",
+        ),
+        (
+            "heads/x.py",
+            "import snowfire.cache as c\nc._info({})",
+            "heads/x.py:2: c._info: _info is private to cache",
+        ),
+        (
+            "cli/main.py",
+            "def f(store):\n    return store._committed_segments('p')",
+            "cli/main.py:2: _committed_segments: private to cache, used from cli",
+        ),
+        (
+            "cli/main.py",
+            "getattr(store, '_committed_segments')",
+            "cli/main.py:1: _committed_segments: private to cache, used from cli",
+        ),
+        (
+            "benchmarks/b.py",
+            "from snowfire.extractor.run import _plan",
+            "benchmarks/b.py:1: from snowfire.extractor.run import _plan: reaches past extractor's",
+        ),
+        (
+            "benchmarks/b.py",
+            "from snowfire.extractor import _plan",
+            "benchmarks/b.py:1: from snowfire.extractor import _plan: _plan is private to",
+        ),
+        (
+            "cache/x.py",
+            "def f():\n    from snowfire.heads import train",
+            "cache/x.py:2: cache imports heads: against the data flow",
+        ),
+        (
+            "cache/x.py",
+            "from snowfire import heads",
+            "cache/x.py:1: cache imports heads: against the data flow",
+        ),
+        (
+            "extractor/x.py",
+            "import importlib\nimportlib.import_module('snowfire.heads.trainer')",
+            "extractor/x.py:2: extractor imports heads: against the data flow",
+        ),
+        (
+            "jobs/x.py",
+            "import importlib\nimportlib.import_module('snowfire.heads.trainer')",
+            "jobs/x.py:2: import_module('snowfire.heads.trainer'): reaches past heads's API",
+        ),
+        (
+            "jobs/x.py",
+            "from fastapi import FastAPI",
+            "jobs/x.py:1: jobs imports the web framework fastapi",
+        ),
+        (
+            "cli/main.py",
+            "command('train', 'snowfire.heads.config:TrainConfig')",
+            "cli/main.py:1: 'snowfire.heads.config:TrainConfig': reaches past heads's API",
+        ),
+        (
+            "cli/main.py",
+            "command('train', 'snowfire.heads:Trainer')",
+            "cli/main.py:1: 'snowfire.heads:Trainer': heads.__all__ does not export Trainer",
+        ),
+        (
+            "cli/main.py",
+            "from heads import train",
+            "cli/main.py:1: heads: a bare package name (import it as snowfire.heads)",
+        ),
+        (
+            "cli/main.py",
+            "import cache",
+            "cli/main.py:1: cache: a bare package name (import it as snowfire.cache)",
+        ),
+        (
+            "cli/main.py",
+            "command('train', 'heads:TrainConfig')",
+            "cli/main.py:1: heads: a bare package name",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_checker_finds(rel, source, expected):
     assert any(str(v).startswith(expected) for v in check(rel, source, RULES)), check(
         rel, source, RULES
@@ -365,8 +445,11 @@ def test_the_checker_finds(rel, source, expected):
 @pytest.mark.parametrize(
     "rel, source",
     [
-        ("heads/x.py", "from snowfire.cache import Store, open_reader\n"
-                       "from snowfire import cache\ncache.Store"),
+        (
+            "heads/x.py",
+            "from snowfire.cache import Store, open_reader\n"
+            "from snowfire import cache\ncache.Store",
+        ),
         ("cache/x.py", "from .store import _info\nfrom . import wire\nx._info"),
         ("cache/x.py", "from snowfire.cache.store import _info"),
         ("cli/main.py", "class A:\n    def f(self):\n        return self._committed_segments"),
@@ -375,7 +458,7 @@ def test_the_checker_finds(rel, source, expected):
         ("cli/main.py", "command('train', 'snowfire.heads:train')\nurl = 'localhost:8000'"),
         ("cli/main.py", "from snowfire import __version__"),
     ],
-)  # fmt: skip
+)
 def test_the_checker_lets_through(rel, source):
     assert check(rel, source, RULES) == []
 
@@ -384,16 +467,28 @@ def test_the_checker_lets_through(rel, source):
     "source, expected, fixed",
     [
         ("import cache", "x.py:1: bare import of cache", "from snowfire import cache"),
-        ("import cache.wire as w", "x.py:1: bare import of cache.wire",
-         "import snowfire.cache.wire as w"),
-        ("from heads.trainer import train", "x.py:1: bare import of heads.trainer",
-         "from snowfire.heads.trainer import train"),
-        ("import importlib\nimportlib.import_module('finetune')", "x.py:2: bare import of finetune",
-         "import importlib\nimportlib.import_module('snowfire.finetune')"),
-        ("X = 'extractor:ExtractConfig'", "x.py:1: bare import of extractor",
-         "X = 'snowfire.extractor:ExtractConfig'"),
+        (
+            "import cache.wire as w",
+            "x.py:1: bare import of cache.wire",
+            "import snowfire.cache.wire as w",
+        ),
+        (
+            "from heads.trainer import train",
+            "x.py:1: bare import of heads.trainer",
+            "from snowfire.heads.trainer import train",
+        ),
+        (
+            "import importlib\nimportlib.import_module('finetune')",
+            "x.py:2: bare import of finetune",
+            "import importlib\nimportlib.import_module('snowfire.finetune')",
+        ),
+        (
+            "X = 'extractor:ExtractConfig'",
+            "x.py:1: bare import of extractor",
+            "X = 'snowfire.extractor:ExtractConfig'",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bare_imports_are_found_everywhere(source, expected, fixed):
     assert [str(v) for v in bare_imports("x.py", source)] == [expected]
     assert bare_imports("x.py", fixed) == []

@@ -5,6 +5,7 @@ interpreter's path, and on the checkout's own editable install."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,8 +16,19 @@ import pytest
 pytestmark = pytest.mark.subprocess  # builds a wheel and starts interpreters
 
 REPO = Path(__file__).resolve().parents[1]
-FOLDERS = ("options", "tasks", "cache", "rundir", "extractor", "heads", "finetune", "compare",
-           "jobs", "api", "cli")  # fmt: skip
+FOLDERS = (
+    "options",
+    "tasks",
+    "cache",
+    "rundir",
+    "extractor",
+    "heads",
+    "finetune",
+    "compare",
+    "jobs",
+    "api",
+    "cli",
+)
 
 
 def test_the_card_folders_are_top_level_folders_of_the_repository():
@@ -28,11 +40,11 @@ def test_the_card_folders_are_top_level_folders_of_the_repository():
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(out), str(REPO)],
-        capture_output=True, text=True,
-    )  # fmt: skip
+    src = out / "src"  # a copy: setuptools builds in the source tree (build/, *.egg-info)
+    skip = (".venv", ".git", "build", "*.egg-info", "__pycache__", "wheelhouse")
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(*skip))
+    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    done = subprocess.run([*pip, "-w", str(out), str(src)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     (built,) = out.glob("snowfire-*.whl")
     return built
@@ -61,20 +73,30 @@ def test_installed_only_snowfire_imports_and_the_bare_names_do_not(wheel, tmp_pa
         "bare = [n for n in sys.argv[2:] if u.find_spec(n) is not None];"
         "assert not bare, bare"
     )
-    done = subprocess.run([sys.executable, "-I", "-c", code, str(site), *FOLDERS],
-                          cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", code, str(site), *FOLDERS],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
 
 
 def test_the_editable_install_adds_no_bare_name_either(tmp_path):
     """The checkout's own install (`make setup`: pip install -e .), outside the checkout."""
     code = "import importlib.util as u, sys; print([n for n in sys.argv[1:] if u.find_spec(n)])"
-    done = subprocess.run([sys.executable, "-I", "-c", code, *FOLDERS], cwd=tmp_path,
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", code, *FOLDERS], cwd=tmp_path, capture_output=True, text=True
+    )
     assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)
-    done = subprocess.run([sys.executable, "-I", "-c", "import cache"], cwd=tmp_path,
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", "import cache"], cwd=tmp_path, capture_output=True, text=True
+    )
     assert done.returncode == 1 and "No module named 'cache'" in done.stderr
-    done = subprocess.run([sys.executable, "-I", "-c", "import snowfire.cache.store"],
-                          cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", "import snowfire.cache.store"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr

@@ -49,10 +49,14 @@ def test_nan_is_refused():
 def _parts(lengths, seed=0, layers=3, dim=16):
     rng = np.random.default_rng(seed)
     return [
-        (rng.normal(size=(n, layers, dim)).astype(np.float32), np.arange(n, dtype=np.int32),
-         np.zeros(n, np.int8), -1)
+        (
+            rng.normal(size=(n, layers, dim)).astype(np.float32),
+            np.arange(n, dtype=np.int32),
+            np.zeros(n, np.int8),
+            -1,
+        )
         for n in lengths
-    ]  # fmt: skip
+    ]
 
 
 def test_segment_stores_a_byte_per_value_that_zarr_reads(tmp_path):

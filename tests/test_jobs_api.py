@@ -28,12 +28,21 @@ def client(home):
 
 
 def test_submit_answers_202_with_resolved_params(client, home):
-    r = client.post("/v1/jobs", json={"kind": "train", "params": {
-        "encoder": "minilm", "task": "stsb", "head": "esim", "epochs": 2, "lr": 1}})  # fmt: skip
+    r = client.post(
+        "/v1/jobs",
+        json={
+            "kind": "train",
+            "params": {"encoder": "minilm", "task": "stsb", "head": "esim", "epochs": 2, "lr": 1},
+        },
+    )
     assert r.status_code == 202, r.text
     job = r.json()
-    assert (job["kind"], job["status"], job["attempts"], job["progress"]) == ("train", "queued",
-                                                                            0, 0.0)  # fmt: skip
+    assert (job["kind"], job["status"], job["attempts"], job["progress"]) == (
+        "train",
+        "queued",
+        0,
+        0.0,
+    )
     params = job["params"]
     assert params["out"] == str(home.root / "runs" / job["id"])
     assert (params["store"], params["data"]) == (str(home.store), str(home.tasks))
@@ -44,8 +53,13 @@ def test_submit_answers_202_with_resolved_params(client, home):
 def test_a_deadline_param_is_kept_with_the_job_and_not_given_to_its_command(client, home):
     from snowfire.jobs.kinds import split_limits
 
-    r = client.post("/v1/jobs", json={"kind": "train", "params": {
-        "encoder": "minilm", "task": "stsb", "head": "esim", "deadline": 90}})  # fmt: skip
+    r = client.post(
+        "/v1/jobs",
+        json={
+            "kind": "train",
+            "params": {"encoder": "minilm", "task": "stsb", "head": "esim", "deadline": 90},
+        },
+    )
     assert r.status_code == 202, r.text
     params = r.json()["params"]
     assert params["deadline"] == 90
@@ -54,14 +68,21 @@ def test_a_deadline_param_is_kept_with_the_job_and_not_given_to_its_command(clie
     from snowfire.heads import TrainConfig
 
     TrainConfig(**command)  # what the runner builds: the command's own fields only
-    without = client.post("/v1/jobs", json={"kind": "train", "params": {
-        "encoder": "minilm", "task": "stsb", "head": "esim"}}).json()["params"]  # fmt: skip
+    without = client.post(
+        "/v1/jobs",
+        json={"kind": "train", "params": {"encoder": "minilm", "task": "stsb", "head": "esim"}},
+    ).json()["params"]
     assert "deadline" not in without  # unset: the worker's default, decided when it runs
 
 
 def test_status_shows_log_tail_progress_and_metrics(client, home):
-    job_id = client.post("/v1/jobs", json={"kind": "extract", "params": {
-        "encoder": "hf:/models/x", "task": "sst2", "split": ["dev"]}}).json()["id"]  # fmt: skip
+    job_id = client.post(
+        "/v1/jobs",
+        json={
+            "kind": "extract",
+            "params": {"encoder": "hf:/models/x", "task": "sst2", "split": ["dev"]},
+        },
+    ).json()["id"]
     queue = JobQueue(home.queue)
     claim = queue.claim("extract", "w", 30.0)
     home.jobs.mkdir(exist_ok=True)
@@ -79,8 +100,12 @@ def test_status_shows_log_tail_progress_and_metrics(client, home):
 
 
 def test_list_filters_and_cancel(client):
-    ids = [client.post("/v1/jobs", json={"kind": "extract", "params": {
-        "encoder": "minilm", "task": "sst2"}}).json()["id"] for _ in range(3)]  # fmt: skip
+    ids = [
+        client.post(
+            "/v1/jobs", json={"kind": "extract", "params": {"encoder": "minilm", "task": "sst2"}}
+        ).json()["id"]
+        for _ in range(3)
+    ]
     r = client.post(f"/v1/jobs/{ids[0]}/cancel")
     assert r.status_code == 200
     assert (r.json()["status"], r.json()["cancel_requested"]) == ("cancelled", True)
@@ -91,8 +116,10 @@ def test_list_filters_and_cancel(client):
     assert client.get("/v1/jobs", params={"kind": "train"}).json() == []
     again = client.post(f"/v1/jobs/{ids[0]}/cancel")
     assert again.status_code == 409
-    assert again.json() == {"detail": f"job {ids[0]} is already cancelled: nothing to cancel",
-                            "error": "JobStateError"}  # fmt: skip
+    assert again.json() == {
+        "detail": f"job {ids[0]} is already cancelled: nothing to cancel",
+        "error": "JobStateError",
+    }
     missing = client.get("/v1/jobs/nope")
     assert (missing.status_code, missing.json()["detail"]) == (404, "no job 'nope'")
     assert client.post("/v1/jobs/nope/cancel").status_code == 404
@@ -107,55 +134,98 @@ TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
 @pytest.mark.parametrize(
     "body, detail",
     [
-        ({"kind": "serve", "params": {}},
-         "kind: Input should be 'extract', 'train', 'finetune' or 'compare' (got 'serve')"),
-        ({"kind": "train", "params": TRAIN, "priority": 1},
-         "priority: Extra inputs are not permitted (got 1)"),
-        ({"kind": "train", "params": {**TRAIN, "task": "imdb"}},
-         "params.task: Input should be 'conll2003', 'sst2', 'mnli', 'mrpc', 'stsb', 'sick-e', "
-         "'sick-r' or 'cola' (got 'imdb')"),
-        ({"kind": "train", "params": {**TRAIN, "encoder": "bert-base"}},
-         f"params.encoder: unknown encoder spec 'bert-base': expected {ENCODERS}"),
-        ({"kind": "train", "params": {**TRAIN, "encoder": "hf:"}},
-         f"params.encoder: unknown encoder spec 'hf:': expected {ENCODERS}"),
-        ({"kind": "train", "params": {**TRAIN, "epoch": 3}},
-         "params.epoch: Extra inputs are not permitted (got 3)"),
-        ({"kind": "train", "params": {**TRAIN, "epochs": "3", "lr": "fast"}},
-         "params.epochs: Input should be a valid integer (got '3'); "
-         "params.lr: Input should be a valid number (got 'fast')"),
-        ({"kind": "train", "params": {"encoder": "minilm", "task": "sst2"}},
-         "params.head: Field required"),
-        ({"kind": "train", "params": {**TRAIN, "epochs": 0}},
-         "params.epochs: Input should be greater than or equal to 1 (got 0)"),
-        ({"kind": "train", "params": {**TRAIN, "head": "transformer"}},
-         "params.head: unknown head 'transformer'; known heads: linear, mlp, probe, bcn, esim, "
-         "bilstm-crf, bilstm-softmax, crf, softmax"),
-        ({"kind": "train", "params": {**TRAIN, "head": "esim"}},
-         "params.head: head 'esim' reads pair texts but the task has single texts; heads for "
-         "classification on single texts: linear, mlp, probe, bcn"),
-        ({"kind": "train", "params": {**TRAIN, "hparams": {"hiden": 3}}},
-         "params.hparams: unknown hyper-parameter(s) ['hiden'] for head 'linear'; it takes: "
-         "dropout, pool"),
-        ({"kind": "train", "params": {**TRAIN, "task": "mnli"}},
-         "params: no train/dev split of mnli in HOME/tasks (expected "
-         "HOME/tasks/mnli/train.tsv, HOME/tasks/mnli/dev_matched.tsv)"),
-        ({"kind": "extract", "params": {"encoder": "minilm"}},
-         "params: give either 'task' (task data in 'data') or 'task_spec' (your own task), or "
-         "'input' (a text file)"),
-        ({"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "split": ["test"]}},
-         "params: no test split of sst2 in HOME/tasks (expected HOME/tasks/sst2/test.tsv)"),
-        ({"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "split": ["val"]}},
-         "params.split.0: Input should be 'train', 'dev' or 'test' (got 'val')"),
-        ({"kind": "extract", "params": {"encoder": "minilm", "input": "missing.txt"}},
-         "params: input: no file HOME/missing.txt"),
-        ({"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "dtype": "bfloat16"}},
-         "params.dtype: Input should be 'float16', 'float32' or 'int8' (got 'bfloat16')"),
-        ({"kind": "train", "params": {**TRAIN, "deadline": 0}},
-         "params.deadline: Input should be greater than 0 (got 0)"),
-        ({"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "deadline": "1h"}},
-         "params.deadline: Input should be a valid number (got '1h')"),
+        (
+            {"kind": "serve", "params": {}},
+            "kind: Input should be 'extract', 'train', 'finetune' or 'compare' (got 'serve')",
+        ),
+        (
+            {"kind": "train", "params": TRAIN, "priority": 1},
+            "priority: Extra inputs are not permitted (got 1)",
+        ),
+        (
+            {"kind": "train", "params": {**TRAIN, "task": "imdb"}},
+            "params.task: Input should be 'conll2003', 'sst2', 'mnli', 'mrpc', 'stsb', 'sick-e', "
+            "'sick-r' or 'cola' (got 'imdb')",
+        ),
+        (
+            {"kind": "train", "params": {**TRAIN, "encoder": "bert-base"}},
+            f"params.encoder: unknown encoder spec 'bert-base': expected {ENCODERS}",
+        ),
+        (
+            {"kind": "train", "params": {**TRAIN, "encoder": "hf:"}},
+            f"params.encoder: unknown encoder spec 'hf:': expected {ENCODERS}",
+        ),
+        (
+            {"kind": "train", "params": {**TRAIN, "epoch": 3}},
+            "params.epoch: Extra inputs are not permitted (got 3)",
+        ),
+        (
+            {"kind": "train", "params": {**TRAIN, "epochs": "3", "lr": "fast"}},
+            "params.epochs: Input should be a valid integer (got '3'); "
+            "params.lr: Input should be a valid number (got 'fast')",
+        ),
+        (
+            {"kind": "train", "params": {"encoder": "minilm", "task": "sst2"}},
+            "params.head: Field required",
+        ),
+        (
+            {"kind": "train", "params": {**TRAIN, "epochs": 0}},
+            "params.epochs: Input should be greater than or equal to 1 (got 0)",
+        ),
+        (
+            {"kind": "train", "params": {**TRAIN, "head": "transformer"}},
+            "params.head: unknown head 'transformer'; known heads: linear, mlp, probe, bcn, esim, "
+            "bilstm-crf, bilstm-softmax, crf, softmax",
+        ),
+        (
+            {"kind": "train", "params": {**TRAIN, "head": "esim"}},
+            "params.head: head 'esim' reads pair texts but the task has single texts; heads for "
+            "classification on single texts: linear, mlp, probe, bcn",
+        ),
+        (
+            {"kind": "train", "params": {**TRAIN, "hparams": {"hiden": 3}}},
+            "params.hparams: unknown hyper-parameter(s) ['hiden'] for head 'linear'; it takes: "
+            "dropout, pool",
+        ),
+        (
+            {"kind": "train", "params": {**TRAIN, "task": "mnli"}},
+            "params: no train/dev split of mnli in HOME/tasks (expected "
+            "HOME/tasks/mnli/train.tsv, HOME/tasks/mnli/dev_matched.tsv)",
+        ),
+        (
+            {"kind": "extract", "params": {"encoder": "minilm"}},
+            "params: give either 'task' (task data in 'data') or 'task_spec' (your own task), or "
+            "'input' (a text file)",
+        ),
+        (
+            {"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "split": ["test"]}},
+            "params: no test split of sst2 in HOME/tasks (expected HOME/tasks/sst2/test.tsv)",
+        ),
+        (
+            {"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "split": ["val"]}},
+            "params.split.0: Input should be 'train', 'dev' or 'test' (got 'val')",
+        ),
+        (
+            {"kind": "extract", "params": {"encoder": "minilm", "input": "missing.txt"}},
+            "params: input: no file HOME/missing.txt",
+        ),
+        (
+            {
+                "kind": "extract",
+                "params": {"encoder": "minilm", "task": "sst2", "dtype": "bfloat16"},
+            },
+            "params.dtype: Input should be 'float16', 'float32' or 'int8' (got 'bfloat16')",
+        ),
+        (
+            {"kind": "train", "params": {**TRAIN, "deadline": 0}},
+            "params.deadline: Input should be greater than 0 (got 0)",
+        ),
+        (
+            {"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "deadline": "1h"}},
+            "params.deadline: Input should be a valid number (got '1h')",
+        ),
     ],
-)  # fmt: skip
+)
 def test_submission_errors_are_422_with_the_reason(client, home, body, detail):
     r = client.post("/v1/jobs", json=body)
     assert r.status_code == 422, r.text
@@ -170,7 +240,9 @@ def test_finetune_params_are_the_finetune_config_fields(client, home):
     assert r.json()["detail"] == "params.lr: Input should be greater than 0 (got -1.0)"
     r = client.post("/v1/jobs", json={"kind": "finetune", "params": {**base, "head": "esim"}})
     assert (r.status_code, r.json()["detail"]) == (
-        422, "params.head: Extra inputs are not permitted (got 'esim')")  # fmt: skip
+        422,
+        "params.head: Extra inputs are not permitted (got 'esim')",
+    )
     r = client.post("/v1/jobs", json={"kind": "finetune", "params": {**base, "epochs": 1}})
     assert r.status_code == 202, r.text
     params = r.json()["params"]
@@ -181,12 +253,16 @@ def test_grid_params_are_checked_at_submission(client, home):
     base = {"encoder": "minilm", "task": "sst2"}
     for params, detail in [
         ({"grid_lrs": [1e-3]}, "params.grid_lrs: only for a grid (set grid)"),
-        ({"grid": "shared", "lr": 1e-3}, "params.lr: a grid tries the rates itself (grid_lrs): "
-         "drop lr 0.001"),
-        ({"grid": "exact", "grid_epochs": [2, 0]},
-         "params.grid_epochs.1: Input should be greater than or equal to 1 (got 0)"),
+        (
+            {"grid": "shared", "lr": 1e-3},
+            "params.lr: a grid tries the rates itself (grid_lrs): drop lr 0.001",
+        ),
+        (
+            {"grid": "exact", "grid_epochs": [2, 0]},
+            "params.grid_epochs.1: Input should be greater than or equal to 1 (got 0)",
+        ),
         ({"grid": "all"}, "params.grid: Input should be 'shared' or 'exact' (got 'all')"),
-    ]:  # fmt: skip
+    ]:
         r = client.post("/v1/jobs", json={"kind": "finetune", "params": {**base, **params}})
         assert (r.status_code, r.json()["detail"]) == (422, detail)
     assert client.get("/v1/jobs").json() == []
@@ -206,29 +282,48 @@ def _run_compare_job(client, home, params):
     return job_id, body
 
 
-def test_a_compare_job_runs_the_arms_and_predict_reads_their_runs(client, home, tiny_bert_dir,
-                                                                  tmp_path):  # fmt: skip
-    from snowfire.heads import PredictConfig
+def test_a_compare_job_runs_the_arms_and_predict_reads_their_runs(
+    client, home, tiny_bert_dir, tmp_path
+):
     from snowfire import predict
+    from snowfire.heads import PredictConfig
 
-    params = {"encoder": f"hf:{tiny_bert_dir}", "tasks": ["stsb"], "heads": ["linear"],
-              "budget": "quick", "progress": False, "arms": ["bitfit", "lora", "lpft"]}  # fmt: skip
+    params = {
+        "encoder": f"hf:{tiny_bert_dir}",
+        "tasks": ["stsb"],
+        "heads": ["linear"],
+        "budget": "quick",
+        "progress": False,
+        "arms": ["bitfit", "lora", "lpft"],
+    }
     job_id, body = _run_compare_job(client, home, params)
     cells = [line.split(":")[0] for line in body["log"] if line.startswith("[")]
-    assert cells == ["[1/6] stsb ❄️ probe (LP-FT's start) seed 0", "[2/6] stsb ❄️ linear seed 0",
-                     "[3/6] stsb 🔥 fine-tuning seed 0", "[4/6] stsb LoRA seed 0",
-                     "[5/6] stsb BitFit seed 0", "[6/6] stsb LP-FT seed 0"]  # fmt: skip
+    assert cells == [
+        "[1/6] stsb ❄️ probe (LP-FT's start) seed 0",
+        "[2/6] stsb ❄️ linear seed 0",
+        "[3/6] stsb 🔥 fine-tuning seed 0",
+        "[4/6] stsb LoRA seed 0",
+        "[5/6] stsb BitFit seed 0",
+        "[6/6] stsb LP-FT seed 0",
+    ]
     out = home.root / "runs" / job_id
     arms = json.loads((out / "results.json").read_text())["tasks"]["stsb"]["verdict"]["arms"]
     assert set(arms) == {"bitfit", "lora", "lpft"}
     texts = tmp_path / "pairs.jsonl"
     texts.write_text('{"text_a": "a dog runs", "text_b": "a dog is running"}\n')
     for arm in ("lora", "bitfit", "lpft"):
-        got = predict(PredictConfig(run=str(out / arm / "stsb" / "seed0"), input=str(texts),
-                                    out=str(tmp_path / f"{arm}.tsv")))  # fmt: skip
+        got = predict(
+            PredictConfig(
+                run=str(out / arm / "stsb" / "seed0"),
+                input=str(texts),
+                out=str(tmp_path / f"{arm}.tsv"),
+            )
+        )
         assert len(got.predictions) == 1
-    outside = client.post("/v1/jobs", json={"kind": "compare", "params": {
-        **params, "arms": ["seq"], "intermediate": "/etc"}})  # fmt: skip
+    outside = client.post(
+        "/v1/jobs",
+        json={"kind": "compare", "params": {**params, "arms": ["seq"], "intermediate": "/etc"}},
+    )
     assert outside.status_code == 422 and "outside the data directory" in outside.text
 
 
@@ -236,9 +331,15 @@ def test_a_compare_job_runs_the_arms_and_predict_reads_their_runs(client, home, 
 def test_a_finetune_job_with_grid_params_runs_the_grid(client, home, tiny_bert_dir):
     from snowfire.jobs.worker import Worker
 
-    params = {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2", "batch_size": 8,
-              "progress": False, "grid": "exact", "grid_lrs": [1e-3, 3e-3],
-              "grid_epochs": [1]}  # fmt: skip
+    params = {
+        "encoder": f"hf:{tiny_bert_dir}",
+        "task": "sst2",
+        "batch_size": 8,
+        "progress": False,
+        "grid": "exact",
+        "grid_lrs": [1e-3, 3e-3],
+        "grid_epochs": [1],
+    }
     r = client.post("/v1/jobs", json={"kind": "finetune", "params": params})
     assert r.status_code == 202, r.text
     job_id = r.json()["id"]
@@ -249,7 +350,9 @@ def test_a_finetune_job_with_grid_params_runs_the_grid(client, home, tiny_bert_d
     record = json.loads((out / "grid.json").read_text())
     assert record["mode"] == "exact" and (record["lrs"], record["epochs"]) == ([1e-3, 3e-3], [1])
     assert sorted(p.name for p in (out / "grid").iterdir()) == [
-        "lr=0.001-epochs=1", "lr=0.003-epochs=1"]  # fmt: skip
+        "lr=0.001-epochs=1",
+        "lr=0.003-epochs=1",
+    ]
     assert body["metrics"] == json.loads((out / "metrics.json").read_text())
     chosen = Path(record["chosen"]["run"])
     assert body["metrics"] == json.loads((chosen / "metrics.json").read_text())
@@ -316,12 +419,19 @@ def test_an_allowed_directory_outside_home_is_accepted(client, home, tmp_path_fa
 
 @pytest.mark.subprocess  # a real worker runs the job in its own runner process
 def test_a_compare_job_reports_each_cell_and_its_table_is_served(client, home, tiny_bert_dir):
-    params = {"encoder": f"hf:{tiny_bert_dir}", "tasks": ["sst2"], "heads": ["linear"],
-              "budget": "quick", "progress": False}  # fmt: skip
+    params = {
+        "encoder": f"hf:{tiny_bert_dir}",
+        "tasks": ["sst2"],
+        "heads": ["linear"],
+        "budget": "quick",
+        "progress": False,
+    }
     job_id, body = _run_compare_job(client, home, params)
     cells = [line for line in body["log"] if line.startswith("[")]  # a progress line per cell
-    assert [c.split(":")[0] for c in cells] == ["[1/2] sst2 ❄️ linear seed 0",
-                                                "[2/2] sst2 🔥 fine-tuning seed 0"]  # fmt: skip
+    assert [c.split(":")[0] for c in cells] == [
+        "[1/2] sst2 ❄️ linear seed 0",
+        "[2/2] sst2 🔥 fine-tuning seed 0",
+    ]
     out = home.root / "runs" / job_id
     assert body["metrics"]["table"] == str(out / "table.md")
     results = json.loads((out / "results.json").read_text())

@@ -32,14 +32,18 @@ class Stack:
     def start(self) -> None:
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         for name, service in self.services.items():
-            env = {k: str(v).replace("/data", str(self.home))
-                   for k, v in service.get("environment", {}).items()}  # fmt: skip
+            env = {
+                k: str(v).replace("/data", str(self.home))
+                for k, v in service.get("environment", {}).items()
+            }
             with (self.home / "logs" / f"{name}.log").open("wb") as log:
                 self.procs[name] = subprocess.Popen(
                     local_command(command(service), self.home, self.port),
                     env={**os.environ, **env, **LOCAL_ENV},
-                    cwd=self.home, stdout=log, stderr=subprocess.STDOUT,
-                )  # fmt: skip
+                    cwd=self.home,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -143,12 +147,20 @@ def test_extract_then_train_through_the_api(stack, tiny_bert_dir):
     assert 0.0 <= train["metrics"]["dev"]["accuracy"] <= 1.0
     jobs = stack.get("/v1/jobs")
     assert [(j["id"], j["status"]) for j in jobs] == [
-        (train["id"], "done"), (extract["id"], "done")]  # fmt: skip
+        (train["id"], "done"),
+        (extract["id"], "done"),
+    ]
 
 
 def test_finetune_through_the_api(stack, tiny_bert_dir):
-    params = {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2", "epochs": 1, "batch_size": 16,
-              "max_length": 32, "progress": False}  # fmt: skip
+    params = {
+        "encoder": f"hf:{tiny_bert_dir}",
+        "task": "sst2",
+        "epochs": 1,
+        "batch_size": 16,
+        "max_length": 32,
+        "progress": False,
+    }
     job = stack.run_job("finetune", params)
     run = Path(job["params"]["out"])
     assert run == stack.home / "runs" / job["id"]
@@ -164,9 +176,12 @@ def test_a_key_set_for_compose_guards_job_submission(tmp_path):
     port = free_port()
     with open(tmp_path / "api.log", "wb") as log:
         proc = subprocess.Popen(
-            local_command(command(api), tmp_path, port), env={**os.environ, **env, **LOCAL_ENV},
-            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            local_command(command(api), tmp_path, port),
+            env={**os.environ, **env, **LOCAL_ENV},
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         url = f"http://127.0.0.1:{port}"
         wait_healthy(url, proc, tmp_path / "api.log")  # /healthz is open without a key
@@ -189,6 +204,7 @@ def test_everything_stops_cleanly(stack):
     assert codes.pop("api") in (0, -signal.SIGTERM)
     assert "Application shutdown complete" in stack.logs("api")
     assert codes == {name: 0 for name in SERVICES if name != "api"}, {
-        n: stack.logs(n) for n in codes}  # fmt: skip
+        n: stack.logs(n) for n in codes
+    }
     for name in codes:
         assert "stopped" in stack.logs(name)

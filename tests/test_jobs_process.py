@@ -18,8 +18,9 @@ def test_a_folder_named_like_a_package_in_the_working_directory_shadows_nothing(
         (tmp_path / name).mkdir()
         (tmp_path / name / "__init__.py").write_text(f"raise ImportError('shadowed {name}')\n")
     for module in ("snowfire.tasks.registry", "snowfire.jobs.runner"):
-        done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=tmp_path,
-                              capture_output=True, text=True)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", module, "--help"], cwd=tmp_path, capture_output=True, text=True
+        )
         assert done.returncode == 0 and "shadowed" not in done.stderr, (module, done.stderr)
     assert "usage: snowfire.jobs.runner" in done.stdout
 

@@ -67,10 +67,15 @@ def test_each_job_is_claimed_once_by_threads_and_processes(queue):
     submitted = {queue.submit("train", {"n": i}).id for i in range(120)}
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     procs = [
-        subprocess.Popen([sys.executable, "-c", CLAIMER, str(queue.path), f"proc{i}"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        subprocess.Popen(
+            [sys.executable, "-c", CLAIMER, str(queue.path), f"proc{i}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         for i in range(2)
-    ]  # fmt: skip
+    ]
     for p in procs:
         assert p.stdout.readline().strip() == "ready"
     go, claimed = threading.Event(), {}
@@ -105,7 +110,11 @@ def test_status_transitions(queue):
     assert queue.claim("extract", "w1", 30.0) is None  # another kind's queue
     running = queue.claim("train", "w1", 30.0)
     assert (running.id, running.status, running.attempts, running.worker) == (
-        job.id, "running", 1, "w1")  # fmt: skip
+        job.id,
+        "running",
+        1,
+        "w1",
+    )
     assert running.lease_until > time.time() + 25
     assert queue.heartbeat(job.id, running.lease, 30.0) == "running"
     assert queue.finish(job.id, running.lease, "done", metrics={"dev": {"accuracy": 1.0}})
@@ -171,8 +180,10 @@ def test_cancel_a_running_job_stops_its_child(home, queue):
     worker = StandIn(home, SLEEP, lease=30.0, poll=0.1, grace=5.0)
     thread = threading.Thread(target=worker.run, kwargs={"once": True})
     thread.start()
-    _wait(lambda: "child" in home.log(job.id).read_text() if home.log(job.id).exists() else 0,
-          what="the child to start")  # fmt: skip
+    _wait(
+        lambda: "child" in home.log(job.id).read_text() if home.log(job.id).exists() else 0,
+        what="the child to start",
+    )
     pid = int(home.log(job.id).read_text().split("child")[1].split()[0])
     flagged = queue.cancel(job.id)
     assert (flagged.status, flagged.cancel_requested) == ("running", True)
@@ -344,8 +355,9 @@ def test_a_job_past_its_deadline_is_killed_failed_and_its_partial_run_kept_and_m
     # long enough for the runner to start its grandchild on a loaded machine; not a timing test
     params = {"out": str(out), "deadline": 4.0} if where == "param" else {"out": str(out)}
     job = queue.submit("train", params)
-    worker = Hangs(home, HANGS, lease=30.0, poll=0.1, grace=5.0,
-                   deadline=None if where == "param" else 4.0)  # fmt: skip
+    worker = Hangs(
+        home, HANGS, lease=30.0, poll=0.1, grace=5.0, deadline=None if where == "param" else 4.0
+    )
     assert worker.run(once=True) == 1
     failed = queue.get(job.id)
     assert failed.status == "failed" and failed.metrics is None
@@ -360,7 +372,11 @@ def test_a_job_past_its_deadline_is_killed_failed_and_its_partial_run_kept_and_m
     assert (out / "log.jsonl").read_text() == '{"epoch": 1}\n'  # kept as the kill left it
     mark = json.loads((out / DEADLINE).read_text())
     assert (mark["job"], mark["kind"], mark["attempt"], mark["deadline_s"]) == (
-        job.id, "train", 1, 4.0)  # fmt: skip
+        job.id,
+        "train",
+        1,
+        4.0,
+    )
     assert mark["elapsed_s"] >= 4.0
     assert not home.result(job.id).exists()
 

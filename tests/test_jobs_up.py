@@ -35,8 +35,10 @@ def test_up_serves_runs_workers_and_stops_on_ctrl_c(tmp_path):
     home, port = tmp_path / "home", free_port()
     up = subprocess.Popen(
         [str(SNOWFIRE), "up", "--home", str(home), "--port", str(port)],
-        env={**os.environ, **LOCAL_ENV}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        env={**os.environ, **LOCAL_ENV},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -65,7 +65,7 @@ def test_the_precision_policy_changes_the_key(tiny_bert_dir):
                 pair_encoding="joint",
                 max_length=64,
                 precision=precision,
-            ),  # fmt: skip
+            ),
             "float16",
         )
         for precision in ("float32", "float16-autocast")
@@ -79,7 +79,6 @@ def test_the_precision_policy_changes_the_key(tiny_bert_dir):
 
 
 def test_the_extractor_version_changes_the_key(tiny_bert_dir, monkeypatch):
-    import snowfire.extractor.hf
     from snowfire import extractor
 
     before = _pool(tiny_bert_dir)

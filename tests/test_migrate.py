@@ -56,8 +56,11 @@ def _examples(batch) -> list[np.ndarray]:
 
 def _tree(root: Path) -> dict[str, bytes]:
     """Every file's bytes (but the report, which names the store as it was given)."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != files.REPORT}  # fmt: skip
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != files.REPORT
+    }
 
 
 def test_a_format1_store_is_refused_naming_migrate(work):
@@ -78,8 +81,10 @@ def test_migrate_keeps_the_stored_bytes_and_equals_a_fresh_extraction(work, caps
     store = Store(work / "store")
     (info,) = store.list_featuresets()
     assert f"migrated {KEPT} -> {info.id} (no re-encoding)" in printed
-    assert f"RE-EXTRACT {GONE}: its encoder is not found: hf:{other} is another encoder now " \
-           "(weights_sha256 recorded" in printed  # fmt: skip
+    assert (
+        f"RE-EXTRACT {GONE}: its encoder is not found: hf:{other} is another encoder now "
+        "(weights_sha256 recorded" in printed
+    )
     assert "; hf:other does not load here (" in printed
     assert "run: snowfire extract --encoder hf:other --input " in printed
     assert "--store store --dtype float32" in printed
@@ -91,9 +96,16 @@ def test_migrate_keeps_the_stored_bytes_and_equals_a_fresh_extraction(work, caps
     assert store.featureset_texts(info.id) == [json.loads(line) for line in old_texts]
 
     (work / "greetings.txt").write_text("\n".join(TEXTS) + "\n")
-    (fresh,) = run_extract(ExtractConfig(encoder="hf:tiny", input="greetings.txt",
-                                         store=str(work / "fresh"), device="cpu",
-                                         name="tiny-greetings", progress=False))  # fmt: skip
+    (fresh,) = run_extract(
+        ExtractConfig(
+            encoder="hf:tiny",
+            input="greetings.txt",
+            store=str(work / "fresh"),
+            device="cpu",
+            name="tiny-greetings",
+            progress=False,
+        )
+    )
     assert (fresh.id, fresh.encoder_id) == (info.id, info.encoder_id)
     assert fresh.encoder == info.encoder  # the identity a fresh extraction records
     assert Store(work / "fresh").featureset_keys(fresh.id) == store.featureset_keys(info.id)
@@ -101,10 +113,14 @@ def test_migrate_keeps_the_stored_bytes_and_equals_a_fresh_extraction(work, caps
     for a, b in zip(_examples(again), _examples(migrated), strict=True):
         assert np.array_equal(a, b)
     manifest = store.get_featureset(info.id).manifest
-    assert manifest["migrated"] == {"from_format": 1, "id": KEPT,
-                                    "encoder_id": json.loads((FIXTURE / "featuresets" /
-                                                              f"{KEPT}.json").read_text())["encoder_id"],
-                                    "precision_assumed": "float32"}  # fmt: skip
+    assert manifest["migrated"] == {
+        "from_format": 1,
+        "id": KEPT,
+        "encoder_id": json.loads((FIXTURE / "featuresets" / f"{KEPT}.json").read_text())[
+            "encoder_id"
+        ],
+        "precision_assumed": "float32",
+    }
 
     report = check(store)  # every segment and feature-set file under the checksums format 2 records
     assert report.damage == [] and report.uncovered == []

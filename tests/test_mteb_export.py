@@ -76,9 +76,24 @@ def exported(tiny_bert_dir, data_dir, tmp_path_factory):
     from snowfire.cli.main import main
 
     root = tmp_path_factory.mktemp("mteb")
-    argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "stsb", "--data",
-            str(data_dir), "--out", str(root / "cmp"), "--heads", "linear", "--seeds", "2",
-            "--fire-seeds", "1", "--quiet"]  # fmt: skip
+    argv = [
+        "compare",
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--tasks",
+        "stsb",
+        "--data",
+        str(data_dir),
+        "--out",
+        str(root / "cmp"),
+        "--heads",
+        "linear",
+        "--seeds",
+        "2",
+        "--fire-seeds",
+        "1",
+        "--quiet",
+    ]
     assert main([*argv, "--export", "mteb", str(root / "mteb")]) == 0
     return root / "cmp", root / "mteb", argv, Path(tiny_bert_dir).name
 
@@ -96,7 +111,9 @@ def test_the_layout_is_mtebs_one_model_per_arm(exported):
         (revision,) = {n.split("/")[2] for n in names if n.split("/")[1] == model}
         folder = f"results/{model}/{revision}"
         assert sorted(n for n in names if n.startswith(folder)) == [
-            f"{folder}/model_meta.json", f"{folder}/stsb.json"]  # fmt: skip
+            f"{folder}/model_meta.json",
+            f"{folder}/stsb.json",
+        ]
         meta = json.loads((mteb_dir / folder / "model_meta.json").read_text())
         assert meta["name"].replace("/", "__") == model and meta["revision"] == revision
 
@@ -105,8 +122,9 @@ def test_every_seed_is_an_experiment_and_the_score_their_mean(exported):
     out, mteb_dir, _, stem = exported
     (snow,) = mteb_dir.glob(f"results/snowfire__{stem}-snow-linear/*/stsb.json")
     result = json.loads(snow.read_text())
-    runs = [json.loads((out / "snow/stsb/linear" / f"seed{k}/metrics.json").read_text())
-            for k in (0, 1)]  # fmt: skip
+    runs = [
+        json.loads((out / "snow/stsb/linear" / f"seed{k}/metrics.json").read_text()) for k in (0, 1)
+    ]
     assert set(result["scores"]) == {"dev", "test"} & set(runs[0]) and "dev" in result["scores"]
     for split in result["scores"]:
         (entry,) = result["scores"][split]
@@ -127,7 +145,11 @@ def test_snowfires_own_fields_are_in_their_block(exported):
     (snow,) = mteb_dir.glob(f"results/snowfire__{stem}-snow-linear/*/stsb.json")
     block = json.loads(snow.read_text())["snowfire"]
     assert (block["arm"], block["head"], block["budget"], block["metric"]) == (
-        "snow", "linear", "quick", "pearson")  # fmt: skip
+        "snow",
+        "linear",
+        "quick",
+        "pearson",
+    )
     assert block["caps"] == {"epochs": 3, "patience": 2, "max_train_examples": 2000}
     assert block["layers"] == [0, 1, 2] and block["dtype"] == "float16"
     for k, mix in enumerate(block["mix_weights"]):
@@ -137,7 +159,10 @@ def test_snowfires_own_fields_are_in_their_block(exported):
     (fire,) = mteb_dir.glob(f"results/snowfire__{stem}-fire/*/stsb.json")
     fire_block = json.loads(fire.read_text())["snowfire"]
     assert (fire_block["arm"], fire_block["head"], fire_block["caps"]) == (
-        "fire", None, {"epochs": 2, "max_train_examples": 2000, "curve_points": 2})  # fmt: skip
+        "fire",
+        None,
+        {"epochs": 2, "max_train_examples": 2000, "curve_points": 2},
+    )
 
 
 def test_the_files_match_mtebs_documented_schema(exported):
@@ -164,7 +189,8 @@ def test_mtebs_own_loader_reads_the_export(exported):
     for path in mteb_dir.rglob("stsb.json"):
         result = TaskResult.from_disk(path)
         assert result.task_name == "stsb" and set(result.scores) == set(
-            json.loads(path.read_text())["scores"])  # fmt: skip
+            json.loads(path.read_text())["scores"]
+        )
         saved = json.loads(path.read_text())["scores"]["dev"][0]
         assert result.scores["dev"][0]["main_score"] == saved["main_score"]
         assert result.scores["dev"][0]["scores_per_experiment"] == saved["scores_per_experiment"]
@@ -196,8 +222,20 @@ def test_the_python_export_writes_the_same_files(exported, tmp_path):
 def test_an_unknown_format_is_refused_before_anything_runs(tmp_path, capsys):
     from snowfire.cli.main import main
 
-    argv = ["compare", "--encoder", "minilm", "--tasks", "stsb", "--data", str(tmp_path),
-            "--out", str(tmp_path / "cmp"), "--export", "csv", str(tmp_path / "x")]  # fmt: skip
+    argv = [
+        "compare",
+        "--encoder",
+        "minilm",
+        "--tasks",
+        "stsb",
+        "--data",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "cmp"),
+        "--export",
+        "csv",
+        str(tmp_path / "x"),
+    ]
     assert main(argv) == 2
     assert "--export: expected a format of ('mteb',), got 'csv'" in capsys.readouterr().err
     assert not (tmp_path / "cmp").exists()

@@ -30,8 +30,12 @@ from tests.helpers.store import bucket_objects, tiny_sst2
 
 #: Quick retries, many of them: a fault that passes always passes within them (the waits
 #: add up to 25 s at least, the longest outage here a server restart of a second or two)
-PATIENT = {"SNOWFIRE_RETRY_ATTEMPTS": "100", "SNOWFIRE_RETRY_BACKOFF": "0.01",
-           "SNOWFIRE_RETRY_BACKOFF_MAX": "0.5", "SNOWFIRE_RETRY_DEADLINE": "120"}  # fmt: skip
+PATIENT = {
+    "SNOWFIRE_RETRY_ATTEMPTS": "100",
+    "SNOWFIRE_RETRY_BACKOFF": "0.01",
+    "SNOWFIRE_RETRY_BACKOFF_MAX": "0.5",
+    "SNOWFIRE_RETRY_DEADLINE": "120",
+}
 THREE_TRIES = RetryPolicy(attempts=3, backoff=0.01, backoff_max=0.02)
 #: About 4 examples per features request (2 KB each): 20 requests an epoch, not 2
 BODY_CAP = 16_000
@@ -57,8 +61,18 @@ def sst2_store(tiny_bert_dir, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("net")
     data = tiny_sst2(root / "data")
-    argv = ["extract", "--encoder", f"hf:{tiny_bert_dir}", "--task", "sst2", "--data", str(data),
-            "--store", str(root / "store"), "--quiet"]  # fmt: skip
+    argv = [
+        "extract",
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--task",
+        "sst2",
+        "--data",
+        str(data),
+        "--store",
+        str(root / "store"),
+        "--quiet",
+    ]
     assert snowfire(argv) == 0
     return data, root / "store"
 
@@ -82,9 +96,18 @@ def train_over(url: str, tiny_bert_dir, data: Path, out: Path) -> tuple[dict, di
 
     from snowfire.heads import TrainConfig, train
 
-    cfg = TrainConfig(store=url, encoder=f"hf:{tiny_bert_dir}", task="sst2", head="linear",
-                      data=str(data), out=str(out), epochs=3, lr=0.03, max_memory_gb=1e-9,
-                      progress=False)  # fmt: skip
+    cfg = TrainConfig(
+        store=url,
+        encoder=f"hf:{tiny_bert_dir}",
+        task="sst2",
+        head="linear",
+        data=str(data),
+        out=str(out),
+        epochs=3,
+        lr=0.03,
+        max_memory_gb=1e-9,
+        progress=False,
+    )
     metrics = train(cfg)
     assert json.loads((out / "metrics.json").read_text()) == metrics
     return metrics, load_file(out / "weights.safetensors")
@@ -268,8 +291,10 @@ class GenericError(Exception):
 
 
 #: What obstore 0.12 said when the fault proxy had reset a pooled connection (CI, stop 38)
-NOT_SENT = ("Generic S3 error: Error performing GET http://127.0.0.1:1/b/store/x in 387µs - "
-            "HTTP error: error sending request")  # fmt: skip
+NOT_SENT = (
+    "Generic S3 error: Error performing GET http://127.0.0.1:1/b/store/x in 387µs - "
+    "HTTP error: error sending request"
+)
 
 
 @pytest.mark.parametrize(

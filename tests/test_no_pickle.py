@@ -7,8 +7,20 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("api", "cache", "cli", "compare", "extractor", "finetune", "heads", "jobs", "options",
-            "tasks", "benchmarks", "experiments")  # fmt: skip
+PACKAGES = (
+    "api",
+    "cache",
+    "cli",
+    "compare",
+    "extractor",
+    "finetune",
+    "heads",
+    "jobs",
+    "options",
+    "tasks",
+    "benchmarks",
+    "experiments",
+)
 UNSAFE_MODULES = {"pickle", "cPickle", "dill", "cloudpickle", "joblib", "shelve", "marshal"}
 
 
@@ -40,11 +52,15 @@ def test_no_pickle_import_and_every_torch_load_is_weights_only():
             if names & UNSAFE_MODULES:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}: imports {names}")
             if _is_torch_load(node):
-                safe = any(k.arg == "weights_only" and getattr(k.value, "value", None) is True
-                           for k in node.keywords)  # fmt: skip
+                safe = any(
+                    k.arg == "weights_only" and getattr(k.value, "value", None) is True
+                    for k in node.keywords
+                )
                 if not safe:
-                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: torch.load without "
-                                 "weights_only=True")  # fmt: skip
+                    found.append(
+                        f"{path.relative_to(ROOT)}:{node.lineno}: torch.load without "
+                        "weights_only=True"
+                    )
             if (
                 isinstance(node, ast.Call)
                 and getattr(node.func, "attr", "") == "load"

@@ -43,8 +43,9 @@ def finished_jobs(home: Path, encoder: str) -> dict[str, str]:
     with TestClient(create_app(settings=Settings(home=home))) as client:
 
         def submit(kind: str, **params) -> str:
-            r = client.post("/v1/jobs", json={"kind": kind, "params": {"progress": False,
-                                                                        **params}})  # fmt: skip
+            r = client.post(
+                "/v1/jobs", json={"kind": kind, "params": {"progress": False, **params}}
+            )
             assert r.status_code == 202, r.text
             return r.json()["id"]
 
@@ -72,8 +73,14 @@ def test_the_service_keeps_its_openapi_contract(tiny_bert_dir, tmp_path):
     write_sst2(tmp_path / "tasks")
     texts = tmp_path / "texts.txt"
     texts.write_text("the dog runs\na man plays the guitar\nsomeone eats food\n")
-    run_extract(ExtractConfig(encoder=f"hf:{tiny_bert_dir}", input=str(texts),
-                              store=str(tmp_path / "store"), progress=False))  # fmt: skip
+    run_extract(
+        ExtractConfig(
+            encoder=f"hf:{tiny_bert_dir}",
+            input=str(texts),
+            store=str(tmp_path / "store"),
+            progress=False,
+        )
+    )
     finished_jobs(tmp_path, f"hf:{tiny_bert_dir}")
     port = free_port()
     keys = f"{KEYS['read']},{KEYS['write']}:write"
@@ -87,7 +94,7 @@ def test_the_service_keeps_its_openapi_contract(tiny_bert_dir, tmp_path):
             str(port),
             "--encoder",
             f"hf:{tiny_bert_dir}",
-        ),  # fmt: skip
+        ),
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -97,13 +104,32 @@ def test_the_service_keeps_its_openapi_contract(tiny_bert_dir, tmp_path):
         wait_healthy(f"http://127.0.0.1:{port}", service)
         for scope, key in KEYS.items():
             runs[scope] = subprocess.run(
-                [_schemathesis(), "--config-file", str(CONFIG), "run",
-                 f"http://127.0.0.1:{port}/openapi.json", "--checks", "all", "--seed", "1",
-                 "--max-examples", "15", "--phases", "examples,coverage,fuzzing,stateful",
-                 "-H", f"Authorization: Bearer {key}", "--no-color",
-                 "--suppress-health-check", "all"],
-                env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path,
-            )  # fmt: skip
+                [
+                    _schemathesis(),
+                    "--config-file",
+                    str(CONFIG),
+                    "run",
+                    f"http://127.0.0.1:{port}/openapi.json",
+                    "--checks",
+                    "all",
+                    "--seed",
+                    "1",
+                    "--max-examples",
+                    "15",
+                    "--phases",
+                    "examples,coverage,fuzzing,stateful",
+                    "-H",
+                    f"Authorization: Bearer {key}",
+                    "--no-color",
+                    "--suppress-health-check",
+                    "all",
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=900,
+                cwd=tmp_path,
+            )
     finally:
         service.terminate()
         service.wait(timeout=30)

@@ -112,11 +112,14 @@ def test_extract_config_checks():
         ExtractConfig(**base, input="t.txt", token_budget=0)
     with pytest.raises(ValueError, match="ExtractConfig.split: expected one of train, dev, test"):
         ExtractConfig(**base, task="sst2", data="d", split=["val"])
-    with pytest.raises(ValueError, match="ExtractConfig.dtype: expected one of float16, float32, "
-                       "int8, got 'bfloat16'"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match="ExtractConfig.dtype: expected one of float16, float32, int8, got 'bfloat16'",
+    ):
         ExtractConfig(**base, dtype="bfloat16")
-    with pytest.raises(ValueError, match="ExtractConfig.elmo_state: expected one of fixed, "
-                       "stateful, got 'carried'"):  # fmt: skip
+    with pytest.raises(
+        ValueError, match="ExtractConfig.elmo_state: expected one of fixed, stateful, got 'carried'"
+    ):
         ExtractConfig(**base, elmo_state="carried")
 
 

@@ -30,8 +30,13 @@ def _browser():
 
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1300,1000"):  # fmt: skip
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1300,1000",
+    ):
         options.add_argument(arg)
     return webdriver.Chrome(service=Service(driver), options=options)
 
@@ -43,13 +48,20 @@ def service(tiny_bert_dir, tmp_path):
 
     texts = tmp_path / "texts.txt"
     texts.write_text("the dog runs\na man plays the guitar\n")
-    (info,) = run_extract(ExtractConfig(encoder=f"hf:{tiny_bert_dir}", input=str(texts),
-                                        store=str(tmp_path / "store"), progress=False))  # fmt: skip
+    (info,) = run_extract(
+        ExtractConfig(
+            encoder=f"hf:{tiny_bert_dir}",
+            input=str(texts),
+            store=str(tmp_path / "store"),
+            progress=False,
+        )
+    )
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "SNOWFIRE_API_KEYS": f"{KEY}:write", "SNOWFIRE_LOG_LEVEL": "warning"}
-    proc = subprocess.Popen(snowfire_cli("serve", "--home", str(tmp_path), "--port",
-                                           str(port)), env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        snowfire_cli("serve", "--home", str(tmp_path), "--port", str(port)), env=env
+    )
     try:
         wait_healthy(url, proc)
         body = {"kind": "extract", "params": {"encoder": "minilm", "input": "texts.txt"}}
@@ -84,8 +96,9 @@ def test_the_page_shows_sets_and_jobs_and_cancels_a_job(service):
         field = browser.find_element(By.NAME, "key")
         field.send_keys("not-the-key-at-all-000")
         field.submit()
-        WebDriverWait(browser, 20).until(ec.text_to_be_present_in_element(
-            (By.TAG_NAME, "body"), "not known"))  # fmt: skip
+        WebDriverWait(browser, 20).until(
+            ec.text_to_be_present_in_element((By.TAG_NAME, "body"), "not known")
+        )
         field = browser.find_element(By.NAME, "key")
         field.send_keys(KEY)
         field.submit()
@@ -96,8 +109,9 @@ def test_the_page_shows_sets_and_jobs_and_cancels_a_job(service):
         jobs = browser.find_element(By.ID, "jobs")
         assert job_id in jobs.text and "queued" in jobs.text
         browser.find_element(By.CSS_SELECTOR, f'button[data-cancel="{job_id}"]').click()
-        WebDriverWait(browser, 20).until(ec.presence_of_element_located(
-            (By.CSS_SELECTOR, '#jobs [data-status="cancelled"]')))  # fmt: skip
+        WebDriverWait(browser, 20).until(
+            ec.presence_of_element_located((By.CSS_SELECTOR, '#jobs [data-status="cancelled"]'))
+        )
         assert _api(url, f"/v1/jobs/{job_id}")["status"] == "cancelled"
         assert not browser.find_elements(By.CSS_SELECTOR, f'button[data-cancel="{job_id}"]')
     finally:

@@ -18,8 +18,9 @@ def test_runs_show_metrics_layer_weights_and_compare_tables(tmp_path):
     (fire / "config.json").write_text(json.dumps({"finetune": {"task": "stsb"}}))
     cmp = tmp_path / "cmp"
     cmp.mkdir()
-    (cmp / "table.md").write_text("# t\n\n| task | ❄️ | 🔥 |\n| --- | --- | --- |\n"
-                                  "| stsb | **88.0** | 85.6 |\n")  # fmt: skip
+    (cmp / "table.md").write_text(
+        "# t\n\n| task | ❄️ | 🔥 |\n| --- | --- | --- |\n| stsb | **88.0** | 85.6 |\n"
+    )
     (cmp / "table.png").write_bytes(b"\x89PNG")
     html = runs_html(tmp_path)
     assert "accuracy 0.8125" in html and "<svg" in html

@@ -72,8 +72,13 @@ def test_open_store_opens_a_directory_and_a_service_url(tmp_path):
 def extracted(tiny_bert_dir, data_dir, tmp_path_factory):
     """sst2 extracted with the tiny BERT through `snowfire.extract`: (store, infos)."""
     store = tmp_path_factory.mktemp("api") / "store"
-    config = snowfire.ExtractConfig(encoder=f"hf:{tiny_bert_dir}", task="sst2", data=str(data_dir),
-                                    store=str(store), progress=False)  # fmt: skip
+    config = snowfire.ExtractConfig(
+        encoder=f"hf:{tiny_bert_dir}",
+        task="sst2",
+        data=str(data_dir),
+        store=str(store),
+        progress=False,
+    )
     return store, snowfire.extract(config)
 
 
@@ -88,9 +93,16 @@ def test_train_and_predict_return_what_the_run_directory_holds(
     extracted, tiny_bert_dir, data_dir, tmp_path
 ):
     store, infos = extracted
-    config = snowfire.TrainConfig(store=str(store), encoder=f"hf:{tiny_bert_dir}", task="sst2",
-                                  head="linear", data=str(data_dir), out=str(tmp_path / "run"),
-                                  epochs=2, progress=False)  # fmt: skip
+    config = snowfire.TrainConfig(
+        store=str(store),
+        encoder=f"hf:{tiny_bert_dir}",
+        task="sst2",
+        head="linear",
+        data=str(data_dir),
+        out=str(tmp_path / "run"),
+        epochs=2,
+        progress=False,
+    )
     result = snowfire.train(config)
     assert isinstance(result, snowfire.TrainResult)
     assert result.metrics == json.loads((tmp_path / "run" / "metrics.json").read_text())
@@ -105,8 +117,11 @@ def test_train_and_predict_return_what_the_run_directory_holds(
 
     dev = next(i for i in infos if i.split == "dev")
     out = tmp_path / "again.tsv"
-    pred = snowfire.predict(snowfire.PredictConfig(run=str(result.run), store=str(store),
-                                                   featureset=dev.id, out=str(out)))  # fmt: skip
+    pred = snowfire.predict(
+        snowfire.PredictConfig(
+            run=str(result.run), store=str(store), featureset=dev.id, out=str(out)
+        )
+    )
     assert isinstance(pred, snowfire.PredictResult) and len(pred.predictions) == dev.num_examples
     assert out.read_text() == (result.run / "predictions" / "dev.tsv").read_text()
 

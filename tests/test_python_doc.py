@@ -25,9 +25,15 @@ def served(tiny_bert_dir, data_dir, tmp_path):
     from tests.helpers.service import Server
 
     store = tmp_path / "store"
-    snowfire.extract(snowfire.ExtractConfig(encoder=f"hf:{tiny_bert_dir}", task="sst2",
-                                            data=str(data_dir), store=str(store),
-                                            progress=False))  # fmt: skip
+    snowfire.extract(
+        snowfire.ExtractConfig(
+            encoder=f"hf:{tiny_bert_dir}",
+            task="sst2",
+            data=str(data_dir),
+            store=str(store),
+            progress=False,
+        )
+    )
     with Server(Settings(store=store)) as server:
         yield server.url
 
@@ -36,8 +42,11 @@ def test_the_walk_through_runs_as_written(served, tiny_bert_dir, data_dir, tmp_p
     blocks = _python_blocks(DOC.read_text())
     assert len(blocks) == 4, "the page's Python blocks: store, dataset, own head, built-in head"
     first = blocks[0]
-    for name, value in (("store", served), ("data", str(data_dir)),
-                        ("encoder", f"hf:{tiny_bert_dir}")):  # fmt: skip
+    for name, value in (
+        ("store", served),
+        ("data", str(data_dir)),
+        ("encoder", f"hf:{tiny_bert_dir}"),
+    ):
         line = re.compile(rf'^{name} = "[^"]*"', re.M)
         assert len(line.findall(first)) == 1, f"docs/python.md: no `{name} = ...` line"
         first = line.sub(f"{name} = {value!r}", first)

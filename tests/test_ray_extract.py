@@ -50,14 +50,16 @@ def _texts(n=48):
 
 
 def _config(tiny_bert_dir, store) -> ExtractConfig:
-    return ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store), progress=False,
-                         segment_tokens=100)  # fmt: skip
+    return ExtractConfig(
+        encoder=f"hf:{tiny_bert_dir}", store=str(store), progress=False, segment_tokens=100
+    )
 
 
 def _single(tiny_bert_dir, root: Path):
     enc = load_encoder(f"hf:{tiny_bert_dir}")
-    return extract(enc, _texts(), Store(root), task=None, split=None,
-                   config=_config(tiny_bert_dir, root))  # fmt: skip
+    return extract(
+        enc, _texts(), Store(root), task=None, split=None, config=_config(tiny_bert_dir, root)
+    )
 
 
 def _on_ray(tiny_bert_dir, store: str, factory=None):
@@ -65,9 +67,14 @@ def _on_ray(tiny_bert_dir, store: str, factory=None):
     runner = RayRunner(factory or functools.partial(load_encoder, spec), store, actors=2)
     try:
         return extract(
-            load_encoder(spec), _texts(), open_store(store), task=None, split=None,
-            config=_config(tiny_bert_dir, store), runner=runner,
-        )  # fmt: skip
+            load_encoder(spec),
+            _texts(),
+            open_store(store),
+            task=None,
+            split=None,
+            config=_config(tiny_bert_dir, store),
+            runner=runner,
+        )
     finally:
         runner.close()
 

@@ -55,13 +55,20 @@ def test_extract_then_a_sweep_of_train_jobs_on_ray(client, tiny_bert_dir, tmp_pa
     job = _wait(client, _run(client, "extract", {"encoder": enc, "task": "sst2"}))
     assert job["status"] == "done", job
     assert any("on Ray node" in line for line in job["log"])
-    cells = [{"encoder": enc, "task": "sst2", "head": head, "epochs": 3, "seed": 7}
-             for head in ("linear", "mlp")]  # fmt: skip
+    cells = [
+        {"encoder": enc, "task": "sst2", "head": head, "epochs": 3, "seed": 7}
+        for head in ("linear", "mlp")
+    ]
     ids = [_run(client, "train", cell) for cell in cells]
     jobs = [_wait(client, i) for i in ids]
     assert [j["status"] for j in jobs] == ["done", "done"], [j["error"] for j in jobs]
-    span = [(datetime.fromisoformat(j["started_at"][:-1]), datetime.fromisoformat(
-        j["finished_at"][:-1])) for j in jobs]  # fmt: skip
+    span = [
+        (
+            datetime.fromisoformat(j["started_at"][:-1]),
+            datetime.fromisoformat(j["finished_at"][:-1]),
+        )
+        for j in jobs
+    ]
     assert span[0][0] < span[1][1] and span[1][0] < span[0][1]  # the two cells ran at once
     for cell, job in zip(cells, jobs, strict=True):  # equal to a sequential run, same seed
         params = {**job["params"], "out": str(tmp_path / f"seq-{cell['head']}"), "progress": False}
@@ -73,8 +80,11 @@ def test_a_cancel_kills_the_ray_task(client, tiny_bert_dir):
     assert (
         _wait(client, _run(client, "extract", {"encoder": enc, "task": "sst2"}))["status"] == "done"
     )
-    job_id = _run(client, "train", {"encoder": enc, "task": "sst2", "head": "bcn",
-                                    "epochs": 500, "patience": 500})  # fmt: skip
+    job_id = _run(
+        client,
+        "train",
+        {"encoder": enc, "task": "sst2", "head": "bcn", "epochs": 500, "patience": 500},
+    )
     deadline = time.monotonic() + 120
     pid = None
     while pid is None and time.monotonic() < deadline:
@@ -99,19 +109,32 @@ def test_a_cancel_kills_the_ray_task(client, tiny_bert_dir):
 
 def test_a_failing_job_reports_why(client, tiny_bert_dir):
     # no extraction yet: the train job fails on the node, and says which features are missing
-    job = _wait(client, _run(client, "train", {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2",
-                                                "head": "linear"}))  # fmt: skip
+    job = _wait(
+        client,
+        _run(client, "train", {"encoder": f"hf:{tiny_bert_dir}", "task": "sst2", "head": "linear"}),
+    )
     assert job["status"] == "failed"
     assert "FeatureSetNotFoundError" in job["error"] and "sst2" in job["error"], job["error"]
 
 
-def test_compare_runs_its_cells_on_ray_with_the_sequential_results(ray_local, tiny_bert_dir,
-                                                                    tmp_path):  # fmt: skip
+def test_compare_runs_its_cells_on_ray_with_the_sequential_results(
+    ray_local, tiny_bert_dir, tmp_path
+):
     from snowfire.cli.main import main as snowfire
     from snowfire.tasks import DEMO_DATA_DIR
 
-    base = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2", "--data",
-            str(DEMO_DATA_DIR), "--heads", "linear", "--quiet"]  # fmt: skip
+    base = [
+        "compare",
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--tasks",
+        "sst2",
+        "--data",
+        str(DEMO_DATA_DIR),
+        "--heads",
+        "linear",
+        "--quiet",
+    ]
     store = str(tmp_path / "store")  # extracted once, read by both
     assert snowfire(base + ["--out", str(tmp_path / "seq"), "--store", store]) == 0
     assert (

@@ -60,8 +60,12 @@ def write_sets(store: Store) -> dict[str, list[tuple[dict, tuple]]]:
     """Write every set of SETS through the store's own writer; what was written, by set."""
     written = {}
     for fs_id, dtype, seed, task, split, lengths, with_texts in SETS:
-        identity = {"name": f"enc{seed}", "spec": f"fake:{seed}", "seed": seed,
-                    "pair_encoding": "joint" if seed == 0 else None}  # fmt: skip
+        identity = {
+            "name": f"enc{seed}",
+            "spec": f"fake:{seed}",
+            "seed": seed,
+            "pair_encoding": "joint" if seed == 0 else None,
+        }
         pool = store.ensure_pool(identity, dtype, LAYERS, DIM)
         examples = _examples(seed, lengths) if fs_id != "twin-b" else _examples(5, lengths)
         keys = [example_key(pool, text) for text, _ in examples]
@@ -70,8 +74,16 @@ def write_sets(store: Store) -> dict[str, list[tuple[dict, tuple]]]:
                 part = slice(lo, lo + SEGMENT_EXAMPLES)
                 parts = [p for _, p in examples[part]]
                 store.write_segment(pool, digest(keys[part], 24), keys[part], parts, dtype)
-        manifest = {"id": fs_id, "encoder": identity, "encoder_id": pool, "task": task,
-                    "split": split, "num_layers": LAYERS, "dim": DIM, "dtype": dtype}  # fmt: skip
+        manifest = {
+            "id": fs_id,
+            "encoder": identity,
+            "encoder_id": pool,
+            "task": task,
+            "split": split,
+            "num_layers": LAYERS,
+            "dim": DIM,
+            "dtype": dtype,
+        }
         texts = [text for text, _ in examples] if with_texts else None
         store.write_featureset(manifest, keys, texts)
         written[fs_id] = examples
@@ -170,8 +182,9 @@ def test_find(reader, local):
         found = reader.find_featureset(encoder=encoder, task="sst2", split="train")
         assert found == local.get_featureset("train32")
     for pair_encoding in (None, "joint"):
-        found = reader.find_featureset(encoder="fake:0", task="sst2", split="dev",
-                                       pair_encoding=pair_encoding)  # fmt: skip
+        found = reader.find_featureset(
+            encoder="fake:0", task="sst2", split="dev", pair_encoding=pair_encoding
+        )
         assert found.id == "pairs16"
 
 
@@ -203,9 +216,14 @@ def test_reads_by_index_and_key_equal_the_local_store(reader, local, fs_id, laye
 
 @pytest.mark.parametrize(
     "fs_id, dtype",
-    [("pairs16", "float32"), ("train32", "float16"), ("quant8", "float16"),
-     ("quant8", "float32"), ("quant8", "int8")],
-)  # fmt: skip
+    [
+        ("pairs16", "float32"),
+        ("train32", "float16"),
+        ("quant8", "float16"),
+        ("quant8", "float32"),
+        ("quant8", "int8"),
+    ],
+)
 def test_reads_in_another_dtype_equal_the_local_store(reader, local, fs_id, dtype):
     idx = [3, 1, 0]
     want = local.read(fs_id, indices=idx, layers=[2, 1], dtype=dtype)

@@ -62,8 +62,9 @@ def test_pooling_per_example_and_per_side_equals_loops(how):
         want = rows[0] if how == "first" else pick[how](rows[w >= 0])
         np.testing.assert_allclose(whole[i], want, rtol=0, atol=1e-6)
         for side in (0, 1):
-            np.testing.assert_allclose(sides[i, side], pick[how](rows[(w >= 0) & (t == side)]),
-                                       rtol=0, atol=1e-6)  # fmt: skip
+            np.testing.assert_allclose(
+                sides[i, side], pick[how](rows[(w >= 0) & (t == side)]), rtol=0, atol=1e-6
+            )
     single = _batch(rng, [5], [-1])
     with pytest.raises(InvalidSelectionError, match="example 0 .* is a single text"):
         pool_examples(single, how, sides=True)
@@ -76,10 +77,18 @@ def test_reduced_batches_keep_the_batch_shape_contract():
     assert out.features.shape == (4, 1, 4) and list(out.offsets) == [0, 2, 4]
     assert list(out.type_ids) == [0, 1, 0, 1] and out.keys == batch.keys
     mixed = mix_layers(batch.features, [0.5, 0.25, 0.25], 1.5)
-    staged = ExampleBatch(mixed, batch.offsets, batch.word_ids, batch.type_ids,
-                          batch.pair_starts, batch.layers, batch.keys)  # fmt: skip
-    np.testing.assert_array_equal(out.features.reshape(2, 2, 1, 4),
-                                  pool_examples(staged, "mean", sides=True))  # fmt: skip
+    staged = ExampleBatch(
+        mixed,
+        batch.offsets,
+        batch.word_ids,
+        batch.type_ids,
+        batch.pair_starts,
+        batch.layers,
+        batch.keys,
+    )
+    np.testing.assert_array_equal(
+        out.features.reshape(2, 2, 1, 4), pool_examples(staged, "mean", sides=True)
+    )
     with pytest.raises(InvalidSelectionError, match="pool_sides needs a pool"):
         reduce_batch(batch, sides=True)
 
@@ -90,12 +99,20 @@ def pair_store(tiny_bert_dir, tmp_path):
     from snowfire.extractor.base import TextInput
 
     store = Store(tmp_path / "store")
-    pairs = [("a man plays", "the guitar is good"), ("the dog runs", "a cat eats"),
-             ("someone eats food in the park", "people eat")]  # fmt: skip
+    pairs = [
+        ("a man plays", "the guitar is good"),
+        ("the dog runs", "a cat eats"),
+        ("someone eats food in the park", "people eat"),
+    ]
     texts = [TextInput(tuple(a.split()), tuple(b.split())) for a, b in pairs]
-    info = extract(load_encoder(f"hf:{tiny_bert_dir}"), texts, store, task=None, split=None,
-                   config=ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store.path),
-                                        progress=False))  # fmt: skip
+    info = extract(
+        load_encoder(f"hf:{tiny_bert_dir}"),
+        texts,
+        store,
+        task=None,
+        split=None,
+        config=ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store.path), progress=False),
+    )
     return store, info.id
 
 
@@ -104,21 +121,31 @@ def test_the_service_reduces_as_the_plain_computation_does(pair_store):
     settings = Settings(store=store.path, read_chunk_examples=2)  # reduced chunk by chunk
     with TestClient(create_app(settings=settings)) as client:
         full = store.read(fs_id, indices=[2, 0, 1], layers=[1, 2])
-        body = {"indices": [2, 0, 1], "layers": [1, 2], "mix": {"weights": [0.7, 0.3],
-                "gamma": 0.5}, "pool": "max", "pool_sides": True}  # fmt: skip
+        body = {
+            "indices": [2, 0, 1],
+            "layers": [1, 2],
+            "mix": {"weights": [0.7, 0.3], "gamma": 0.5},
+            "pool": "max",
+            "pool_sides": True,
+        }
         r = client.post(f"/v1/featuresets/{fs_id}/features", json=body)
         assert r.status_code == 200, r.text
         got = wire.decode(r.content)
         want = reduce_batch(full, pool="max", sides=True, mix=([0.7, 0.3], 0.5))
         np.testing.assert_allclose(got.features, want.features, rtol=0, atol=1e-6)
         assert got.keys == full.keys and list(got.offsets) == [0, 2, 4, 6]
-        j = client.post(f"/v1/featuresets/{fs_id}/features", json=body,
-                        headers={"Accept": "application/json"}).json()  # fmt: skip
+        j = client.post(
+            f"/v1/featuresets/{fs_id}/features", json=body, headers={"Accept": "application/json"}
+        ).json()
         np.testing.assert_array_equal(np.asarray(j["features"], np.float32), got.features)
-        mixed = client.post(f"/v1/featuresets/{fs_id}/features",
-                            json={"indices": [0], "mix": {"weights": [1, 0, 0]}})  # fmt: skip
-        np.testing.assert_array_equal(wire.decode(mixed.content).features[:, 0],
-                                      store.read(fs_id, indices=[0]).features[:, 0])  # fmt: skip
-        bad = client.post(f"/v1/featuresets/{fs_id}/features",
-                          json={"indices": [0], "mix": {"weights": [1, 0]}})  # fmt: skip
+        mixed = client.post(
+            f"/v1/featuresets/{fs_id}/features",
+            json={"indices": [0], "mix": {"weights": [1, 0, 0]}},
+        )
+        np.testing.assert_array_equal(
+            wire.decode(mixed.content).features[:, 0], store.read(fs_id, indices=[0]).features[:, 0]
+        )
+        bad = client.post(
+            f"/v1/featuresets/{fs_id}/features", json={"indices": [0], "mix": {"weights": [1, 0]}}
+        )
         assert bad.status_code == 422 and "2 weights for 3 layers" in bad.json()["detail"]

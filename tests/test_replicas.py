@@ -73,11 +73,15 @@ def test_replicas_over_one_bucket_answer_alike(replicas_file, tiny_bert_dir, loc
             port = free_port()
             log = tmp_path / f"replica-{i}.log"
             with open(log, "w") as out:
-                procs.append(subprocess.Popen(
-                    local_command(command(api), tmp_path, port),
-                    env={**os.environ, **_env(api, url), **LOCAL_ENV},
-                    cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
-                ))  # fmt: skip
+                procs.append(
+                    subprocess.Popen(
+                        local_command(command(api), tmp_path, port),
+                        env={**os.environ, **_env(api, url), **LOCAL_ENV},
+                        cwd=REPO,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
             ports.append(port)
         for proc, port, i in zip(procs, ports, range(3), strict=True):
             wait_healthy(f"http://127.0.0.1:{port}", proc, tmp_path / f"replica-{i}.log")

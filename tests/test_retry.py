@@ -39,8 +39,14 @@ def test_each_wait_is_between_half_and_all_of_the_capped_doubling():
 def test_tries_give_up_after_the_attempts_naming_what_the_count_and_the_cause():
     t = FakeTime()
     policy = RetryPolicy(attempts=4, backoff=1.0, backoff_max=2.0, deadline=1000)
-    tries = Tries(policy, "GET http://h/x", ServiceUnreachableError, clock=t.clock, sleep=t.sleep,
-                  rng=random.Random(1))  # fmt: skip
+    tries = Tries(
+        policy,
+        "GET http://h/x",
+        ServiceUnreachableError,
+        clock=t.clock,
+        sleep=t.sleep,
+        rng=random.Random(1),
+    )
     for _ in range(3):
         tries.failed("HTTP 503: busy")
     assert len(t.slept) == 3 and tries.count == 4
@@ -86,10 +92,14 @@ def test_retry_after_reads_seconds_and_http_dates():
 
 
 def test_the_environment_changes_each_field_and_a_bad_value_is_named():
-    got = RetryPolicy.from_env({
-        "SNOWFIRE_RETRY_ATTEMPTS": "3", "SNOWFIRE_RETRY_BACKOFF": "0.5",
-        "SNOWFIRE_RETRY_BACKOFF_MAX": "2", "SNOWFIRE_RETRY_DEADLINE": "600",
-    })  # fmt: skip
+    got = RetryPolicy.from_env(
+        {
+            "SNOWFIRE_RETRY_ATTEMPTS": "3",
+            "SNOWFIRE_RETRY_BACKOFF": "0.5",
+            "SNOWFIRE_RETRY_BACKOFF_MAX": "2",
+            "SNOWFIRE_RETRY_DEADLINE": "600",
+        }
+    )
     assert got == RetryPolicy(attempts=3, backoff=0.5, backoff_max=2.0, deadline=600.0)
     assert RetryPolicy.from_env({}) == RetryPolicy()
     with pytest.raises(ValueError, match=r"SNOWFIRE_RETRY_ATTEMPTS='many': expected an integer"):
@@ -105,6 +115,9 @@ def test_obstore_gets_the_same_policy():
     assert policy.obstore() == {
         "max_retries": 4,
         "retry_timeout": timedelta(seconds=120),
-        "backoff": {"init_backoff": timedelta(seconds=0.3),
-                    "max_backoff": timedelta(seconds=9), "base": 2},
-    }  # fmt: skip
+        "backoff": {
+            "init_backoff": timedelta(seconds=0.3),
+            "max_backoff": timedelta(seconds=9),
+            "base": 2,
+        },
+    }

@@ -62,8 +62,11 @@ def test_a_held_run_refuses_a_second_holder_until_the_first_dies(tmp_path):
 def test_a_second_holder_is_refused_naming_the_first_and_the_lock_is_dropped_after(tmp_path):
     run = tmp_path / "run"
     with hold_run(run):
-        with pytest.raises(RunBusyError, match=rf"{run} is held by another process "
-                           rf"\(pid {os.getpid()}\)"):  # fmt: skip
+        with pytest.raises(
+            RunBusyError,
+            match=rf"{run} is held by another process "
+            rf"\(pid {os.getpid()}\)",
+        ):
             with hold_run(run):
                 pass
     with hold_run(run) as held:  # released at the end of the block
@@ -84,7 +87,9 @@ def test_run_files_are_written_whole(tmp_path):
 
     write_json(tmp_path / METRICS, {"dev": {"pearson": np.float32(0.5)}, "path": tmp_path})
     assert json.loads((tmp_path / METRICS).read_text()) == {
-        "dev": {"pearson": 0.5}, "path": str(tmp_path)}  # fmt: skip
+        "dev": {"pearson": 0.5},
+        "path": str(tmp_path),
+    }
     write_lines(tmp_path / "log.jsonl", [{"epoch": 1}, {"epoch": 2}])
     write_lines(tmp_path / "log.jsonl", [{"epoch": 1}])  # the whole log, rewritten
     assert (tmp_path / "log.jsonl").read_text() == '{"epoch": 1}\n'
@@ -109,8 +114,9 @@ def test_a_torch_save_that_fails_keeps_the_previous_checkpoint(tmp_path):
 def _head_config(out: Path, **kw):
     from snowfire.heads import TrainConfig
 
-    return TrainConfig(store="store", encoder="minilm", task="sst2", head="linear",
-                       data="data", out=str(out), **kw)  # fmt: skip
+    return TrainConfig(
+        store="store", encoder="minilm", task="sst2", head="linear", data="data", out=str(out), **kw
+    )
 
 
 def _finish(run: Path, section: str, cfg, metrics) -> None:
@@ -173,8 +179,11 @@ def test_extra_values_are_compared_beside_the_fields(tmp_path):
     cfg = _head_config(tmp_path)
     saved = cfg.to_json() | {"grid_lrs": [1e-3]}
     assert config_changes(saved, cfg, {"grid_lrs": (1e-3,)}) == {}  # a tuple reads back a list
-    with pytest.raises(RunConfigError, match=r"CKPT was written by another config "
-                       r"\(grid_lrs: saved \[0.001\], new \[0.002\]\)"):  # fmt: skip
+    with pytest.raises(
+        RunConfigError,
+        match=r"CKPT was written by another config "
+        r"\(grid_lrs: saved \[0.001\], new \[0.002\]\)",
+    ):
         check_same_config(saved, cfg, "CKPT was written by", {"grid_lrs": [2e-3]})
 
 
@@ -186,11 +195,18 @@ def _run_configs():
     from snowfire.finetune.config import FinetuneConfig
     from snowfire.heads.config import TrainConfig
 
-    return {TrainConfig: {"out", "progress", "device", "max_memory_gb"},
-            FinetuneConfig: {"out", "progress", "device", "checkpoint_every",
-                             "curve_points"},  # scored for the curve only: same weights
-            # not reused as a whole (its cells are runs): nothing of it is volatile
-            CompareConfig: set()}  # fmt: skip
+    return {
+        TrainConfig: {"out", "progress", "device", "max_memory_gb"},
+        FinetuneConfig: {
+            "out",
+            "progress",
+            "device",
+            "checkpoint_every",
+            "curve_points",
+        },  # scored for the curve only: same weights
+        # not reused as a whole (its cells are runs): nothing of it is volatile
+        CompareConfig: set(),
+    }
 
 
 def test_every_run_config_marks_what_may_change_between_attempts():

@@ -8,9 +8,6 @@ import dataclasses
 
 import pytest
 
-import snowfire.jobs.launcher
-from snowfire import jobs
-import snowfire.jobs.worker
 from snowfire import jobs
 from snowfire.api.settings import ENV_ONLY, Settings
 from snowfire.cli.main import build_parser, main

@@ -20,7 +20,13 @@ from zarr.codecs import BytesCodec, ShardingCodec, ZstdCodec
 from zarr.core.indexing import _morton_order
 
 from snowfire.cache import StoreCorruptError, quant, shards
-from snowfire.cache.segment import CHUNK_TOKENS, SHARD_TOKENS, Segment, record_checksums, write_segment
+from snowfire.cache.segment import (
+    CHUNK_TOKENS,
+    SHARD_TOKENS,
+    Segment,
+    record_checksums,
+    write_segment,
+)
 
 L, D = 3, 8  # layers, hidden: small, the layout code does not care
 
@@ -391,10 +397,14 @@ def test_what_zarr_writes_in_our_layout_we_read(
     root = tmp_path_factory.mktemp("zarr-writes")
     shard = min(SHARD_TOKENS, -(-n // CHUNK_TOKENS) * CHUNK_TOKENS)
     arr = zarr.open_group(str(root), mode="w-").create_array(
-        "features", shape=want.shape, dtype=dtype,
+        "features",
+        shape=want.shape,
+        dtype=dtype,
         chunks=(CHUNK_TOKENS, layers if token_tiles else 1, dim),
-        shards=(shard, layers, dim), compressors=None, fill_value=0,
-    )  # fmt: skip
+        shards=(shard, layers, dim),
+        compressors=None,
+        fill_value=0,
+    )
     arr[:] = want
     lay = shards.layout(root / "features")
     assert lay is not None, "zarr's own write of our layout must take the direct path"

@@ -134,7 +134,6 @@ def test_canonical_hashing():
 
 
 def test_manifest_parsed_once_and_reread_when_replaced(tmp_path, monkeypatch):
-    import snowfire.cache.store
     from snowfire import cache
 
     clock = [1000.0]

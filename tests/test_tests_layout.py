@@ -64,5 +64,7 @@ def test_the_check_sees_each_kind_of_wrong_import():
         assert why in (_wrong(probe, module, names) or ""), code
     fine = "from tests.helpers.tasks import write_sst2\nfrom snowfire.cli.main import main\n"
     assert all(_wrong(probe, m, n) is None for _, m, n in _imports(probe, fine))
-    ((_, module, names),) = _imports(TESTS / "test_demo.py", "from snowfire.cli.demo import run_demo")
+    ((_, module, names),) = _imports(
+        TESTS / "test_demo.py", "from snowfire.cli.demo import run_demo"
+    )
     assert _wrong(TESTS / "test_demo.py", module, names) is None

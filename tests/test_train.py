@@ -164,8 +164,9 @@ def test_pool_zero_serves_the_batches_of_runs_made_before_buckets(store_dir, dat
         order = rng.permutation(src.num_examples)
         want = [order[i : i + 5].tolist() for i in range(0, src.num_examples, 5)]
     assert got == want
-    cfg = TrainConfig(store="s", encoder="minilm", head="esim", task="stsb", data=str(data_dir),
-                      out="o")  # fmt: skip
+    cfg = TrainConfig(
+        store="s", encoder="minilm", head="esim", task="stsb", data=str(data_dir), out="o"
+    )
     saved = cfg.to_json()
     del saved["bucket_pool"]
     assert config_changes(saved, cfg) == {"bucket_pool": ("(not saved)", 50)}
@@ -181,8 +182,10 @@ def test_bucketed_batches_hold_examples_of_similar_length(store_dir, max_bytes):
     lengths = np.diff(store.read(info.id, indices=list(range(info.num_examples))).offsets)
 
     def padded(pool):
-        return sum(int(lengths[idx].max()) * len(idx)
-                   for idx, _ in src.iterate(4, np.random.default_rng(0), pool))  # fmt: skip
+        return sum(
+            int(lengths[idx].max()) * len(idx)
+            for idx, _ in src.iterate(4, np.random.default_rng(0), pool)
+        )
 
     assert padded(8) < padded(0)
     # one pool holding a whole block (streaming) or the whole set (in memory): its batches are
@@ -209,12 +212,30 @@ def test_a_capped_head_and_fire_train_on_the_same_examples(
     assert len(keep) == 9 == len(set(keep)) and keep == sorted(keep)
     assert keep != train_subset(len(everything), 9, seed=4)  # another seed, another draw
     assert train_subset(len(everything), len(everything), seed=3) is None
-    fire = FinetuneConfig(encoder=f"hf:{tiny_bert_dir}", task="sst2", data=str(data_dir),
-                          out=str(tmp_path / "fire"), seed=3, max_train_examples=9)  # fmt: skip
+    fire = FinetuneConfig(
+        encoder=f"hf:{tiny_bert_dir}",
+        task="sst2",
+        data=str(data_dir),
+        out=str(tmp_path / "fire"),
+        seed=3,
+        max_train_examples=9,
+    )
     examples = _examples(fire)
     assert [e.index for e in examples["train"]] == keep
-    train_cli(tiny_bert_dir, data_dir, store_dir, tmp_path / "snow", "sst2", "linear",
-           "--seed", "3", "--max-train-examples", "9", "--epochs", "1")  # fmt: skip
+    train_cli(
+        tiny_bert_dir,
+        data_dir,
+        store_dir,
+        tmp_path / "snow",
+        "sst2",
+        "linear",
+        "--seed",
+        "3",
+        "--max-train-examples",
+        "9",
+        "--epochs",
+        "1",
+    )
     config = json.loads((tmp_path / "snow" / "config.json").read_text())
     assert config["train_examples"] == 9 and config["train"]["max_train_examples"] == 9
 
@@ -276,7 +297,6 @@ def test_a_finished_head_run_is_returned_and_a_killed_one_cleared(
     assert all(json.loads(line) for line in (run / "log.jsonl").read_text().splitlines())
     stamp = (run / "weights.safetensors").stat().st_mtime_ns
 
-    import snowfire.heads.trainer
     from snowfire import heads
 
     def no_fit(cfg):
@@ -287,9 +307,26 @@ def test_a_finished_head_run_is_returned_and_a_killed_one_cleared(
     assert (run / "weights.safetensors").stat().st_mtime_ns == stamp
     from snowfire.cli.main import main as run_cli
 
-    argv = ["train", "--store", str(store_dir), "--encoder", f"hf:{tiny_bert_dir}", "--task",
-            "sst2", "--head", "linear", "--data", str(data_dir), "--out", str(run), "--quiet",
-            "--epochs", "3", "--lr", "0.5"]  # fmt: skip
+    argv = [
+        "train",
+        "--store",
+        str(store_dir),
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--task",
+        "sst2",
+        "--head",
+        "linear",
+        "--data",
+        str(data_dir),
+        "--out",
+        str(run),
+        "--quiet",
+        "--epochs",
+        "3",
+        "--lr",
+        "0.5",
+    ]
     assert run_cli(argv) == 2  # another config: refused, the finished run untouched
     assert (run / "weights.safetensors").stat().st_mtime_ns == stamp
 
@@ -307,8 +344,17 @@ def test_predict_from_a_saved_run_equals_the_runs_own_predictions(
     train_cli(tiny_bert_dir, data_dir, store_dir, run, task, head)
     fs = Store(store_dir).find_featureset(encoder=f"hf:{tiny_bert_dir}", task=task, split=split)
     out = tmp_path / "again.tsv"
-    argv = ["predict", "--run", str(run), "--store", str(store_dir), "--featureset", fs.id,
-            "--out", str(out)]  # fmt: skip
+    argv = [
+        "predict",
+        "--run",
+        str(run),
+        "--store",
+        str(store_dir),
+        "--featureset",
+        fs.id,
+        "--out",
+        str(out),
+    ]
     assert run_cli(argv) == 0
     assert out.read_text() == (run / "predictions" / f"{split}.tsv").read_text()
 
@@ -331,7 +377,16 @@ def test_predict_on_a_text_file_runs_the_runs_encoder(tiny_bert_dir, data_dir, s
 
 def test_predict_needs_a_saved_head(tmp_path, capsys):
     (tmp_path / "run").mkdir()
-    argv = ["predict", "--run", str(tmp_path / "run"), "--store", "s", "--featureset", "x",
-            "--out", str(tmp_path / "o.tsv")]  # fmt: skip
+    argv = [
+        "predict",
+        "--run",
+        str(tmp_path / "run"),
+        "--store",
+        "s",
+        "--featureset",
+        "x",
+        "--out",
+        str(tmp_path / "o.tsv"),
+    ]
     assert run_cli(argv) == 2
     assert f"{tmp_path / 'run'}: no head.json" in capsys.readouterr().err

@@ -435,9 +435,14 @@ def test_compare_table_says_why_a_tagging_task_has_no_training_row(tmp_path, mon
 
     cost = {"seconds": 1.0, "epochs": 1, "params": 10, "examples_per_s": 3.0}
     monkeypatch.setattr(report, "_cost", lambda cell: cost)  # no run directories here
-    judged = {"split": "dev", "verdict": "❄️ > 🔥", "text": "❄️ > 🔥", "metric": "span_f1",
-              "delta": {"delta": -0.5, "low": -0.6, "high": -0.4},
-              "restarts": {"snow": {"sd": None}, "fire": {"sd": None}}}  # fmt: skip
+    judged = {
+        "split": "dev",
+        "verdict": "❄️ > 🔥",
+        "text": "❄️ > 🔥",
+        "metric": "span_f1",
+        "delta": {"delta": -0.5, "low": -0.6, "high": -0.4},
+        "restarts": {"snow": {"sd": None}, "fire": {"sd": None}},
+    }
     monkeypatch.setattr(report, "judge", lambda *args, **kw: judged)  # nor predictions to weigh
     monkeypatch.setattr(report, "task_hours", lambda *args: {"wall_hours": 0.0, "cpu_hours": None})
     words = [[("Kindle", "B-PROD"), ("from", "O"), ("Currys", "B-SHOP")]] * 3

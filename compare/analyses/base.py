@@ -18,8 +18,9 @@ def tasks_option(default: tuple[str, ...], why: str = "the paper's") -> Any:
     return option(
         help=f"registered tasks (repeatable, or comma-separated; default: {why}: "
         f"{', '.join(default)}; none with --task-spec)",
-        factory=lambda: list(default), choices=TASK_NAMES,
-    )  # fmt: skip
+        factory=lambda: list(default),
+        choices=TASK_NAMES,
+    )
 
 
 @dataclass(frozen=True)
@@ -32,13 +33,15 @@ class AnalysisConfig:
 
     encoder: str = option(help=f"the encoder: {ENCODER_FORMS}")
     out: str = option(help="output directory (NAME.json, NAME.md, NAME.png; runs under OUT/NAME/)")
-    data: str | None = option(None, "task data directory of the registered tasks (one folder "
-                              "per task)")  # fmt: skip
+    data: str | None = option(
+        None, "task data directory of the registered tasks (one folder per task)"
+    )
     store: str | None = option(None, "feature store (default: OUT/store)")
     task_spec: list[str | dict] | None = option(
-        None, "your own task: a spec file (repeatable; README 'Your own task'), analysed "
+        None,
+        "your own task: a spec file (repeatable; README 'Your own task'), analysed "
         "instead of the default tasks",
-    )  # fmt: skip
+    )
 
     def __post_init__(self) -> None:
         check(self)
@@ -53,8 +56,9 @@ class AnalysisConfig:
         if not tasks and not self.task_spec:
             raise ValueError(f"{where}.tasks: expected at least one task")
         if tasks and self.data is None:
-            raise ValueError(f"{where}.data: the tasks {', '.join(tasks)} need their data "
-                             "directory")  # fmt: skip
+            raise ValueError(
+                f"{where}.data: the tasks {', '.join(tasks)} need their data directory"
+            )
         object.__setattr__(self, "tasks", list(dict.fromkeys(tasks)))  # each once, in order
         if len(self.specs) != len(self.tasks) + len(self.task_spec or []):
             mine = [s.name for s in self._user_specs()]
@@ -97,18 +101,35 @@ class AnalysisConfig:
         return Path(self.out) / self.name
 
 
-def train_head(cfg: AnalysisConfig, task: str, head: str, out: Path, pair: str, seed: int = 0,
-               encoder: str | None = None, **options: Any) -> dict:  # fmt: skip
+def train_head(
+    cfg: AnalysisConfig,
+    task: str,
+    head: str,
+    out: Path,
+    pair: str,
+    seed: int = 0,
+    encoder: str | None = None,
+    **options: Any,
+) -> dict:
     """A ❄️ head run on the analysis' store (`snowfire train`): its metrics."""
     from snowfire.heads import TrainConfig, train
 
     from ..run import task_fields
 
-    return train(TrainConfig(
-        store=cfg.store_dir, encoder=encoder or cfg.encoder, head=head, data=cfg.data,
-        out=str(out), pair_encoding=pair, seed=seed, progress=False,
-        **task_fields(cfg.specs[task]), **options,
-    ))  # fmt: skip
+    return train(
+        TrainConfig(
+            store=cfg.store_dir,
+            encoder=encoder or cfg.encoder,
+            head=head,
+            data=cfg.data,
+            out=str(out),
+            pair_encoding=pair,
+            seed=seed,
+            progress=False,
+            **task_fields(cfg.specs[task]),
+            **options,
+        )
+    )
 
 
 def finetune_run(cfg: AnalysisConfig, task: str, out: Path, seed: int, **options: Any) -> dict:
@@ -118,19 +139,32 @@ def finetune_run(cfg: AnalysisConfig, task: str, out: Path, seed: int, **options
     from ..run import task_fields
 
     options = {k: v for k, v in options.items() if v is not None}
-    return train(FinetuneConfig(
-        encoder=cfg.encoder, data=cfg.data, out=str(out), seed=seed, progress=False,
-        **task_fields(cfg.specs[task]), **options,
-    ))  # fmt: skip
+    return train(
+        FinetuneConfig(
+            encoder=cfg.encoder,
+            data=cfg.data,
+            out=str(out),
+            seed=seed,
+            progress=False,
+            **task_fields(cfg.specs[task]),
+            **options,
+        )
+    )
 
 
-def features(cfg: AnalysisConfig, task: str, splits: tuple[str, ...], pair: str = "joint",
-             encoder: str | None = None):  # fmt: skip
+def features(
+    cfg: AnalysisConfig,
+    task: str,
+    splits: tuple[str, ...],
+    pair: str = "joint",
+    encoder: str | None = None,
+):
     """The feature sets of `splits` of `task` (extracted where the store lacks them); the last."""
     from ..run import find_or_extract
 
     info = None
     for split in splits:
-        info = find_or_extract(encoder or cfg.encoder, cfg.store_dir, cfg.specs[task], cfg.data,
-                               split, pair)  # fmt: skip
+        info = find_or_extract(
+            encoder or cfg.encoder, cfg.store_dir, cfg.specs[task], cfg.data, split, pair
+        )
     return info

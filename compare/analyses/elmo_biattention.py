@@ -57,15 +57,27 @@ def run(cfg: ElmoBiattentionConfig) -> dict[str, Any]:
         metric = cfg.specs[task].metric
         result[task] = {}
         for bi, key in ((True, "bi-attention"), (False, "none")):
-            result[task][key] = mean_sd([
-                finetune_run(cfg, task, cfg.root / task / key / f"seed{s}", s, bi_attention=bi,
-                             epochs=cfg.epochs,
-                             max_train_examples=cfg.max_train_examples)["dev"][metric]
-                for s in range(cfg.seeds)
-            ])  # fmt: skip
+            result[task][key] = mean_sd(
+                [
+                    finetune_run(
+                        cfg,
+                        task,
+                        cfg.root / task / key / f"seed{s}",
+                        s,
+                        bi_attention=bi,
+                        epochs=cfg.epochs,
+                        max_train_examples=cfg.max_train_examples,
+                    )["dev"][metric]
+                    for s in range(cfg.seeds)
+                ]
+            )
     header = "| task | with bi-attention | without | paper ELMo with | without |"
     rows = paired_rows(result, ("bi-attention", "none"), PAPER_BIATTENTION, header)
     out = Path(cfg.out)
-    bars(result, ("bi-attention", "none"), out / "elmo-biattention.png",
-         "ELMo fine-tuned on pairs, with and without bi-attention (dev)")  # fmt: skip
+    bars(
+        result,
+        ("bi-attention", "none"),
+        out / "elmo-biattention.png",
+        "ELMo fine-tuned on pairs, with and without bi-attention (dev)",
+    )
     return write(out, cfg.name, result, rows, f"ELMo 🔥 dev scores, {cfg.seeds} seed(s)")

@@ -62,13 +62,21 @@ def run(cfg: MiConfig) -> dict[str, Any]:
             y = np.array([spec.labels.index(str(v)) for v in labels])
         reduced = reduce([means[:, layer] for layer in range(means.shape[1])], dims=cfg.dims)
         shuffled = np.random.default_rng(0).permutation(y)
-        result[task] = {"mi": [mi_knn(z, y) for z in reduced],
-                        "mi_shuffled_labels": [mi_knn(z, shuffled) for z in reduced],
-                        "examples": int(len(y))}  # fmt: skip
-    rows = layer_rows(("task",), "layer ", {(t,): r["mi"] for t, r in result.items()},
-                      lambda v: f"{v:.3f}")  # fmt: skip
+        result[task] = {
+            "mi": [mi_knn(z, y) for z in reduced],
+            "mi_shuffled_labels": [mi_knn(z, shuffled) for z in reduced],
+            "examples": int(len(y)),
+        }
+    rows = layer_rows(
+        ("task",), "layer ", {(t,): r["mi"] for t, r in result.items()}, lambda v: f"{v:.3f}"
+    )
     out = Path(cfg.out)
     lines({t: r["mi"] for t, r in result.items()}, out / "mi.png", "MI with the labels (nats)")
-    return write(out, cfg.name, result, rows,
-                 f"MI (nats, Ross 2014 kNN on {cfg.dims} principal components) per layer; the "
-                 "same with shuffled labels is in mi.json (≈ 0)")  # fmt: skip
+    return write(
+        out,
+        cfg.name,
+        result,
+        rows,
+        f"MI (nats, Ross 2014 kNN on {cfg.dims} principal components) per layer; the "
+        "same with shuffled labels is in mi.json (≈ 0)",
+    )

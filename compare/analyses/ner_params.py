@@ -14,9 +14,14 @@ from .base import AnalysisConfig, features, finetune_run, tasks_option, train_he
 from .output import hbars, write
 
 #: ELMo, CoNLL-2003 dev F1 (Table 5); the paper lists no 🔥 + BiLSTM + CRF without unfreezing
-PAPER_NER = {"❄️ + CRF": 91.9, "❄️ + BiLSTM + CRF": 95.5, "🔥 + CRF": 95.1,
-             "🔥 + CRF + gradual unfreezing": 95.5, "🔥 + BiLSTM + CRF": None,
-             "🔥 + BiLSTM + CRF + gradual unfreezing": 95.2}  # fmt: skip
+PAPER_NER = {
+    "❄️ + CRF": 91.9,
+    "❄️ + BiLSTM + CRF": 95.5,
+    "🔥 + CRF": 95.1,
+    "🔥 + CRF + gradual unfreezing": 95.5,
+    "🔥 + BiLSTM + CRF": None,
+    "🔥 + BiLSTM + CRF + gradual unfreezing": 95.2,
+}
 
 
 @dataclass(frozen=True)
@@ -31,9 +36,10 @@ class NerParamsConfig(AnalysisConfig):
         None, "epochs cap of each run (default: the head's and fine-tuning's)", ge=1
     )
     max_train_examples: int | None = option(
-        None, "❄️ and 🔥 on this many training sentences drawn with the seed (default: all)",
+        None,
+        "❄️ and 🔥 on this many training sentences drawn with the seed (default: all)",
         ge=1,
-    )  # fmt: skip
+    )
     lstm: int = option(200, "🔥 + BiLSTM: units per direction of the BiLSTM", ge=1)
 
     def __post_init__(self) -> None:
@@ -54,25 +60,48 @@ def run(cfg: NerParamsConfig) -> dict[str, Any]:
     caps = {"max_train_examples": cfg.max_train_examples}
     cells = {}
     for head, name in (("crf", "❄️ + CRF"), ("bilstm-crf", "❄️ + BiLSTM + CRF")):
-        cells[name] = mean_sd([
-            train_head(cfg, task, head, cfg.root / head / f"seed{s}", "joint", seed=s, **caps,
-                       **({"epochs": cfg.epochs} if cfg.epochs else {}))["dev"][metric]
-            for s in range(cfg.seeds)
-        ])  # fmt: skip
+        cells[name] = mean_sd(
+            [
+                train_head(
+                    cfg,
+                    task,
+                    head,
+                    cfg.root / head / f"seed{s}",
+                    "joint",
+                    seed=s,
+                    **caps,
+                    **({"epochs": cfg.epochs} if cfg.epochs else {}),
+                )["dev"][metric]
+                for s in range(cfg.seeds)
+            ]
+        )
     for units, layer in ((0, "🔥 + CRF"), (cfg.lstm, "🔥 + BiLSTM + CRF")):
         for gradual in (False, True):
             name = layer + (" + gradual unfreezing" if gradual else "")
             run = cfg.root / f"fire-lstm{units}-{'gu' if gradual else 'all'}"
-            cells[name] = mean_sd([
-                finetune_run(cfg, task, run / f"seed{s}", s, crf=True, output_lstm=units,
-                             gradual_unfreezing=gradual, epochs=cfg.epochs, **caps)["dev"][metric]
-                for s in range(cfg.seeds)
-            ])  # fmt: skip
+            cells[name] = mean_sd(
+                [
+                    finetune_run(
+                        cfg,
+                        task,
+                        run / f"seed{s}",
+                        s,
+                        crf=True,
+                        output_lstm=units,
+                        gradual_unfreezing=gradual,
+                        epochs=cfg.epochs,
+                        **caps,
+                    )["dev"][metric]
+                    for s in range(cfg.seeds)
+                ]
+            )
     rows = ["| set-up | dev F1 | sd | paper, ELMo |", "| --- | --- | --- | --- |"]
     for name, (mean, sd) in cells.items():
         paper = PAPER_NER.get(name)
-        rows.append(f"| {name} | {100 * mean:.1f} | {'–' if sd is None else f'{100 * sd:.1f}'} "
-                    f"| {'–' if paper is None else paper} |")  # fmt: skip
+        rows.append(
+            f"| {name} | {100 * mean:.1f} | {'–' if sd is None else f'{100 * sd:.1f}'} "
+            f"| {'–' if paper is None else paper} |"
+        )
     out = Path(cfg.out)
     hbars(cells, out / "ner-params.png", f"{cfg.encoder}: parameters added on {task} (dev F1)")
     caption = (

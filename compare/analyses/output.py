@@ -11,8 +11,10 @@ def write(out: Path, name: str, result: dict, rows: list[str], caption: str) -> 
     from snowfire.rundir import atomic_write, write_json
 
     write_json(out / f"{name}.json", result)
-    atomic_write(out / f"{name}.md", f"# {name}\n\n{caption}\n\n" + "\n".join(rows)
-                 + f"\n\n![{name}]({name}.png)\n")  # fmt: skip
+    atomic_write(
+        out / f"{name}.md",
+        f"# {name}\n\n{caption}\n\n" + "\n".join(rows) + f"\n\n![{name}]({name}.png)\n",
+    )
     return result
 
 
@@ -21,13 +23,16 @@ def paired_rows(result: dict, keys: tuple[str, str], paper: dict, header: str) -
     rows = [header, "| --- | --- | --- | --- | --- |"]
     for task, r in result.items():
         theirs = paper.get(task, ("–", "–"))
-        rows.append(f"| {task} | {100 * r[keys[0]][0]:.1f} | {100 * r[keys[1]][0]:.1f} | "
-                    f"{theirs[0]} | {theirs[1]} |")  # fmt: skip
+        rows.append(
+            f"| {task} | {100 * r[keys[0]][0]:.1f} | {100 * r[keys[1]][0]:.1f} | "
+            f"{theirs[0]} | {theirs[1]} |"
+        )
     return rows
 
 
-def layer_rows(columns: tuple[str, ...], label: str, series: dict[tuple[str, ...], list[float]],
-               fmt) -> list[str]:  # fmt: skip
+def layer_rows(
+    columns: tuple[str, ...], label: str, series: dict[tuple[str, ...], list[float]], fmt
+) -> list[str]:
     """A markdown table with one column per layer (`label` + its number) after `columns`: one
     row per key of `series` (the key's cells, then the values formatted by `fmt`)."""
     layers = len(next(iter(series.values())))
@@ -79,8 +84,13 @@ def hbars(cells: dict[str, tuple[float, float | None]], path: Path, title: str) 
     names = list(cells)
     fig, ax = _figure((6.5, 0.45 * len(names) + 1.2))
     means = [100 * cells[n][0] for n in names]
-    ax.barh(range(len(names)), means, xerr=[100 * (cells[n][1] or 0) for n in names],
-            capsize=3, label="dev")  # fmt: skip
+    ax.barh(
+        range(len(names)),
+        means,
+        xerr=[100 * (cells[n][1] or 0) for n in names],
+        capsize=3,
+        label="dev",
+    )
     plain = [n.replace("❄️", "frozen").replace("🔥", "fine-tuned") for n in names]  # the font
     ax.set_yticks(range(len(names)), plain)
     ax.invert_yaxis()

@@ -32,9 +32,10 @@ class PairsConfig(AnalysisConfig):
     head: str = option("esim", "the ❄️ head trained both ways (a pair head: esim, bcn, ...)")
     epochs: int | None = option(None, "epochs cap of each run (default: the head's)", ge=1)
     max_train_examples: int | None = option(
-        None, "train on this many examples drawn with the seed, the same both ways "
-        "(default: all)", ge=1,
-    )  # fmt: skip
+        None,
+        "train on this many examples drawn with the seed, the same both ways (default: all)",
+        ge=1,
+    )
 
 
 def run(cfg: PairsConfig) -> dict[str, Any]:
@@ -52,10 +53,11 @@ def run(cfg: PairsConfig) -> dict[str, Any]:
         for pair in PAIR_ENCODINGS:
             features(cfg, task, ("train", "dev"), pair)
             scores = [
-                train_head(cfg, task, cfg.head, cfg.root / task / pair / f"seed{s}", pair, seed=s,
-                           **caps)["dev"][metric]
+                train_head(
+                    cfg, task, cfg.head, cfg.root / task / pair / f"seed{s}", pair, seed=s, **caps
+                )["dev"][metric]
                 for s in range(cfg.seeds)
-            ]  # fmt: skip
+            ]
             result[task][pair] = mean_sd(scores)
     header = "| task | joint | separate | paper BERT-base joint | separate |"
     rows = paired_rows(result, PAIR_ENCODINGS, PAPER_PAIRS, header)
@@ -64,7 +66,11 @@ def run(cfg: PairsConfig) -> dict[str, Any]:
     bars(result, PAIR_ENCODINGS, out / "pairs.png", title)
     limits = (f", {cfg.epochs} epochs at most" if cfg.epochs else "") + (
         f", the same {cfg.max_train_examples} training examples per seed both ways"
-        if cfg.max_train_examples else "")  # fmt: skip
-    caption = (f"❄️ {cfg.head}, pairs encoded jointly vs separately: dev scores (x100), "
-               f"{cfg.seeds} seed(s){limits}; the paper's columns are its dev scores")  # fmt: skip
+        if cfg.max_train_examples
+        else ""
+    )
+    caption = (
+        f"❄️ {cfg.head}, pairs encoded jointly vs separately: dev scores (x100), "
+        f"{cfg.seeds} seed(s){limits}; the paper's columns are its dev scores"
+    )
     return write(out, cfg.name, result, rows, caption)

@@ -22,9 +22,9 @@ class ProbesConfig(AnalysisConfig):
 
     tasks: list[str] = tasks_option(("cola", "sst2", "mrpc", "stsb"))
     finetuned: list[str] | None = option(
-        None, "TASK=RUN: a 🔥 run of TASK whose saved encoder (RUN/encoder) is probed too "
-        "(repeatable)",
-    )  # fmt: skip
+        None,
+        "TASK=RUN: a 🔥 run of TASK whose saved encoder (RUN/encoder) is probed too (repeatable)",
+    )
     epochs: int = option(10, "epochs of each probe", ge=1)
     lr: float = option(1e-2, "learning rate of each probe", gt=0)
 
@@ -56,8 +56,17 @@ def run(cfg: ProbesConfig) -> dict[str, Any]:
             scores = []
             for layer in range(info.num_layers):
                 out = cfg.root / task / state / f"layer{layer}"
-                m = train_head(cfg, task, "probe", out, "joint", encoder=encoder, layer=layer,
-                               epochs=cfg.epochs, lr=cfg.lr)  # fmt: skip
+                m = train_head(
+                    cfg,
+                    task,
+                    "probe",
+                    out,
+                    "joint",
+                    encoder=encoder,
+                    layer=layer,
+                    epochs=cfg.epochs,
+                    lr=cfg.lr,
+                )
                 scores.append(m["dev"][metric])
             result[task][state] = scores
     series = {f"{t} ({s})": v for t, r in result.items() for s, v in r.items()}

@@ -32,7 +32,7 @@ RECIPE = {
         "usr/share/man",
         "usr/share/locale",
         "usr/share/info",
-    ],  # fmt: skip
+    ],
     "version": 1,  # bump when the way the root is made changes
 }
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
@@ -94,10 +94,17 @@ def _debootstrap(root: Path, tar: Path, mirror: str) -> None:
     shutil.rmtree(root, ignore_errors=True)
     try:
         run(
-            ["debootstrap", f"--variant={RECIPE['variant']}",
-             f"--include={','.join(RECIPE['include'])}", RECIPE["suite"], str(root), mirror],
-            step, timeout=1800,
-        )  # fmt: skip
+            [
+                "debootstrap",
+                f"--variant={RECIPE['variant']}",
+                f"--include={','.join(RECIPE['include'])}",
+                RECIPE["suite"],
+                str(root),
+                mirror,
+            ],
+            step,
+            timeout=1800,
+        )
         for rel in RECIPE["remove"]:
             target = root / rel
             for child in target.iterdir() if target.is_dir() else ():

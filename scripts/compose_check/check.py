@@ -98,8 +98,19 @@ class Check:
         self.build()
         stack, api = self.up(self.args.break_service)
         with self.log.timed("copy the task data into the volume (docker compose run)"):
-            stack.compose("run", "--rm", "--no-deps", "-v", f"{data}:/src:ro", "api",
-                          "cp", "-r", "/src/.", "/data/tasks/", step="copy data")  # fmt: skip
+            stack.compose(
+                "run",
+                "--rm",
+                "--no-deps",
+                "-v",
+                f"{data}:/src:ro",
+                "api",
+                "cp",
+                "-r",
+                "/src/.",
+                "/data/tasks/",
+                step="copy data",
+            )
         jobs = self.jobs(stack, api)
         with self.log.timed("the same commands outside containers (waiting for them)"):
             reference.join()
@@ -130,18 +141,38 @@ class Check:
         step = f"docker build --network none (base {base}, wheels from {wheels.name}/)"
         with self.log.timed(step):
             done = self.engine.docker(
-                "build", "--network", "none", "--build-arg", f"BASE_IMAGE={base}",
-                "--build-arg", f"WHEELHOUSE={wheels.name}", "-t", self.image, str(REPO),
-                step="build", check=False, timeout=3600,
-            )  # fmt: skip
+                "build",
+                "--network",
+                "none",
+                "--build-arg",
+                f"BASE_IMAGE={base}",
+                "--build-arg",
+                f"WHEELHOUSE={wheels.name}",
+                "-t",
+                self.image,
+                str(REPO),
+                step="build",
+                check=False,
+                timeout=3600,
+            )
             (self.work / "build.log").write_text(done.stdout + done.stderr)
             self.images.append(self.image)
             if done.returncode != 0:
                 raise StepFailed("build", (done.stdout + done.stderr)[-3000:])
         with self.log.timed("versions in the image = versions outside"):
-            inside = json.loads(self.engine.docker(
-                "run", "--rm", "--network", "none", self.image, "python", "-c", VERSIONS,
-                step="versions in the image").stdout)  # fmt: skip
+            inside = json.loads(
+                self.engine.docker(
+                    "run",
+                    "--rm",
+                    "--network",
+                    "none",
+                    self.image,
+                    "python",
+                    "-c",
+                    VERSIONS,
+                    step="versions in the image",
+                ).stdout
+            )
             python = str(Path(self.args.snowfire).with_name("python"))
             outside = json.loads(run([python, "-c", VERSIONS], "versions outside").stdout)
             if inside != outside:
@@ -153,10 +184,15 @@ class Check:
                 )
 
     def stack(self, name: str, files: list[Path], port: int) -> Stack:
-        env = {"SNOWFIRE_IMAGE": self.image, "SNOWFIRE_PORT": str(port),
-               "SNOWFIRE_BIND": "127.0.0.1", "SNOWFIRE_API_KEYS": f"{self.key}:write"}  # fmt: skip
-        stack = Stack(self.engine, self.compose, files, f"snowfirecheck{self.token}{name}",
-                      env, REPO)  # fmt: skip
+        env = {
+            "SNOWFIRE_IMAGE": self.image,
+            "SNOWFIRE_PORT": str(port),
+            "SNOWFIRE_BIND": "127.0.0.1",
+            "SNOWFIRE_API_KEYS": f"{self.key}:write",
+        }
+        stack = Stack(
+            self.engine, self.compose, files, f"snowfirecheck{self.token}{name}", env, REPO
+        )
         self.stacks.append(stack)
         return stack
 
@@ -174,8 +210,9 @@ class Check:
                 stack.wait_healthy(SCALE, "up: wait for health")
             except StepFailed as err:
                 if err.service != service or not err.step.startswith("up"):
-                    raise StepFailed("negative test", f"expected a failure naming {service} "
-                                     f"at up, got: {err}") from None  # fmt: skip
+                    raise StepFailed(
+                        "negative test", f"expected a failure naming {service} at up, got: {err}"
+                    ) from None
                 self.log.say(f"as expected: {err}")
             else:
                 raise StepFailed("negative test", f"a broken {service} command went unnoticed")
@@ -223,9 +260,12 @@ class Check:
         with self.log.timed(f"wait for the {name} job ({JOBS[name].service})"):
             job = api.wait(job["id"], f"{name} job", JOBS[name].service)
         took = datetime.fromisoformat(job["finished_at"]) - datetime.fromisoformat(
-            job["created_at"])  # fmt: skip
-        self.log.say(f"{name} job {job['id']}: done {took.total_seconds():.0f} s after it was "
-                     f"queued, {job['attempts']} claim(s)")  # fmt: skip
+            job["created_at"]
+        )
+        self.log.say(
+            f"{name} job {job['id']}: done {took.total_seconds():.0f} s after it was "
+            f"queued, {job['attempts']} claim(s)"
+        )
         return job
 
     def kill_mid_job(self, stack: Stack, api: Api, job_id: str) -> str:
@@ -235,8 +275,11 @@ class Check:
             if job["status"] == "running" and (job["progress"] or 0) > 0:
                 break
             if job["status"] not in ("queued", "running") or time.monotonic() > deadline:
-                raise StepFailed(step, f"job {job_id} is {job['status']} before it could be "
-                                 "killed mid-way", "trainer")  # fmt: skip
+                raise StepFailed(
+                    step,
+                    f"job {job_id} is {job['status']} before it could be killed mid-way",
+                    "trainer",
+                )
             time.sleep(0.2)
         host = job["worker"].split(":")[0]  # a container's hostname: its id's first 12 chars
         ids = [c["Id"] for c in stack.containers().get("trainer", []) if c["Id"].startswith(host)]
@@ -272,8 +315,9 @@ class Check:
             run_dir = f"/data/runs/{job['id']}"
             want_dir = ref.out(kind.name)
             places = self.places(run_dir, want_dir, ref)
-            diffs = list(differences(job["metrics"], json.loads(
-                (want_dir / "metrics.json").read_text())))  # fmt: skip
+            diffs = list(
+                differences(job["metrics"], json.loads((want_dir / "metrics.json").read_text()))
+            )
             config = json.loads(stack.exec("api", "cat", f"{run_dir}/config.json", step=step))
             want_config = json.loads((want_dir / "config.json").read_text())
             diffs += differences(config, want_config, places, "/config.json")
@@ -281,19 +325,23 @@ class Check:
                 got, exp = self.digest(stack, run_dir, step), digest(want_dir)
                 if sorted(got) != sorted(exp):
                     diffs.append(f"files {sorted(got)}, outside {sorted(exp)}")
-                diffs += [f"{f} differs" for f in got if f in exp and got[f] != exp[f]
-                          and f not in ("config.json", "head.json", "log.jsonl",
-                                        ".lock")]  # fmt: skip
+                diffs += [
+                    f"{f} differs"
+                    for f in got
+                    if f in exp
+                    and got[f] != exp[f]
+                    and f not in ("config.json", "head.json", "log.jsonl", ".lock")
+                ]
                 # head.json records the task's files by path: equal up to where the data is
                 head = json.loads(stack.exec("api", "cat", f"{run_dir}/head.json", step=step))
                 want_head = json.loads((want_dir / "head.json").read_text())
                 diffs += differences(head, want_head, places, "/head.json")
             if diffs:
-                raise StepFailed(step, f"{name} job {job['id']}: " + "; ".join(diffs),
-                                 kind.service)  # fmt: skip
+                raise StepFailed(step, f"{name} job {job['id']}: " + "; ".join(diffs), kind.service)
             self.log.say(f"{name}: metrics {json.dumps(job['metrics'])} = outside")
-        results = json.loads(stack.exec(
-            "api", "cat", jobs["compare"]["metrics"]["results"], step=step))  # fmt: skip
+        results = json.loads(
+            stack.exec("api", "cat", jobs["compare"]["metrics"]["results"], step=step)
+        )
         want = json.loads((ref.out("compare") / "results.json").read_text())
         places = self.places(f"/data/runs/{jobs['compare']['id']}", ref.out("compare"), ref)
         diffs = list(differences(results, want, places))
@@ -313,13 +361,17 @@ class Check:
         status, html = api.request("GET", "/")
         missing = [f"job {j['id']}" for j in jobs.values() if f"<code>{j['id']}</code>" not in html]
         runs = html.split("<h2>Runs</h2>")[-1]
-        missing += [f"run {j['id']}" for name, j in jobs.items() if name != "extract"
-                    and j["id"] not in runs]  # fmt: skip
+        missing += [
+            f"run {j['id']}"
+            for name, j in jobs.items()
+            if name != "extract" and j["id"] not in runs
+        ]
         for name in ("train", "finetune"):  # the runs table shows each dev metric
             shown = [f"{k} {v:.4f}" for k, v in jobs[name]["metrics"]["dev"].items()]
             missing += [f"{name} dev {s}" for s in shown if s not in runs]
-        missing += [fs["id"] for fs in jobs["extract"]["metrics"]["featuresets"]
-                    if fs["id"] not in html]  # fmt: skip
+        missing += [
+            fs["id"] for fs in jobs["extract"]["metrics"]["featuresets"] if fs["id"] not in html
+        ]
         if status != 200 or missing:
             raise StepFailed("page", f"GET / answered {status}; missing: {missing}", "api")
 
@@ -342,8 +394,10 @@ class Check:
             lost = [key for key in before if before[key] != after[key]]
             if lost:
                 raise StepFailed("down, then up", f"not kept: {', '.join(lost)}", "api")
-            self.log.say(f"kept: {len(after['featuresets'])} feature sets, {len(after['jobs'])} "
-                         f"jobs, {len(after['runs'])} run files")  # fmt: skip
+            self.log.say(
+                f"kept: {len(after['featuresets'])} feature sets, {len(after['jobs'])} "
+                f"jobs, {len(after['runs'])} run files"
+            )
         with self.log.timed("down -v: the volume is gone"):
             stack.down(volumes=True, step="down -v")
             label = f"label=com.docker.compose.project={stack.project}"
@@ -357,8 +411,7 @@ class Check:
             if self.reference is not None:
                 self.reference.stop()
             for stack in self.stacks:
-                stack.compose("down", "--volumes", "--remove-orphans", step="clean up",
-                              check=False)  # fmt: skip
+                stack.compose("down", "--volumes", "--remove-orphans", step="clean up", check=False)
             if self.engine.started:
                 self.engine.stop()
             elif self.images:
@@ -366,8 +419,9 @@ class Check:
                 for stack in self.stacks:
                     label = f"label=com.docker.compose.project={stack.project}"
                     for what in ("ps -aq", "volume ls -q", "network ls -q"):
-                        found = self.engine.docker(*what.split(), "--filter", label,
-                                                   step="clean up", check=False)  # fmt: skip
+                        found = self.engine.docker(
+                            *what.split(), "--filter", label, step="clean up", check=False
+                        )
                         if found.stdout.strip():
                             self.log.say(f"left by {stack.project}: {what}: {found.stdout}")
             shutil.rmtree(self.work, ignore_errors=True)
@@ -404,8 +458,11 @@ class _lock:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="compose-check", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        prog="compose-check",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument(
         "--wheelhouse",
         default="wheelhouse",

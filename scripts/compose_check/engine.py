@@ -81,9 +81,13 @@ class Engine:
 
     def answers(self) -> bool:
         done = subprocess.run(
-            ["docker", "version", "--format", "{{.Server.Version}}"], env=self.env,
-            capture_output=True, text=True, timeout=30, check=False,
-        )  # fmt: skip
+            ["docker", "version", "--format", "{{.Server.Version}}"],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
         return done.returncode == 0 and bool(done.stdout.strip())
 
     def start(self) -> None:
@@ -102,17 +106,28 @@ class Engine:
                 self.mounted = True
             sock = self.root / "docker.sock"
             cmd = [
-                "dockerd", "--data-root", str(self.root / "data"),
-                "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "dockerd.pid"),
-                "-H", f"unix://{sock}", "--iptables=false", "--ip-masq=false",
-            ]  # fmt: skip
+                "dockerd",
+                "--data-root",
+                str(self.root / "data"),
+                "--exec-root",
+                str(self.root / "exec"),
+                "--pidfile",
+                str(self.root / "dockerd.pid"),
+                "-H",
+                f"unix://{sock}",
+                "--iptables=false",
+                "--ip-masq=false",
+            ]
             if self.storage_driver:
                 cmd += ["--storage-driver", self.storage_driver]
             with open(self.root / "dockerd.log", "wb") as out:
                 self.proc = subprocess.Popen(
-                    cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    cmd,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
                     start_new_session=True,
-                )  # fmt: skip
+                )
             self.env["DOCKER_HOST"] = f"unix://{sock}"
             deadline = time.monotonic() + 90
             while not self.answers():
@@ -121,8 +136,9 @@ class Engine:
                 time.sleep(0.5)
             driver = self.docker("info", "--format", "{{.Driver}}", step=step).stdout.strip()
             where = f"a {TMPFS_SIZE_GB} GB tmpfs" if self.mounted else "disk"
-            self.log.say(f"dockerd {self.proc.pid} answers on {sock} (storage driver {driver}, "
-                         f"on {where})")  # fmt: skip
+            self.log.say(
+                f"dockerd {self.proc.pid} answers on {sock} (storage driver {driver}, on {where})"
+            )
 
     def daemon_log(self) -> str:
         path = self.root / "dockerd.log"

@@ -89,9 +89,10 @@ class Stack:
                 return
             if time.monotonic() > deadline:
                 raise StepFailed(
-                    step, f"not healthy after {timeout:.0f} s: {', '.join(waiting)}",
+                    step,
+                    f"not healthy after {timeout:.0f} s: {', '.join(waiting)}",
                     service=", ".join(w.split()[0] for w in waiting),
-                )  # fmt: skip
+                )
             time.sleep(1.0)
 
     def _why(self, c: dict) -> str:
@@ -188,11 +189,13 @@ class Api:
                 return job
             if job["status"] in ("failed", "cancelled"):
                 log = "\n".join(job["log"])
-                raise StepFailed(step, f"job {job_id} {job['status']}: {job['error']}\n{log}",
-                                 service)  # fmt: skip
+                raise StepFailed(
+                    step, f"job {job_id} {job['status']}: {job['error']}\n{log}", service
+                )
             if time.monotonic() > deadline:
-                raise StepFailed(step, f"job {job_id} still {job['status']} after {timeout} s",
-                                 service)  # fmt: skip
+                raise StepFailed(
+                    step, f"job {job_id} still {job['status']} after {timeout} s", service
+                )
             time.sleep(1.0)
 
 

@@ -65,9 +65,14 @@ def run(
     lines) when it fails and `check`."""
     try:
         done = subprocess.run(
-            list(cmd), env=env, input=input, capture_output=True, text=True, timeout=timeout,
+            list(cmd),
+            env=env,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
             cwd=cwd,
-        )  # fmt: skip
+        )
     except FileNotFoundError as err:
         raise StepFailed(step, f"{cmd[0]}: not found ({err})", service) from None
     except subprocess.TimeoutExpired:

@@ -44,15 +44,33 @@ JOBS = {
     job.name: job
     for job in (
         Job("extract", "extract", "extractor", {"encoder": "minilm", "task": "sst2"}),
-        Job("train", "train", "trainer",
-            {"encoder": "minilm", "task": "sst2", "head": "linear", "epochs": 2}),
-        Job("finetune", "finetune", "finetuner",
-            {"encoder": "minilm", "task": "sst2", "epochs": 1, "max_train_examples": 48,
-             "max_length": 48, "batch_size": 16}),
-        Job("compare", "compare", "comparer",
-            {"encoder": "minilm", "tasks": ["stsb"], "heads": ["linear"], "seeds": 1}),
+        Job(
+            "train",
+            "train",
+            "trainer",
+            {"encoder": "minilm", "task": "sst2", "head": "linear", "epochs": 2},
+        ),
+        Job(
+            "finetune",
+            "finetune",
+            "finetuner",
+            {
+                "encoder": "minilm",
+                "task": "sst2",
+                "epochs": 1,
+                "max_train_examples": 48,
+                "max_length": 48,
+                "batch_size": 16,
+            },
+        ),
+        Job(
+            "compare",
+            "compare",
+            "comparer",
+            {"encoder": "minilm", "tasks": ["stsb"], "heads": ["linear"], "seeds": 1},
+        ),
     )
-}  # fmt: skip
+}
 
 
 def write_cut(demo: Path, dest: Path) -> Path:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -57,8 +57,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_healthy(url: str, proc: subprocess.Popen, log: Path | None = None,
-                 timeout: float = 60.0) -> None:  # fmt: skip
+def wait_healthy(
+    url: str, proc: subprocess.Popen, log: Path | None = None, timeout: float = 60.0
+) -> None:
     """Until GET URL/healthz answers 200; AssertionError (with the log) when `proc` exits or
     the time is up."""
     import httpx

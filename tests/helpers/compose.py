@@ -18,8 +18,13 @@ from . import REPO, SHARED
 #: The Compose Specification's JSON schema (in ../shared: no download in tests).
 SCHEMA = SHARED / "schemas" / "compose-spec.json"
 #: docker-compose.yml's services -> the job kind each worker runs (None: the api).
-SERVICES = {"api": None, "extractor": "extract", "trainer": "train", "finetuner": "finetune",
-            "comparer": "compare"}  # fmt: skip
+SERVICES = {
+    "api": None,
+    "extractor": "extract",
+    "trainer": "train",
+    "finetuner": "finetune",
+    "comparer": "compare",
+}
 #: This checkout's `snowfire` executable.
 SNOWFIRE = REPO / ".venv" / "bin" / "snowfire"
 #: This checkout importable as the image's installed package is (an editable install made
@@ -88,8 +93,12 @@ def command(service: dict) -> list[str]:
 
 def local_command(args: list[str], home: Path, port: int) -> list[str]:
     """A container command as a local one: /data -> home, 8000 -> port, our executables."""
-    exe = {"snowfire": str(SNOWFIRE if SNOWFIRE.exists() else Path(sys.executable).parent
-                           / "snowfire"), "python": sys.executable}  # fmt: skip
+    exe = {
+        "snowfire": str(
+            SNOWFIRE if SNOWFIRE.exists() else Path(sys.executable).parent / "snowfire"
+        ),
+        "python": sys.executable,
+    }
     out = []
     for i, arg in enumerate(args):
         if i == 0 or (args[0] == "CMD" and i == 1):

@@ -128,8 +128,11 @@ async def read_message(reader: asyncio.StreamReader, *, request: bool, method: s
 def canned(status: int, retry_after: str | None, close: bool) -> bytes:
     """An answer made by the proxy itself: JSON naming it."""
     body = json.dumps({"detail": f"{status} from the test's fault proxy"}).encode()
-    head = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", "Content-Type: application/json",
-            f"Content-Length: {len(body)}"]  # fmt: skip
+    head = [
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(body)}",
+    ]
     if retry_after is not None:
         head.append(f"Retry-After: {retry_after}")
     if close:

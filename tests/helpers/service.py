@@ -33,9 +33,15 @@ def build_featureset(
     with store.writer(pool):
         store.write_segment(pool, digest(keys, 24), keys, parts, dtype)
     manifest = {
-        "id": fs_id, "encoder": identity, "encoder_id": pool, "task": "sst2", "split": split,
-        "num_layers": LAYERS, "dim": DIM, "dtype": dtype,
-    }  # fmt: skip
+        "id": fs_id,
+        "encoder": identity,
+        "encoder_id": pool,
+        "task": "sst2",
+        "split": split,
+        "num_layers": LAYERS,
+        "dim": DIM,
+        "dtype": dtype,
+    }
     store.write_featureset(manifest, keys, texts)
     return fs_id
 

@@ -36,8 +36,14 @@ def extract_texts(tiny_bert_dir, store, dtype="float16", inputs=None, tiles="tok
     from snowfire.extractor.hf import HFEncoder
 
     enc = HFEncoder(tiny_bert_dir, name="tiny", spec=f"hf:{tiny_bert_dir}")
-    cfg = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store.path), progress=False,
-                        dtype=dtype, segment_tokens=120, tiles=tiles)  # fmt: skip
+    cfg = ExtractConfig(
+        encoder=f"hf:{tiny_bert_dir}",
+        store=str(store.path),
+        progress=False,
+        dtype=dtype,
+        segment_tokens=120,
+        tiles=tiles,
+    )
     return extract(enc, inputs or texts(), store, task=None, split=None, config=cfg)
 
 
@@ -68,8 +74,23 @@ def train_cli(tiny_bert_dir, data_dir, store_dir, out, task, head, *extra) -> di
     """`snowfire train` (3 epochs, quiet; `extra` flags last, so they win): the metrics."""
     from snowfire.cli.main import main as snowfire
 
-    args = ["train", "--store", str(store_dir), "--encoder", f"hf:{tiny_bert_dir}", "--task",
-            task, "--head", head, "--data", str(data_dir), "--out", str(out), "--quiet",
-            "--epochs", "3"]  # fmt: skip
+    args = [
+        "train",
+        "--store",
+        str(store_dir),
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+        "--task",
+        task,
+        "--head",
+        head,
+        "--data",
+        str(data_dir),
+        "--out",
+        str(out),
+        "--quiet",
+        "--epochs",
+        "3",
+    ]
     assert snowfire(args + list(extra)) == 0  # later --epochs/--lr override the defaults
     return json.loads((Path(out) / "metrics.json").read_text())
