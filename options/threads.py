@@ -282,7 +282,11 @@ _applied: dict[str, Any] = {"budget": None, "interop": False}
 def use_threads(override: int | None = None, *, source: str = "--threads") -> ThreadBudget:
     """Decide this process's budget (thread_budget) and apply it to torch, once: a later call
     without an override returns the budget applied, one with an override applies that (a Ray
-    worker process runs many tasks). Logs the count and why."""
+    worker process runs many tasks). Logs the count and why.
+
+    Call it before the threads that run torch start: torch (OpenMP) keeps the count per thread,
+    and a thread takes the last count set when it first runs torch (the API's lifespan calls
+    it before its embed thread starts; the CLI in its main thread, before any work)."""
     if override is None and _applied["budget"] is not None:
         return _applied["budget"]
     budget = thread_budget(override, source=source)
