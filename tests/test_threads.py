@@ -238,3 +238,17 @@ def test_without_a_budget_the_record_says_torchs_defaults(fresh):
     from snowfire.options import threads_record
 
     assert threads_record()["budget"] is None
+
+
+def test_a_runs_cost_records_its_threads(fresh, monkeypatch):
+    """❄️ and 🔥 runs write PeakMemory's record as their config.json `cost`."""
+    import torch
+
+    from snowfire.options import use_threads
+    from snowfire.rundir import PeakMemory
+
+    monkeypatch.setenv(THREADS_ENV, "1")
+    budget = use_threads()
+    record = PeakMemory(torch.device("cpu")).start().stop().record()
+    assert record["threads"]["intra_op"] == 1
+    assert record["threads"]["budget"] == budget.to_json()
