@@ -357,6 +357,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
 
 def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[str, Any]:
     from snowfire.cache import versions
+    from snowfire.options import threads_record
     from snowfire.tasks import describe
 
     out = Path(cfg.out)
@@ -371,6 +372,7 @@ def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[
         "budget": BUDGETS[cfg.budget],
         "encoder": identity,
         "versions": versions(),
+        "threads": threads_record(),  # this process's; each cell's run records its own
         "extraction": extraction,
         "baselines": baselines or {},
         # each task as resolved: kind, labels, metric, every split file's path and sha256

@@ -346,6 +346,19 @@ def _here(cfg: CompareConfig, cells: list[dict], extraction: dict):
         yield cell, _timed(cfg, cell, extraction["pair_encoding"])
 
 
+#: CPUs a cell's Ray task asks for; its torch threads are as many (options/threads.py).
+CELL_CPUS = 1
+
+
+def _cell_on_ray(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str, cpus: int):
+    """A cell's Ray task: its torch threads from its num_cpus, then the cell (Ray runs many
+    cells at once on one node: each with its default threads would oversubscribe the cores)."""
+    from snowfire.options import use_threads
+
+    use_threads(cpus, source="ray num_cpus")
+    return _timed(cfg, cell, pair_encoding)
+
+
 def _on_ray(cfg: CompareConfig, cells: list[dict], extraction: dict):
     """The cells at once as Ray tasks (a GPU each for 🔥 when the cluster has GPUs), each as
     it finishes. A cell's seed is in its config, so its result is the sequential one."""
@@ -355,10 +368,10 @@ def _on_ray(cfg: CompareConfig, cells: list[dict], extraction: dict):
 
     connect_ray(cfg.ray)
     gpu = cluster_gpus() > 0
-    task = ray.remote(_timed)
+    task = ray.remote(_cell_on_ray)
     refs = {
-        task.options(num_cpus=1, num_gpus=1 if gpu and c["mode"] == "fire" else 0).remote(
-            cfg, c, extraction["pair_encoding"]
+        task.options(num_cpus=CELL_CPUS, num_gpus=1 if gpu and c["mode"] == "fire" else 0).remote(
+            cfg, c, extraction["pair_encoding"], CELL_CPUS
         ): c
         for c in cells
     }
