@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from snowfire.heads import enhance, masked_max, pool_pair
+from snowfire.nn import ScalarMix, enhance, masked_max, pool_pair
 
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
@@ -52,8 +52,6 @@ class ElmoFinetuner(nn.Module):
         lstm: int = 0,
     ) -> None:
         super().__init__()
-        from snowfire.heads import ScalarMix
-
         self.bilm = bilm
         self.kind, self.pair, self.bi_attention = kind, pair, bi_attention
         self.mix = ScalarMix(bilm.num_layers)
