@@ -31,11 +31,12 @@ from torch import nn
 
 from snowfire.nn import ScalarMix, enhance, masked_max, pool_pair
 
+from .base import FireModel
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
 
 
-class ElmoFinetuner(nn.Module):
+class ElmoFinetuner(FireModel):
     """An `ElmoBiLM` + scalar mix + the task's `OutputLayer`; `collate` builds char ids."""
 
     def __init__(
@@ -144,8 +145,9 @@ class ElmoFinetuner(nn.Module):
         v = pool_pair(m_a, m_b, mask_a, mask_b)  # (B, 16D)
         return self.output(v, labels)
 
-    def predict(self, output: torch.Tensor | TagScores) -> list:
-        return self.output.predict(output)
+    @property
+    def pretrained(self) -> nn.Module:
+        return self.bilm
 
     def layer_groups(self) -> list[LayerGroup]:
         """Top-down: output layer + scalar mix, LSTM layer n-1 (both directions), ..., LSTM
