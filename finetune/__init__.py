@@ -39,6 +39,7 @@ _WHERE = {
     "RECIPES": "recipe",
     "SCHEDULES": "recipe",
     "Recipe": "recipe",
+    "RecipeSettings": "recipe",
     "build_optimizer": "trainer",
     "train": "trainer",
 }
@@ -52,6 +53,7 @@ __all__ = [
     "predict_run_texts",
     "trained_by",
     "SCHEDULES",
+    "RecipeSettings",
     "BertFinetuner",
     "ElmoFinetuner",
     "FinetuneConfig",

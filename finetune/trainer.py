@@ -254,7 +254,7 @@ def _epochs(fit: _Fit, cfg, spec, examples, state, out_dir, clock, zero, checkpo
     for epoch in range(state.epoch, cfg.epochs + 1):
         if state.stopped:
             break
-        trainable = unfreeze(model.layer_groups(), epoch, cfg.settings()["gradual_unfreezing"])
+        trainable = unfreeze(model.layer_groups(), epoch, cfg.settings().gradual_unfreezing)
         _train_epoch(
             fit, cfg, examples["train"], epoch, state, checkpoint, on_step, examples["dev"]
         )
@@ -297,7 +297,7 @@ def _run_info(cfg: FinetuneConfig, spec, fit: _Fit, identity, examples, total_st
     return {
         "finetune": cfg.to_json(),
         "recipe": cfg.recipe_record(),
-        "peak_lr": cfg.settings()["lr"],
+        "peak_lr": cfg.settings().lr,
         "layer_groups": [
             {
                 "name": g["name"],
@@ -440,8 +440,8 @@ def build_optimizer(
     schedule (`cfg.settings()`: the recipe in effect for the task)."""
     settings = cfg.settings()
     groups = param_groups(
-        model.layer_groups(), settings["lr"], settings["discriminative"], cfg.weight_decay
+        model.layer_groups(), settings.lr, settings.discriminative, cfg.weight_decay
     )
     optimizer = torch.optim.AdamW(groups)
-    multiplier = lr_multiplier(settings["schedule"], total_steps, settings["warmup"])
+    multiplier = lr_multiplier(settings.schedule, total_steps, settings.warmup)
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)
