@@ -15,6 +15,7 @@ from torchcrf import CRF
 from snowfire.nn import (
     IGNORE_INDEX,
     BiLSTM,
+    ScalarMix,
     TagScores,
     decode_tags,
     enhance,
@@ -153,3 +154,16 @@ def test_softmax_tag_loss_is_cross_entropy_over_the_real_words_by_hand():
 def test_tag_loss_without_tags_is_none(with_crf):
     scores, _, _ = _tag_case()
     assert tag_loss(scores, None, CRF(3, batch_first=True) if with_crf else None) is None
+
+
+def test_parameter_names_are_those_saved_runs_hold():
+    """RUN/weights.safetensors and RUN/best.pt key tensors by these names (the blocks moved
+    from heads/ to nn/ without renaming any)."""
+    assert sorted(ScalarMix(3).state_dict()) == ["gamma", "w"]
+    lstm = [
+        f"lstm.{w}_l{layer}{d}"
+        for layer in range(2)
+        for d in ("", "_reverse")
+        for w in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+    ]
+    assert sorted(BiLSTM(3, 4, num_layers=2).state_dict()) == sorted(lstm)
