@@ -6,6 +6,7 @@ so no file anywhere, tests included, imports a package by its bare folder name. 
 `ast`; nothing is imported.
 
     tasks/ → extractor/ → cache/ → api/ and heads/;  finetune/ reads tasks/;
+    nn/ (torch blocks) under heads/ and finetune/, importing no project package;
     cache/ imports nothing from the others;  jobs/ imports no web framework
 
 A failure names file:line and the name. There is no allow-list: a name another package needs
@@ -25,6 +26,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = (
     "options",
+    "nn",
     "tasks",
     "extractor",
     "cache",
@@ -42,15 +44,26 @@ SCRIPTS = ("benchmarks", "experiments")  # may import any package, through its A
 # imports snowfire/ (the Python API over the others).
 FLOW = {
     "options": set(),
+    "nn": set(),  # torch modules only: the blocks heads/ and finetune/ share
     "cache": set(),
     "rundir": {"options", "cache"},
     "tasks": {"options"},
-    "extractor": {"options", "tasks", "cache"},
-    "heads": {"options", "tasks", "cache", "rundir", "extractor"},
-    "finetune": {"options", "tasks", "cache", "rundir", "extractor", "heads"},
-    "compare": {"options", "tasks", "cache", "rundir", "extractor", "heads", "finetune"},
-    "jobs": {"options", "tasks", "cache", "rundir", "extractor", "heads", "finetune", "compare"},
-    "api": {"options", "tasks", "cache", "rundir", "extractor", "heads", "jobs"},
+    "extractor": {"options", "nn", "tasks", "cache"},
+    "heads": {"options", "nn", "tasks", "cache", "rundir", "extractor"},
+    "finetune": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads"},
+    "compare": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads", "finetune"},
+    "jobs": {
+        "options",
+        "nn",
+        "tasks",
+        "cache",
+        "rundir",
+        "extractor",
+        "heads",
+        "finetune",
+        "compare",
+    },
+    "api": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads", "jobs"},
     "snowfire": set(PACKAGES) - {"cli", "snowfire", "api", "jobs"},
     "cli": set(PACKAGES) - {"cli"},
 }
