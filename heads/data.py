@@ -60,6 +60,14 @@ def _batches(lengths: np.ndarray, batch_size: int, rng, pool: int) -> list[np.nd
     return length_batches(lengths, batch_size, pool, rng)
 
 
+def batches_in_order(eb: ExampleBatch, batch_size: int):
+    """Yield (positions, sub-batch) of `eb` in order, `batch_size` examples at a time, floats
+    (an int8 batch dequantised): what `FeatureSource.iterate` yields from a set read whole."""
+    for pos in _batches(np.diff(eb.offsets), batch_size, None, 0):
+        pos = pos.tolist()
+        yield pos, _floats(take(eb, pos))
+
+
 class FeatureSource:
     """Batches of one feature set for a trainer, never the whole set in memory unless it fits.
 
