@@ -4,9 +4,16 @@ Keys come from SNOWFIRE_API_KEYS (comma-separated `KEY` or `KEY:write`) and/or a
 (SNOWFIRE_API_KEYS_FILE: one `KEY [read|write]` per line, `#` comments). With no key
 configured the service is open (it binds 127.0.0.1 by default). With keys, every route but
 `/healthz` needs `Authorization: Bearer KEY`: a missing or unknown key is a 401 with
-`WWW-Authenticate: Bearer`; a read key may read everything, and submitting or cancelling a job
-needs a write key (403 otherwise); a method a path does not take is 405 for any key. Keys
-are kept as sha256 digests and compared in constant time against every configured digest.
+`WWW-Authenticate: Bearer`. Three scopes:
+
+    read     everything but the two below (features, embed, jobs' status, runs, the page)
+    predict  POST /v1/predict and GET /v1/runs only: a key to hand to an application that
+             asks for predictions and should see nothing else (the stored texts, the jobs)
+    write    everything, submitting and cancelling jobs included
+
+Anything else is a 403 naming what the key may do. A method a path does not take is 405 for
+any key. Keys are kept as sha256 digests and compared in constant time against every
+configured digest.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 OPEN_PATHS = ("/healthz", "/ui/login")
 #: The page's sign-in cookie (api/page.py): HttpOnly, SameSite=Strict, holds the key itself.
 COOKIE = "snowfire_key"
-SCOPES = ("read", "write")
+SCOPES = ("read", "predict", "write")
 
 
 def _digest(key: str) -> bytes:
@@ -66,6 +73,26 @@ def _needs_write(method: str, path: str, writes: list[re.Pattern]) -> bool:
     return method == "POST" and any(rx.match(path) for rx in writes)
 
 
+def _predict_paths() -> list[re.Pattern]:
+    """The predict router's paths: all a predict key may reach (a method such a path does not
+    take is the router's 405, as for any key)."""
+    from .predict_routes import router
+
+    return [route.path_regex for route in router.routes]
+
+
+def _refusal(scope: str, method: str, path: str, writes, predicts) -> str | None:
+    """Why a key of `scope` may not call `method path`, or None when it may."""
+    predicting = any(rx.match(path) for rx in predicts)
+    if scope == "predict" and not predicting:
+        return "this key may only predict: POST /v1/predict and GET /v1/runs (a read key reads)"
+    if scope == "read" and predicting and method == "POST":
+        return "this key may read, not predict (a predict or write key can)"
+    if scope == "read" and _needs_write(method, path, writes):
+        return "this key may read, not submit or cancel jobs (a write key can)"
+    return None
+
+
 class KeyRing:
     """The configured keys (as digests) and the scope a presented key has."""
 
@@ -98,6 +125,7 @@ class APIKeys:
     def __init__(self, app: ASGIApp, ring: KeyRing) -> None:
         self.app, self.ring, self.keys = app, ring, ring.keys
         self.writes = _write_operations()
+        self.predicts = _predict_paths()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.keys or scope["path"] in OPEN_PATHS:
@@ -116,14 +144,10 @@ class APIKeys:
                 status_code=401,
                 headers={"WWW-Authenticate": 'Bearer realm="snowfire"'},
             )
-        elif granted != "write" and _needs_write(scope["method"], scope["path"], self.writes):
-            response = JSONResponse(
-                {
-                    "detail": "this key may read, not submit or cancel jobs (a write key can)",
-                    "error": "Forbidden",
-                },
-                status_code=403,
-            )
+        elif granted != "write" and (
+            why := _refusal(granted, scope["method"], scope["path"], self.writes, self.predicts)
+        ):
+            response = JSONResponse({"detail": why, "error": "Forbidden"}, status_code=403)
         else:
             await self.app(scope, receive, send)
             return

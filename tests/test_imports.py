@@ -6,6 +6,7 @@ so no file anywhere, tests included, imports a package by its bare folder name. 
 `ast`; nothing is imported.
 
     tasks/ → extractor/ → cache/ → api/ and heads/;  finetune/ reads tasks/;
+    serving/ (predictions of saved runs) over heads/ and finetune/, under api/;
     nn/ (torch blocks) under heads/ and finetune/, importing no project package;
     cache/ imports nothing from the others;  jobs/ imports no web framework
 
@@ -34,6 +35,7 @@ PACKAGES = (
     "api",
     "jobs",
     "finetune",
+    "serving",
     "compare",
     "cli",
     "rundir",
@@ -51,6 +53,7 @@ FLOW = {
     "extractor": {"options", "nn", "tasks", "cache"},
     "heads": {"options", "nn", "tasks", "cache", "rundir", "extractor"},
     "finetune": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads"},
+    "serving": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads", "finetune"},
     "compare": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads", "finetune"},
     "jobs": {
         "options",
@@ -63,7 +66,7 @@ FLOW = {
         "finetune",
         "compare",
     },
-    "api": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads", "jobs"},
+    "api": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads", "jobs", "serving"},
     "snowfire": set(PACKAGES) - {"cli", "snowfire", "api", "jobs"},
     "cli": set(PACKAGES) - {"cli"},
 }
