@@ -26,6 +26,8 @@ _WHERE = {
     "predict_outputs": "model",
     "load_run": "predict",
     "read_run": "predict",
+    "IDENTITY_KEYS": "predict",
+    "PREDICT_BATCH": "predict",
     "SHARED_METHODS": "shared",
     "SharedEncoder": "shared",
     "Slot": "shared",
@@ -51,6 +53,8 @@ _WHERE = {
 }
 
 __all__ = [
+    "IDENTITY_KEYS",
+    "PREDICT_BATCH",
     "RECIPES",
     "SHARED_METHODS",
     "SharedEncoder",

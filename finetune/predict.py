@@ -25,6 +25,9 @@ IDENTITY_KEYS = (
     "config_sha256",
     "tokenizer_sha256",
 )
+#: Examples per forward pass when predicting texts (sorted by length first: model.predict_outputs);
+#: the batches decide the last bits of a float, so every caller batches the same way.
+PREDICT_BATCH = 32
 
 
 def read_run(run: str | Path):
@@ -79,7 +82,7 @@ def predict_run_texts(
     out: str | Path,
     *,
     device: str | None = None,
-    batch_size: int = 32,
+    batch_size: int = PREDICT_BATCH,
 ) -> list:
     """Predict every text of `texts` with the 🔥 run; write `out`; the decoded labels."""
     from snowfire.tasks import decode, read_text_file, write_predictions

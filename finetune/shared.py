@@ -143,6 +143,17 @@ class SharedEncoder:
             self._disable_lora()
             return Slot(self, slot)
 
+    def remove(self, slot: str) -> None:
+        """Take a run off the encoder (it was retrained: its new weights get a new slot)."""
+        with self._lock:
+            self._swaps.pop(slot, None)
+            self._adapters.pop(slot, None)
+            if slot in self._lora:
+                self._lora.discard(slot)
+                for layer in self._lora_layers():
+                    layer.delete_adapter(slot)
+                self._disable_lora()
+
     def _load_adapters(self, tensors: dict[str, torch.Tensor], size: int) -> nn.ModuleDict:
         """The run's adapters, one per insertion point, and the hooks that call the active
         run's (installed once)."""

@@ -27,6 +27,7 @@ _WHERE = {
     "head_predictions": "predict",
     "load_head": "predict",
     "run_predict": "predict",
+    "run_task": "predict",
     "task_targets": "data",
     "PooledHead": "pooled",
     "predict_featureset": "predict",
@@ -63,6 +64,7 @@ __all__ = [
     "predict_featureset",
     "predict_texts",
     "run_predict",
+    "run_task",
     "task_targets",
     "train",
 ]
