@@ -74,12 +74,7 @@ def predict(body: PredictRequest, predictor: PredictorDep, settings: SettingsDep
         tokens=body.tokens,
         timeout=settings.predict_timeout,
     )
-    return {
-        "runs": [vars(run) for run in answer.runs],
-        "cached": answer.cached,
-        "encoded": answer.encoded,
-        "seconds": round(answer.seconds, 6),
-    }
+    return answer.to_json()
 
 
 def _inputs(body: PredictRequest):

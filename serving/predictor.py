@@ -61,6 +61,16 @@ class PredictAnswer:
     encoded: int
     seconds: float
 
+    def to_json(self) -> dict[str, Any]:
+        """The body POST /v1/predict answers (`cached` left out without ❄️ runs)."""
+        body = {
+            "runs": [vars(run) for run in self.runs],
+            "cached": self.cached,
+            "encoded": self.encoded,
+            "seconds": round(self.seconds, 6),
+        }
+        return {k: v for k, v in body.items() if v is not None}
+
 
 class Observer(Protocol):
     """What a predictor reports per run of each request (the service's /metrics)."""

@@ -257,3 +257,55 @@ def test_the_predict_scope_is_enforced(home, tiny_bert_dir):
         assert call(WRITE, "POST", "/v1/predict", body).status_code == 200
         assert call(PREDICT, "GET", "/v1/predict").status_code == 405  # the router's, as for any
         assert client.post("/v1/predict", json=body).status_code == 401
+
+
+def test_a_prediction_beyond_the_queue_bound_is_429_with_retry_after(client):
+    import threading
+    import time
+
+    from snowfire.serving.worker import ComputeThread
+
+    predictor = client.app.state.predictor
+    saved, predictor.compute = predictor.compute, ComputeThread(max_queue=1)
+    gate = threading.Event()
+    holder = threading.Thread(target=lambda: predictor.compute.run(lambda: gate.wait(30), 30))
+    try:
+        holder.start()
+        deadline = time.monotonic() + 10
+        while predictor.compute._waiting < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        refused = _metric(client, "snowfire_refused_total", limit="predict_queue")
+        r = client.post("/v1/predict", json={"runs": ["sst2-linear"], "texts": ["a man plays"]})
+        assert r.status_code == 429 and r.headers["Retry-After"] == "1"
+        assert r.json()["detail"] == (
+            "1 predictions are already waiting for the compute thread "
+            "(SNOWFIRE_PREDICT_MAX_QUEUE=16): retry after 1 s"
+        )
+        assert _metric(client, "snowfire_refused_total", limit="predict_queue") == refused + 1
+    finally:
+        gate.set()
+        holder.join(10)
+        predictor.compute.close()
+        predictor.compute = saved
+
+
+def test_snowfire_predictor_answers_in_process_as_the_service(client, home, tmp_path):
+    names = ["sst2-linear", "sst2-bcn", "sst2-full"]
+    form, values = inputs_for("sst2", n=6, seed=404)
+    rest = _predict(client, names, form, values)
+    runs = {name: home / "runs" / name for name in names}
+    with snowfire.Predictor(runs) as predictor:  # the runs' encoder, a temporary store
+        local = predictor.predict(texts=values).to_json()
+        assert predictor.predict(names[:1], texts=values[:1]).to_json()["cached"] == [True]
+    for body in (rest, local):
+        body.pop("seconds")
+    assert local == rest
+    other = tmp_path / "other"
+    shutil.copytree(home / "runs" / "stsb-mlp", other)
+    head = json.loads((other / "head.json").read_text())
+    head["encoder"]["spec"] = "hf:elsewhere"
+    (other / "head.json").write_text(json.dumps(head))
+    with pytest.raises(ValueError, match=r"made with 2 encoders \(hf:.*, hf:elsewhere\)"):
+        snowfire.Predictor([home / "runs" / "sst2-linear", other])
+    with pytest.raises(FileNotFoundError, match="is not a run directory"):
+        snowfire.Predictor([tmp_path])
