@@ -34,8 +34,9 @@ _SMALL = {
 }
 
 
-def train_runs(home: Path, bert: Path, data: Path) -> dict[str, Path]:
-    """Extract the three tasks into HOME/store, then train every run of RUNS (1-2 epochs)."""
+def train_runs(home: Path, bert: Path, data: Path, names=None) -> dict[str, Path]:
+    """Extract the tasks into HOME/store, then train the runs `names` of RUNS (default all;
+    1-2 epochs each)."""
     from snowfire.extractor import ExtractConfig, run_extract
     from snowfire.finetune import FinetuneConfig
     from snowfire.finetune import train as finetune
@@ -43,12 +44,13 @@ def train_runs(home: Path, bert: Path, data: Path) -> dict[str, Path]:
     from snowfire.heads import train as train_head
 
     encoder, store = f"hf:{bert}", str(home / "store")
-    for task in ("sst2", "stsb", "conll2003"):
+    chosen = {n: RUNS[n] for n in (names or RUNS)}
+    for task in sorted({task for _, task, _ in chosen.values()}):
         run_extract(
             ExtractConfig(encoder=encoder, task=task, data=str(data), store=store, progress=False)
         )
     runs = {}
-    for name, (side, task, kind) in RUNS.items():
+    for name, (side, task, kind) in chosen.items():
         out = home / "runs" / name
         common = dict(encoder=encoder, task=task, data=str(data), out=str(out), progress=False)
         if side == "snow":
