@@ -77,8 +77,9 @@ class RunPredictions(BaseModel):
 class PredictResponse(BaseModel):
     runs: list[RunPredictions] = Field(description="one per run named, in that order")
     cached: list[bool] | None = Field(
+        None,
         description="with ❄️ runs: true where the example's features were already stored "
-        "(no encoder time); null without ❄️ runs"
+        "(no encoder time); absent without ❄️ runs",
     )
     encoded: int = Field(description="examples the encoder computed for this request")
     seconds: float = Field(description="time taken by the service")

@@ -217,7 +217,7 @@ class RunRegistry:
         where = f"under {self.root}" if self.root is not None else "(no runs directory)"
         missing = RunNotFoundError(f"no run named {name!r} {where}: GET /v1/runs lists them")
         parts = PurePosixPath(name).parts
-        if self.root is None or not name or name.startswith("/") or ".." in parts:
+        if self.root is None or not parts or name.startswith("/") or ".." in parts:
             raise missing
         path = self.root.joinpath(*parts)
         if not path.is_dir():

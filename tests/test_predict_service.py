@@ -175,8 +175,9 @@ def test_every_refusal_names_its_problem(client, home):
     texts = ["a man plays"]
     r = client.post("/v1/predict", json={"runs": ["no-such-run"], "texts": texts})
     assert r.status_code == 404 and "no run named 'no-such-run' under" in r.json()["detail"]
-    r = client.post("/v1/predict", json={"runs": ["../runs/sst2-linear"], "texts": texts})
-    assert r.status_code == 404 and "GET /v1/runs lists them" in r.json()["detail"]
+    for name in ("../runs/sst2-linear", ".", "/sst2-linear"):  # nothing outside, nor the root
+        r = client.post("/v1/predict", json={"runs": [name], "texts": texts})
+        assert r.status_code == 404 and "GET /v1/runs lists them" in r.json()["detail"], name
     r = client.post("/v1/predict", json={"runs": ["stsb-esim"], "texts": texts})
     assert r.status_code == 422
     assert r.json()["detail"] == (
