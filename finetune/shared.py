@@ -84,10 +84,12 @@ class SharedEncoder:
         self._lock = threading.RLock()
         self._names = (f"run{i}" for i in itertools.count())
         self._active: str | None = None
-        self._swaps: dict[str, dict[str, torch.Tensor]] = {}  # slot -> {param name: tensor}
+        self._swaps: dict[str, dict[str, tuple]] = {}  # slot -> {name: (module, leaf, tensor)}
         self._adapters: dict[str, nn.ModuleDict] = {}  # slot -> its adapters by point
         self._lora: set[str] = set()  # slots with a peft adapter of that name
         self._hooked = False
+        self._layers: list = []  # peft's LoRA layers, for the runs in `_lora`
+        self._lora_found = 0
 
     # ------------------------------------------------------------------ adding runs
     def add(
@@ -132,7 +134,8 @@ class SharedEncoder:
                             f"{key}: shape {tuple(tensor.shape)}, the shared encoder's "
                             f"{tuple(module._parameters[leaf].shape)}"
                         )
-                    swaps[name] = nn.Parameter(tensor.to(self.device), requires_grad=False)
+                    swapped = nn.Parameter(tensor.to(self.device), requires_grad=False)
+                    swaps[name] = (module, leaf, swapped)  # where it goes, found once
                 else:
                     raise ValueError(f"{key}: no place for it on the shared {self.spec} encoder")
             if lora:
@@ -183,9 +186,8 @@ class SharedEncoder:
             raise KeyError(f"no run in slot {slot!r} of the shared encoder")
         with self._lock:
             saved = {}
-            for name, tensor in self._swaps[slot].items():
-                module, leaf = self._owner(name)
-                saved[name] = module._parameters[leaf]
+            for name, (module, leaf, tensor) in self._swaps[slot].items():
+                saved[name] = (module, leaf, module._parameters[leaf])
                 module._parameters[leaf] = tensor
             self._active = slot
             if slot in self._lora:
@@ -195,8 +197,7 @@ class SharedEncoder:
             finally:
                 self._active = None
                 self._disable_lora()
-                for name, tensor in saved.items():
-                    module, leaf = self._owner(name)
+                for module, leaf, tensor in saved.values():
                     module._parameters[leaf] = tensor
 
     def _owner(self, name: str) -> tuple[nn.Module, str]:
@@ -216,10 +217,14 @@ class SharedEncoder:
             return False
         return leaf in module._parameters and ".lora_" not in name
 
-    def _lora_layers(self):
-        from peft.tuners.tuners_utils import BaseTunerLayer
+    def _lora_layers(self) -> list:
+        """peft's LoRA layers (found again only when a LoRA run came or went)."""
+        if self._lora_found != len(self._lora):
+            from peft.tuners.tuners_utils import BaseTunerLayer
 
-        return [m for m in self.encoder.modules() if isinstance(m, BaseTunerLayer)]
+            self._layers = [m for m in self.encoder.modules() if isinstance(m, BaseTunerLayer)]
+            self._lora_found = len(self._lora)
+        return self._layers
 
     def _set_lora(self, slot: str) -> None:
         for layer in self._lora_layers():
@@ -246,7 +251,7 @@ class SharedEncoder:
 
     def slot_bytes(self, slot: str) -> int:
         """Bytes a run adds to the shared encoder: its swapped tensors, adapters and LoRA."""
-        own = list(self._swaps.get(slot, {}).values())
+        own = [tensor for _, _, tensor in self._swaps.get(slot, {}).values()]
         if slot in self._adapters:
             own += list(self._adapters[slot].parameters())
         if slot in self._lora:
