@@ -73,20 +73,23 @@ def _needs_write(method: str, path: str, writes: list[re.Pattern]) -> bool:
     return method == "POST" and any(rx.match(path) for rx in writes)
 
 
-def _predict_paths() -> list[re.Pattern]:
-    """The predict router's paths: all a predict key may reach (a method such a path does not
-    take is the router's 405, as for any key)."""
+def _predict_operations() -> list[tuple[frozenset[str], re.Pattern]]:
+    """(methods, path) of the predict router's operations. A predict key may reach these
+    paths only (a method such a path does not take is the router's 405, as for any key); a
+    read key may not POST to them (predicting is not reading)."""
     from .predict_routes import router
 
-    return [route.path_regex for route in router.routes]
+    return [(frozenset(route.methods), route.path_regex) for route in router.routes]
 
 
 def _refusal(scope: str, method: str, path: str, writes, predicts) -> str | None:
     """Why a key of `scope` may not call `method path`, or None when it may."""
-    predicting = any(rx.match(path) for rx in predicts)
-    if scope == "predict" and not predicting:
+    if scope == "predict" and not any(rx.match(path) for _, rx in predicts):
         return "this key may only predict: POST /v1/predict and GET /v1/runs (a read key reads)"
-    if scope == "read" and predicting and method == "POST":
+    predicting = method == "POST" and any(
+        method in methods and rx.match(path) for methods, rx in predicts
+    )
+    if scope == "read" and predicting:
         return "this key may read, not predict (a predict or write key can)"
     if scope == "read" and _needs_write(method, path, writes):
         return "this key may read, not submit or cancel jobs (a write key can)"
@@ -125,7 +128,7 @@ class APIKeys:
     def __init__(self, app: ASGIApp, ring: KeyRing) -> None:
         self.app, self.ring, self.keys = app, ring, ring.keys
         self.writes = _write_operations()
-        self.predicts = _predict_paths()
+        self.predicts = _predict_operations()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.keys or scope["path"] in OPEN_PATHS:

@@ -257,6 +257,7 @@ def test_the_predict_scope_is_enforced(home, tiny_bert_dir):
         assert call(READ, "GET", "/v1/runs").status_code == 200
         assert call(WRITE, "POST", "/v1/predict", body).status_code == 200
         assert call(PREDICT, "GET", "/v1/predict").status_code == 405  # the router's, as for any
+        assert call(READ, "POST", "/v1/runs").status_code == 405
         assert client.post("/v1/predict", json=body).status_code == 401
 
 
