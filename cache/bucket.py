@@ -119,6 +119,15 @@ def _cut(text: str) -> str:
     return ""
 
 
+def _refused(err: BaseException) -> bool:
+    """Whether obstore failed for a range past the object's end: S3 refuses one that starts
+    past it (416); in a merged request, obstore panics slicing out of the shorter answer a
+    range it does not hold (obstore 0.12, pyo3's PanicException)."""
+    if type(err).__name__ == "PanicException":
+        return True
+    return _from_obstore(err) and bool(_UNSATISFIABLE.search(str(err)))
+
+
 def _from_obstore(err: BaseException) -> bool:
     return type(err).__module__.split(".")[0] == "obstore"
 
@@ -207,12 +216,8 @@ class ObjectBackend:
                     lengths=[n for _, n in wanted],
                     coalesce=COALESCE,
                 )
-            except BaseException as err:
-                # S3 refuses a range that starts past the end (416); in a merged request,
-                # obstore panics slicing out a range the shorter answer does not hold
-                if (_from_obstore(err) and _UNSATISFIABLE.search(str(err))) or type(
-                    err
-                ).__name__ == "PanicException":
+            except BaseException as err:  # a panic is a BaseException
+                if _refused(err):
                     raise _Unsatisfiable(err) from None
                 raise
 

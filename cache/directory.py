@@ -95,7 +95,8 @@ class DirectoryBackend:
         return dict(sorted(out.items()))
 
     def list_dir(self, prefix: str) -> list[str]:
-        """The names in the folder `prefix` (a folder left empty by other hands too)."""
+        """The names in the folder `prefix`. A folder holding no object is named too (one
+        emptied by other hands, or holding only a lock): object storage has no such prefix."""
         try:
             with os.scandir(self._path(prefix, prefix=True)) as entries:
                 return sorted(e.name for e in entries if not e.name.startswith("."))
