@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from snowfire.cache import (
     Backend,
@@ -159,6 +161,31 @@ def test_ranges_equal_slices_of_the_bytes(backend):
     for key, ranges in asked.items():
         want = [blobs[key][s : s + n] for s, n in ranges]
         assert _bytes(got[key]) == want, key
+
+
+@st.composite
+def _object_and_ranges(draw):
+    data = draw(st.binary(max_size=200))
+    ranges = []
+    for _ in range(draw(st.integers(1, 6))):
+        start = draw(st.integers(0, len(data)))
+        ranges.append((start, draw(st.integers(0, len(data) - start))))
+    return data, ranges
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(case=_object_and_ranges())
+def test_any_object_and_its_ranges_come_back(backend, case):
+    """Property: whatever bytes are put (empty too), get gives them back and every range
+    inside them gives its slice."""
+    data, ranges = case
+    backend.put("p/o", data)
+    assert backend.get("p/o") == data
+    got = backend.get_ranges({"p/o": ranges})["p/o"]
+    assert _bytes(got) == [data[s : s + n] for s, n in ranges]
+    assert backend.list("p") == {"p/o": len(data)}
 
 
 @pytest.mark.parametrize(
