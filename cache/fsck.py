@@ -87,9 +87,8 @@ def check(store: Store, progress: bool = False) -> Report:
         except StoreError as err:  # no or unreadable checksums
             problems = [str(err)]
         if problems:
-            damage[(pool, seg)] = Damage(
-                f"pools/{pool}/segments/{seg}", problems, pool=pool, segment=seg
-            )
+            where = segment_prefix(pool, seg)
+            damage[(pool, seg)] = Damage(where, problems, pool=pool, segment=seg)
     keys_of = {where: listed_keys(store.backend, segment_prefix(*where)) for where in segments}
     bad_keys = {k: where for where in damage for k in keys_of[where]}
     out = list(damage.values())
