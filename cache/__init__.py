@@ -1,13 +1,17 @@
 """The chunked feature store (zarr v3). Imports nothing from the other snowfire packages."""
 
 from . import migrate as migration  # `snowfire migrate`'s file side (extractor/migrate.py)
-from .bucket import BucketStore, is_bucket
+from .backend import Backend
+from .bucket import ObjectBackend, is_bucket
+from .directory import DirectoryBackend
 from .durable import atomic_write
 from .errors import (
+    ByteRangeError,
     ExampleNotFoundError,
     FeatureSetNotFoundError,
     IncompatibleStoreError,
     InvalidSelectionError,
+    ObjectNotFoundError,
     RequestTooLargeError,
     ServiceUnreachableError,
     StoreCorruptError,
@@ -47,14 +51,18 @@ __all__ = [
     "STORE_FORMAT_VERSION",
     "TILES",
     "WIRE_FORMAT",
-    "BucketStore",
+    "Backend",
+    "ByteRangeError",
     "Damage",
+    "DirectoryBackend",
     "ExampleBatch",
     "ExampleNotFoundError",
     "FeatureSetInfo",
     "FeatureSetNotFoundError",
     "IncompatibleStoreError",
     "InvalidSelectionError",
+    "ObjectBackend",
+    "ObjectNotFoundError",
     "Reader",
     "RemoteStore",
     "Report",

@@ -163,7 +163,7 @@ def _corrupt(store, fs_id: str, name: str, why: str) -> StoreCorruptError:
 
 def _get(store, name: str) -> bytes | None:
     try:
-        return store._read_bytes(name)
+        return store.backend.get(name)
     except FileNotFoundError:
         return None
 
@@ -308,13 +308,13 @@ def repair_set(
     if names[TEXTS] in check.problems:
         texts, line = _rebuild_texts(check, source_texts)
         if texts is not None:
-            store._write_bytes(names[TEXTS], render_texts(texts))
+            store.backend.put(names[TEXTS], render_texts(texts))
         done.append(f"{names[TEXTS]}: {line}")
     if names[KEYS] in check.problems:
         keys = None if texts is None else [example_key(m["encoder_id"], t) for t in texts]
         why = "its texts are not sound" if keys is None else _unlike_record(check, KEYS, keys)
         if why is None:
-            store._write_bytes(names[KEYS], render_keys(keys))
+            store.backend.put(names[KEYS], render_keys(keys))
             done.append(f"{names[KEYS]}: rebuilt from its texts (each text's example key)")
         else:
             keys = None
@@ -322,7 +322,7 @@ def repair_set(
     if check.covered:
         for name, source in ((names[MANIFEST], "its copy"), (names[COPY], "the manifest")):
             if name in check.problems:
-                store._write_bytes(name, check.raw)
+                store.backend.put(name, check.raw)
                 done.append(f"{name}: restored from {source}")
         return done
     left = [why for n, why in check.problems.items() if n not in (names[KEYS], names[TEXTS])]
@@ -331,7 +331,7 @@ def repair_set(
         return done + [f"feature set {fs_id}: {UNCOVERED}; checksums not added: {why}"]
     files, _ = featureset_files(m, keys, texts)
     for name, data in files:
-        store._write_bytes(name, data)
+        store.backend.put(name, data)
     checked = "its keys matched keys_sha256" + (", its texts their keys" if texts else "")
     return done + [f"feature set {fs_id}: checksums added ({checked})"]
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from snowfire.cache import (
+    DirectoryBackend,
     ExampleNotFoundError,
     FeatureSetNotFoundError,
     InvalidSelectionError,
@@ -35,6 +36,11 @@ SETS = [
     ("bare", "float16", 4, "qnli", "dev", [3, 3, 2], False),  # stored without its texts
 ]
 SEGMENT_EXAMPLES = 3  # examples per segment: every set but the twins spans several
+#: The twins' source files: one digest each, read two ways (find_featureset's sha256 and read)
+SOURCES = {
+    "twin-a": {"path": "a.tsv", "sha256": "a" * 64, "read": "tsv:sentence"},
+    "twin-b": {"path": "b.tsv", "sha256": "b" * 64, "read": "tsv:text"},
+}
 
 
 def _examples(seed: int, lengths: list[int]) -> list[tuple[dict, tuple]]:
@@ -84,6 +90,8 @@ def write_sets(store: Store) -> dict[str, list[tuple[dict, tuple]]]:
             "dim": DIM,
             "dtype": dtype,
         }
+        if fs_id in SOURCES:
+            manifest["source"] = SOURCES[fs_id]
         texts = [text for text, _ in examples] if with_texts else None
         store.write_featureset(manifest, keys, texts)
         written[fs_id] = examples
@@ -106,6 +114,23 @@ def _local(written, request):
     return open_reader(written[0])
 
 
+class _ByRanges:
+    """The local directory's backend, not saying its objects are files: the store reads its
+    segments by byte ranges (cache/ranged.py), as it reads object storage."""
+
+    root = None
+
+    def __init__(self, inner: DirectoryBackend):
+        self.inner, self.location = inner, inner.location
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def _ranges(written, request):
+    return Store(_ByRanges(DirectoryBackend(written[0])))
+
+
 def _bucket(written, request):
     url = request.getfixturevalue("local_s3")()
     write_sets(open_store(url))
@@ -124,7 +149,7 @@ def _rest(written, request):
     return reader
 
 
-READERS = {"local": _local, "bucket": _bucket, "rest": _rest}
+READERS = {"local": _local, "ranges": _ranges, "bucket": _bucket, "rest": _rest}
 
 
 @pytest.fixture(scope="module", params=list(READERS))
@@ -186,6 +211,22 @@ def test_find(reader, local):
             encoder="fake:0", task="sst2", split="dev", pair_encoding=pair_encoding
         )
         assert found.id == "pairs16"
+
+
+def test_find_by_source(reader, local):
+    """The twins differ only in their source file: its digest, or how it was read, names one."""
+    for fs_id, source in SOURCES.items():
+        common = {"encoder": "fake:3", "task": "rte", "split": "dev"}
+        assert reader.find_featureset(**common, sha256=source["sha256"]).id == fs_id
+        assert reader.find_featureset(**common, read=source["read"]).id == fs_id
+        both = reader.find_featureset(**common, sha256=source["sha256"], read=source["read"])
+        assert both == local.get_featureset(fs_id)
+    with pytest.raises(FeatureSetNotFoundError, match="from the file with sha256 cccccccccccc"):
+        reader.find_featureset(encoder="fake:3", task="rte", split="dev", sha256="c" * 64)
+    with pytest.raises(FeatureSetNotFoundError, match="'rte', split 'dev'"):
+        reader.find_featureset(
+            encoder="fake:3", task="rte", split="dev", sha256="a" * 64, read="tsv:text"
+        )
 
 
 def test_keys_order_and_texts(reader, local, written):

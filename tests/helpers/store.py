@@ -2,7 +2,7 @@
 folder, and a head trained by the command line.
 
     texts, extract_texts    random single and pair texts; them extracted into a store
-    bucket_objects          every object of a bucket store (name -> bytes)
+    bucket_objects          every object of a store on object storage (name -> bytes)
     tiny_sst2               a learnable sst2 folder (the label is a word of the text)
     train_cli               `snowfire train` on a store: the run's metrics
 """
@@ -48,11 +48,13 @@ def extract_texts(tiny_bert_dir, store, dtype="float16", inputs=None, tiles="tok
 
 
 def bucket_objects(store) -> dict[str, bytes]:
-    """Every object of a BucketStore: name -> bytes."""
+    """Every object of a store on object storage (name -> bytes), as obstore itself lists
+    and reads them (not through the store's backend, which is under test)."""
     import obstore
 
-    names = [o["path"] for page in obstore.list(store.client) for o in page]
-    return {name: store._get(name) for name in names}
+    client = store.backend.client
+    names = [o["path"] for page in obstore.list(client) for o in page]
+    return {name: bytes(obstore.get(client, name).bytes()) for name in names}
 
 
 def tiny_sst2(root: Path) -> Path:
