@@ -53,8 +53,11 @@ browser:
 test-fast: setup-dev
 	$(BIN)/python -m pytest -m "not subprocess and not slow"
 
+# ruff (lint, then the layout), then mypy on the library as the package snowfire.* it installs
+# as (scripts/typecheck.py links the folders into build/typecheck/snowfire/; errors name the
+# checkout's files)
 lint: setup-dev
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/python -m scripts.typecheck
 
 bench: setup-dev
 	$(BIN)/python benchmarks/extract_vs_encoder.py

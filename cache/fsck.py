@@ -139,8 +139,8 @@ def quarantine(store: Store, damage: list[Damage]) -> list[str]:
     storage its objects are copied there first); the store then lacks its examples, which a
     re-extraction computes again. Where each went."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    return [
-        store._set_aside(d.pool, d.segment, f"{d.pool}-{d.segment}-{stamp}")
-        for d in damage
-        if d.segment is not None
-    ]
+    where = []
+    for d in damage:
+        if d.pool is not None and d.segment is not None:
+            where.append(store._set_aside(d.pool, d.segment, f"{d.pool}-{d.segment}-{stamp}"))
+    return where

@@ -42,9 +42,17 @@ class Reader(Protocol):
         ...
 
     def find_featureset(
-        self, *, encoder: str, task: str, split: str, pair_encoding: str | None = None
+        self,
+        *,
+        encoder: str,
+        task: str,
+        split: str,
+        pair_encoding: str | None = None,
+        sha256: str | None = None,
+        read: str | None = None,
     ) -> FeatureSetInfo:
-        """The one feature set of a task split made by `encoder` (its spec or name);
+        """The one feature set of a task split made by `encoder` (its spec or name), of a
+        source file with digest `sha256` read as `read` when given (Store.find_featureset);
         `FeatureSetNotFoundError` when none or several match."""
         ...
 

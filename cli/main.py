@@ -85,7 +85,7 @@ def _finetune(args: argparse.Namespace) -> int:
     from snowfire.rundir import GRID_TABLE
 
     config = config_from_args(snowfire.FinetuneConfig, args)
-    metrics = snowfire.finetune(config).metrics
+    metrics = snowfire.finetune(config).metrics  # type: ignore[operator]  # the package, callable
     if config.grid is not None:
         print((Path(config.out) / GRID_TABLE).read_text())
     chosen = " (chosen on dev)" if config.grid is not None else ""
@@ -111,7 +111,7 @@ def _baseline(args: argparse.Namespace) -> int:
         sha256=source["sha256"],
         read=source.get("read"),
     )
-    gold = [float(e.label) for e in read_split(spec, args.data, args.split)]
+    gold = [e.label for e in read_split(spec, args.data, args.split)]  # scores, as read
     scores = cosine_scores(reader, info, layer=args.layer)
     metrics = evaluate(spec, gold, scores.tolist())
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
@@ -131,7 +131,7 @@ def _compare(args: argparse.Namespace) -> int:
 
         if fmt not in EXPORT_FORMATS:
             raise ValueError(f"--export: expected a format of {EXPORT_FORMATS}, got {fmt!r}")
-    result = snowfire.compare(config, export_mteb=where)
+    result = snowfire.compare(config, export_mteb=where)  # type: ignore[operator]  # (callable)
     print(result.table)
     print(f"results in {Path(config.out) / RESULTS}")
     if where is not None:

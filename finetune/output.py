@@ -99,6 +99,7 @@ class OutputLayer(nn.Module):
             return output.argmax(dim=-1).tolist()
         if self.kind == "regression":
             return output.tolist()
+        assert not isinstance(output, torch.Tensor)  # a tagging output is TagScores
         paths = decode_tags(output, self.crf)  # the words the encoder saw
         return [
             p + [self.pad_tag] * (int(n) - len(p))

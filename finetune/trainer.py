@@ -407,10 +407,9 @@ def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out
 
     preds = decode(spec, predict(fit.model, dev_set, cfg.batch_size, fit.device))
     dev = evaluate(spec, gold_of(spec, dev_set), preds)
-    score = dev[spec.metric]
-    key = -math.inf if math.isnan(score) else score  # a constant prediction has no pearson
-    if key > state.best or state.best_epoch is None:
-        state.best, state.best_epoch, state.bad = key, epoch, 0
+    score = dev[spec.metric]  # finite: every metric is (a constant prediction's pearson is 0)
+    if score > state.best or state.best_epoch is None:
+        state.best, state.best_epoch, state.bad = score, epoch, 0
         save_torch(out_dir / BEST, trained_state(fit.model))
     else:
         state.bad += 1

@@ -30,8 +30,8 @@ def commands(home: Home, host: str, port: int) -> dict[str, list[str]]:
 def run_up(home: str | os.PathLike | None, *, host: str, port: int, grace: float = 15.0) -> int:
     """Run until Ctrl-C/SIGTERM; `home` None reads SNOWFIRE_HOME. `snowfire up` passes the
     service's host and port as its settings resolve them (api/settings.py)."""
-    home = Home.resolve(home)
-    home.root.mkdir(parents=True, exist_ok=True)
+    where = Home.resolve(home)
+    where.root.mkdir(parents=True, exist_ok=True)
     stopping: list[int] = []
 
     def on_signal(signum, frame) -> None:
@@ -41,11 +41,11 @@ def run_up(home: str | os.PathLike | None, *, host: str, port: int, grace: float
     children: dict[str, subprocess.Popen] = {}
     code = 0
     try:
-        for name, cmd in commands(home, host, port).items():
+        for name, cmd in commands(where, host, port).items():
             children[name] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
         print(
             f"snowfire up: API on http://{host}:{port}, workers {', '.join(JOB_KINDS)}, "
-            f"data in {home.root} (Ctrl-C stops all)",
+            f"data in {where.root} (Ctrl-C stops all)",
             file=sys.stderr,
         )
         while not stopping:

@@ -144,7 +144,8 @@ class _LazyLines:
     """Row index -> line number, computed (once) only when an error needs one."""
 
     def __init__(self, compute: Callable[[], list[int]]):
-        self._compute, self._lines = compute, None
+        self._compute = compute
+        self._lines: list[int] | None = None
 
     def line_of(self, row: int) -> int:
         if self._lines is None:

@@ -83,6 +83,7 @@ class CarriedState:
             h = torch.cat([old.h, extra.h], dim=2)  # (2, n, B, P)
             c = torch.cat([old.c, extra.c], dim=2)  # (2, n, B, C)
             self._state = LstmState(h, c)
+        assert self._state is not None  # old, grown or new
         return self._state.rows(slice(0, batch_size))
 
     def put(self, new: LstmState) -> None:
