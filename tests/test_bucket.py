@@ -90,7 +90,7 @@ def test_an_interrupted_writer_leaves_nothing_visible_and_the_rerun_completes(
         real_put(self, rel, data)
 
     monkeypatch.setattr(BucketStore, "_put", failing_put)
-    with pytest.raises(ConnectionError):
+    with pytest.raises(ConnectionError, match="network gone"):
         extract_texts(tiny_bert_dir, open_store(url))
     monkeypatch.setattr(BucketStore, "_put", real_put)
     assert any("/segments/" in p for p in puts)  # a segment was part written
