@@ -41,6 +41,20 @@ class StandIn(Worker):
         return [sys.executable, "-c", self.script, str(self.home.result(job.id))]
 
 
+class Clock:
+    """The queue's wall clock, moved by the test: a lease expires when the test says so, not
+    after a sleep that a loaded machine may stretch past the next step."""
+
+    def __init__(self, now: float = 1.7e9) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 WRITE_RESULT = "import json, sys; json.dump({'dev': {'accuracy': 0.75}}, open(sys.argv[1], 'w'))"
 SLEEP = "import os, time; print('child', os.getpid(), flush=True); time.sleep(120)"
 
@@ -131,10 +145,14 @@ def test_status_transitions(queue):
     assert queue.claim("train", "w2", 30.0) is None
 
 
-def test_expired_lease_requeues_and_the_stale_worker_cannot_complete(queue):
+def test_expired_lease_requeues_and_the_stale_worker_cannot_complete(home):
+    clock = Clock()
+    queue = JobQueue(home.queue, clock=clock)
     job = queue.submit("train", {})
     first = queue.claim("train", "stale", 0.2)
-    time.sleep(0.35)  # "stale" stops heartbeating
+    clock.advance(0.19)  # within the lease: still running
+    assert (queue.get(job.id).status, queue.get(job.id).worker) == ("running", "stale")
+    clock.advance(0.02)  # "stale" stopped heartbeating: its lease has run out
     assert (queue.get(job.id).status, queue.get(job.id).attempts) == ("queued", 1)
     second = queue.claim("train", "fresh", 30.0)
     assert (second.id, second.attempts, second.worker) == (job.id, 2, "fresh")
@@ -146,11 +164,12 @@ def test_expired_lease_requeues_and_the_stale_worker_cannot_complete(queue):
 
 
 def test_a_job_whose_workers_keep_dying_fails_after_max_attempts(home):
-    queue = JobQueue(home.queue, max_attempts=2)
+    clock = Clock()
+    queue = JobQueue(home.queue, max_attempts=2, clock=clock)
     job = queue.submit("train", {})
     for _ in range(2):
         assert queue.claim("train", "dies", 0.05).id == job.id
-        time.sleep(0.1)
+        clock.advance(0.1)
     lost = queue.get(job.id)
     assert (lost.status, lost.attempts) == ("failed", 2)
     assert lost.error == "worker lost: its lease expired on each of 2 attempts"
@@ -159,8 +178,8 @@ def test_a_job_whose_workers_keep_dying_fails_after_max_attempts(home):
 @pytest.mark.subprocess  # the worker's child process
 def test_a_dead_workers_job_is_picked_up_again_and_completes(home, queue):
     job = queue.submit("train", {})
-    dead = queue.claim("train", "dead", 0.2)
-    time.sleep(0.3)
+    # a worker that claimed the job a minute ago, on a lease of 0.2 s, and died
+    dead = JobQueue(home.queue, clock=lambda: time.time() - 60).claim("train", "dead", 0.2)
     worker = StandIn(home, WRITE_RESULT, lease=5.0, poll=0.05)
     assert worker.run(once=True) == 1
     done = queue.get(job.id)
