@@ -58,7 +58,7 @@ def read_table(path: Path, fmt: str, wanted: list[str], options: dict[str, Any])
 
 
 def _missing_library(name: str, fmt: str) -> ImportError:
-    extra = " (pip install 'snowfire[tasks]')" if name == "datasets" else ""
+    extra = " (pip install -e '.[tasks]')" if name == "datasets" else ""
     return ImportError(f"reading {fmt} files needs the {name} package{extra}")
 
 

@@ -57,7 +57,7 @@ def broadcast_state(state: LstmState, batch_size: int) -> LstmState:
 
 
 class CarriedState:
-    """The reference's per-row state carried across batches (ARCHITECTURE.md section 3).
+    """The reference's per-row state carried across batches (docs/elmo.md, "State policies").
 
     It starts at zero. A batch of B rows uses rows 0..B-1; a batch larger than any before gets
     zero state for its new rows; rows beyond a smaller batch keep theirs untouched. Rows that
