@@ -1,6 +1,6 @@
 # Two entry points: `make demo` and `make test`. Both build .venv from nothing if needed.
 # Docker: `make wheelhouse` (every wheel the image installs, for an offline build) and
-# `make compose-check` (the compose stack built and run for real; see README's Docker section).
+# `make compose-check` (the compose stack built and run for real; see docs/docker.md).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -16,7 +16,7 @@ setup-dev: $(DEV_STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# CPU torch wheel unless a GPU is present (GPU users: see README).
+	# CPU torch wheel unless a GPU is present (GPU users: see docs/usage.md, "Set-up").
 	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
 	  $(BIN)/pip install --quiet torch; \
 	else \

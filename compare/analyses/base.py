@@ -41,7 +41,7 @@ class AnalysisConfig:
     store: str | None = option(None, "feature store (default: OUT/store)")
     task_spec: list[str | dict] | None = option(
         None,
-        "your own task: a spec file (repeatable; README 'Your own task'), analysed "
+        "your own task: a spec file (repeatable; docs/usage.md 'Your own task'), analysed "
         "instead of the default tasks",
     )
 
