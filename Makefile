@@ -68,6 +68,7 @@ bench: setup-dev
 	$(BIN)/python benchmarks/cache_speedup.py
 	$(BIN)/python benchmarks/object_store.py
 	$(BIN)/python benchmarks/batch_buckets.py
+	$(BIN)/python benchmarks/threads.py
 
 # The wheelhouse: every wheel the image installs (torch, the project's dependencies, setuptools
 # to build the project, the bundled encoder), for the image's Python (3.11, manylinux x86_64)

@@ -13,6 +13,7 @@ from fastapi.responses import PlainTextResponse
 
 from snowfire.cache import is_bucket, open_store
 from snowfire.jobs import Home, JobQueue
+from snowfire.options import thread_budget, threads_in_use, use_threads
 
 from .embed_routes import router as embed_router
 from .errors import install_error_handlers
@@ -50,6 +51,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         log.info("jobs of %s run on Ray (%s)", app.state.home.root, settings.ray)
         app.state.ray = RayDispatch(app.state.home, settings.ray, slots=settings.ray_slots)
     app.state.embedder = None
+    # the embed encoder's torch threads (options/threads.py), before it loads; without an
+    # encoder this process runs no torch: the budget it would have, shown by /healthz
+    app.state.threads = use_threads() if settings.encoder else threads_in_use() or thread_budget()
+    log.info("torch threads: %s", app.state.threads.why())
     if settings.encoder:
         from snowfire.extractor import EmbedWorker, ExtractConfig
 

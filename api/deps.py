@@ -1,4 +1,5 @@
-"""Typed dependencies the routes declare: the store, the settings, the response format."""
+"""Typed dependencies the routes declare: the store, the settings, the response format, the
+torch threads."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Annotated, Literal
 from fastapi import Depends, Header, HTTPException, Request
 
 from snowfire.cache import JSON, SAFETENSORS, Store
+from snowfire.options import ThreadBudget
 
 from .settings import Settings
 
@@ -27,6 +29,10 @@ def get_settings(request: Request) -> Settings:
 
 def get_store(request: Request) -> Store:
     return request.app.state.store  # opened in the app's lifespan
+
+
+def get_threads(request: Request) -> ThreadBudget:
+    return request.app.state.threads  # decided in the app's lifespan
 
 
 #: Content negotiation: the responses' media types document it, not a header parameter.
@@ -63,4 +69,5 @@ def response_format(accept: AcceptHeader = None) -> Format:
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[Store, Depends(get_store)]
+ThreadsDep = Annotated[ThreadBudget, Depends(get_threads)]
 FormatDep = Annotated[Format, Depends(response_format)]

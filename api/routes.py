@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Response
 
 from snowfire.cache import JSON, SAFETENSORS, STORE_FORMAT_VERSION, FeatureSetInfo
 
-from .deps import FormatDep, SettingsDep, StoreDep
+from .deps import FormatDep, SettingsDep, StoreDep, ThreadsDep
 from .features import (
     body_cap,
     json_cap,
@@ -30,6 +30,7 @@ from .schemas import (
     FeaturesRequest,
     Health,
     Limits,
+    Threads,
 )
 
 router = APIRouter()
@@ -57,7 +58,7 @@ def _detail(info: FeatureSetInfo) -> FeatureSetDetail:
 
 
 @router.get("/healthz", response_model=Health)
-def healthz(store: StoreDep, settings: SettingsDep) -> Health:
+def healthz(store: StoreDep, settings: SettingsDep, threads: ThreadsDep) -> Health:
     return Health(
         store=str(store.path),
         featuresets=len(store.list_featuresets()),
@@ -69,6 +70,7 @@ def healthz(store: StoreDep, settings: SettingsDep) -> Health:
             max_in_flight=settings.max_in_flight,
             embed_max_queue=settings.embed_max_queue,
         ),
+        threads=Threads(**threads.to_json()),
     )
 
 

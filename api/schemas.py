@@ -92,6 +92,18 @@ class Limits(BaseModel):
     embed_max_queue: int = Field(description="embed requests waiting for the encoder (429 beyond)")
 
 
+class Threads(BaseModel):
+    """The service's torch threads and why (`options.ThreadBudget`)."""
+
+    threads: int = Field(description="torch threads of the embed encoder")
+    cores: int = Field(description="cores available: min(CPU affinity, cgroup CPU quota)")
+    affinity: int | None = Field(description="CPUs in the process's affinity mask")
+    quota: float | None = Field(description="its cgroup's CPU quota in CPUs (none: no limit)")
+    share: int = Field(description="torch processes its launcher split the cores among")
+    override: str | None = Field(description="what fixed the count (e.g. SNOWFIRE_THREADS=2)")
+    why: str = Field(description="the count and where it came from, in words")
+
+
 class Health(BaseModel):
     status: Literal["ok"] = "ok"
     store: str = Field(description="the store directory served")
@@ -99,6 +111,7 @@ class Health(BaseModel):
     version: str = Field(description="snowfire version")
     store_format: int = Field(description="store format version this service reads")
     limits: Limits
+    threads: Threads
 
 
 class FeatureSetSummary(BaseModel):

@@ -11,18 +11,40 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
+
+from snowfire.options import THREADS_ENV, use_threads
 
 from .flags import DeferredParser, add_config_arguments, add_settings_arguments, config_from_args
 from .predict import add_parser as add_predict_parser
 from .task import add_parser as add_task_parser
 
+#: Commands that run torch here (each calls use_threads first) or start what does (serve: the
+#: API's lifespan; worker: its job runners; up: the API and the workers): each takes --threads.
+THREADED = (
+    "compare",
+    "extract",
+    "train",
+    "finetune",
+    "analyze",
+    "predict",
+    "task",
+    "fsck",
+    "demo",
+    "serve",
+    "worker",
+    "up",
+)
+
 
 def _extract(args: argparse.Namespace) -> int:
     import snowfire
 
-    for info in snowfire.extract(config_from_args(snowfire.ExtractConfig, args)):
+    config = config_from_args(snowfire.ExtractConfig, args)
+    use_threads()  # after the config: a bad flag is refused before torch loads
+    for info in snowfire.extract(config):
         print(
             f"{info.id}: {info.num_examples} examples x {info.num_layers} layers x {info.dim} "
             f"({info.dtype}) in {args.store}"
@@ -76,6 +98,7 @@ def _train(args: argparse.Namespace) -> int:
     import snowfire
 
     config = config_from_args(snowfire.TrainConfig, args)
+    use_threads()
     _print_metrics(f"{config.spec.name} {config.head}", snowfire.train(config).metrics, config.out)
     return 0
 
@@ -85,6 +108,7 @@ def _finetune(args: argparse.Namespace) -> int:
     from snowfire.rundir import GRID_TABLE
 
     config = config_from_args(snowfire.FinetuneConfig, args)
+    use_threads()
     metrics = snowfire.finetune(config).metrics  # type: ignore[operator]  # the package, callable
     if config.grid is not None:
         print((Path(config.out) / GRID_TABLE).read_text())
@@ -131,6 +155,7 @@ def _compare(args: argparse.Namespace) -> int:
 
         if fmt not in EXPORT_FORMATS:
             raise ValueError(f"--export: expected a format of {EXPORT_FORMATS}, got {fmt!r}")
+    use_threads()
     result = snowfire.compare(config, export_mteb=where)  # type: ignore[operator]  # (callable)
     print(result.table)
     print(f"results in {Path(config.out) / RESULTS}")
@@ -143,6 +168,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from snowfire.compare import run_analysis
 
     config = config_from_args(args.analysis, args)
+    use_threads()
     run_analysis(config)
     print((Path(config.out) / f"{config.name}.md").read_text())
     return 0
@@ -177,6 +203,7 @@ def _fsck(args: argparse.Namespace) -> int:
     if (report.damage or report.uncovered) and args.repair:
         from snowfire.extractor import repair
 
+        use_threads()
         for line in repair(store, report, device=args.device):
             print(line)
         report = check_store(open_store(args.store))
@@ -203,10 +230,34 @@ def _migrate(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
+    use_threads()
     return run_demo(out=Path(args.out), port=args.port)
 
 
 # -- one function per command's flags
+
+
+def _thread_count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of threads >= 1, got {text!r}")
+    return int(text)
+
+
+def _add_threads(parser: argparse.ArgumentParser, default) -> None:
+    """--threads on `parser`, or on each of its commands' parsers where it has commands."""
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if subparsers:
+        for sub in subparsers[0].choices.values():
+            _add_threads(sub, default)
+        return
+    parser.add_argument(
+        "--threads",
+        type=_thread_count,
+        default=default,
+        help=f"torch threads of this process, and of each it starts (env {THREADS_ENV}; "
+        "default: the cores available, after CPU affinity and the cgroup's CPU quota, split "
+        "among the processes one launcher starts: options/threads.py)",
+    )
 
 
 def _add_config_command(sub, name: str, help: str, config: str, func) -> argparse.ArgumentParser:
@@ -329,6 +380,7 @@ def _add_demo(sub) -> None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="snowfire", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    _add_threads(p, None)
     sub = p.add_subparsers(dest="command", required=True, parser_class=DeferredParser)
     c = _add_config_command(
         sub,
@@ -380,6 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_task_parser(sub)
     _add_analyze(sub)
     _add_demo(sub)
+    for name in THREADED:  # after the command: not given there, the one before it stays
+        _add_threads(sub.choices[name], argparse.SUPPRESS)
     return p
 
 
@@ -387,6 +441,8 @@ def main(argv: list[str] | None = None) -> int:
     from snowfire.cache import StoreError
 
     args = build_parser().parse_args(argv)
+    if args.threads is not None:  # the process's and its children's: see options/threads.py
+        os.environ[THREADS_ENV] = str(args.threads)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

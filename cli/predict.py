@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from snowfire.options import use_threads
+
 from .flags import add_config_arguments, config_from_args
 
 
@@ -24,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from snowfire.heads import PredictConfig
 
     config = config_from_args(PredictConfig, args)
+    use_threads()
     result = snowfire.predict(config)
     print(f"{len(result.predictions)} predictions written to {config.out}")
     return 0

@@ -36,7 +36,9 @@ def _pieces(spec: str):
     """(examples) -> (pieces per example, window): the encoder's tokenizer on each example as
     extraction reads it (a pair joint, with its special tokens)."""
     from snowfire.extractor import load_encoder
+    from snowfire.options import use_threads
 
+    use_threads()
     encoder = load_encoder(spec)
     tokenizer = getattr(encoder, "tokenizer", None)
     window: int | None = getattr(encoder, "max_length", None)  # a BERT-family encoder's

@@ -3,7 +3,8 @@
     cfg = CompareConfig(encoder="minilm", tasks=["stsb", "sick-r"], data=DIR, out=OUT)
     summary = run_compare(cfg)       # OUT/results.json, table.md, table.png, layer_weights.png
 
-config.py (options, budgets, the paper's head per task), run.py (extraction and cells),
+config.py (options, the paper's head per task), budget.py (the budgets' typed caps, `Caps`,
+`Budget`), cell.py (a run of the comparison: `Cell`, its `Mode`), run.py (extraction and cells),
 report.py (tables and plots), judge.py (a task's verdict from its runs), verdict.py (Δ's
 words), mteb.py (the results as MTEB's results files: `export_mteb(out, directory)`); the
 statistics of the verdict:
@@ -22,6 +23,11 @@ _WHERE = {
     "analysis_config": "analyses",
     "run_analysis": "analyses",
     "CompareConfig": "config",
+    "BUDGETS": "budget",
+    "Budget": "budget",
+    "Caps": "budget",
+    "Cell": "cell",
+    "Mode": "cell",
     "run_compare": "run",
     "judge": "judge",
     "BASELINE_WORDS": "verdict",

@@ -1,13 +1,16 @@
-"""The config of `snowfire compare` and its budgets."""
+"""The config of `snowfire compare`; its budgets are compare/budget.py's."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from typing import Any
 
 from snowfire.extractor import PAIR_ENCODINGS
 from snowfire.options import check, option
+
+from .budget import BUDGETS, Caps
+from .cell import Mode
 
 #: The paper's ❄️ model per task (sec. 3): the BiLSTM-CRF for NER, BCN for sentiment, ESIM for
 #: sentence pairs; `--heads auto` trains it and the smallest head (linear) beside it.
@@ -24,34 +27,6 @@ PAPER_HEAD = {
 SMALLEST_HEAD = {"tagging": "crf", "classification": "linear", "regression": "linear"}
 #: The seven tasks of the paper's Table 2 (`--tasks all`).
 ALL_TASKS = ("conll2003", "sst2", "mnli", "sick-e", "sick-r", "mrpc", "stsb")
-
-#: Caps per budget, per side, and a training subsample per task applied to both sides (the same
-#: examples, drawn with the seed: tasks.train_subset).
-#:   quick     a first look that fits a 2-core laptop in minutes: 2,000 training examples, ❄️ 3
-#:             epochs, 🔥 2; its cells rarely converge, so its verdicts mostly read
-#:             "budget-limited: no verdict" (compare/judge.py).
-#:   standard  converges on the smaller tasks on a laptop: every training example (SST-2 and
-#:             MNLI: 20,000 drawn), ❄️ the paper's head alone, early-stopped on dev (up to 40
-#:             epochs, patience 4), 🔥 with its family's recipe, up to 6 epochs scored on dev
-#:             each, the best epoch's weights kept (patience 2); no grid.
-#:   full      the commands' defaults, and 🔥 with its rate and epochs tuned on dev (`snowfire
-#:             finetune --grid shared`: 3 rates x 2, 3, 4 epochs).
-#: Every budget scores 🔥's dev twice within each epoch too (curve_points), for its curve.
-BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
-    "quick": {
-        "snow": {"epochs": 3, "patience": 2, "max_train_examples": 2000},
-        "fire": {"epochs": 2, "max_train_examples": 2000, "curve_points": 2},
-    },
-    "standard": {
-        "snow": {"epochs": 40, "patience": 4},
-        "fire": {"epochs": 6, "patience": 2, "curve_points": 2},
-        "subsample": {"sst2": 20000, "mnli": 20000},
-    },
-    "full": {"snow": {}, "fire": {"curve_points": 2}},
-}
-#: Seeds per side when --seeds is not given: a first look runs one; a budget meant to give a
-#: verdict runs enough restarts for their spread to enter Δ's interval.
-DEFAULT_SEEDS = {"quick": 1, "standard": 3, "full": 3}
 
 
 def paper_head(kind: str, pair: bool) -> str:
@@ -161,7 +136,7 @@ class CompareConfig:
             )
         object.__setattr__(self, "tasks", list(dict.fromkeys(names)))
         if self.seeds is None:
-            object.__setattr__(self, "seeds", DEFAULT_SEEDS[self.budget])
+            object.__setattr__(self, "seeds", BUDGETS[self.budget].seeds)
         seen = [spec.name for spec in self.specs.values()]
         if len(seen) != len(self.tasks) + len(self.task_spec or []):
             raise ValueError(
@@ -243,17 +218,21 @@ class CompareConfig:
         """The names of the tasks compared, in order (the table's columns)."""
         return list(self.specs)
 
-    def caps(self, mode: str, task: str) -> dict[str, Any]:
-        """The budget's options of a `mode` ("snow", "fire") cell of `task`: the side's caps and
-        the task's training subsample, the same for both sides."""
-        budget = BUDGETS[self.budget]
-        caps = dict(budget[mode])
-        if task in budget.get("subsample", {}):
-            caps.setdefault("max_train_examples", budget["subsample"][task])
+    def caps(self, mode: Mode | str, task: str) -> Caps:
+        """The budget's caps of a `mode` cell of `task` (a ❄️ run's for snow and probe, a 🔥
+        run's for the others): its side's and the task's training subsample, the same for
+        both sides."""
+        try:
+            mode = Mode(mode)
+        except ValueError:
+            raise ValueError(
+                f"CompareConfig.caps: expected a mode among {[m.value for m in Mode]}, got {mode!r}"
+            ) from None
+        caps = BUDGETS[self.budget].caps(mode, task)
         from snowfire.extractor import encoder_family
 
-        if encoder_family(self.encoder) != "hf":
-            caps.pop("curve_points", None)  # ELMo: scored at epoch ends only (its state)
+        if encoder_family(self.encoder) != "hf":  # ELMo: scored at epoch ends only (its state)
+            caps = replace(caps, curve_points=None)
         return caps
 
     @property

@@ -5,6 +5,7 @@ and the cost), table.png, layer_weights.png."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,9 @@ from snowfire.rundir import (
 from .arms import ARM_NAMES, fine_tuning_arms
 from .arms_report import arm_lines, cost_file, plot_cost
 from .baseline import why_none
-from .config import BUDGETS, CompareConfig
+from .budget import BUDGETS
+from .cell import Cell, Mode
+from .config import CompareConfig
 from .judge import judge
 from .verdict import PAPER_TABLE2, mean_sd
 
@@ -34,19 +37,12 @@ def _params_snow(run: Path) -> int:
     from safetensors import safe_open
 
     with safe_open(str(run / WEIGHTS), "np") as f:
-        return int(sum(_numel(f.get_slice(k).get_shape()) for k in f.keys()))
+        return int(sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys()))
 
 
-def _numel(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def _cost(cell: dict[str, Any]) -> dict[str, Any]:
+def _cost(cell: Cell) -> dict[str, Any]:
     """Wall time, training examples per second and trainable parameters of a finished run."""
-    run = Path(cell["run"])
+    run = Path(cell.run)
     config = json.loads((run / CONFIG).read_text())
     seconds = float(config.get("seconds", 0.0))
     if "grid" in config:  # 🔥 tuned on dev: the chosen run's log, the whole grid's time
@@ -54,7 +50,7 @@ def _cost(cell: dict[str, Any]) -> dict[str, Any]:
         seconds = sum(float(c.get("seconds", 0.0)) for c in sub_runs)
         run = Path(config["grid"]["chosen"]["run"])
     epochs = sum(1 for line in (run / LOG).read_text().splitlines() if line)
-    if cell["mode"] in ("snow", "probe"):
+    if cell.mode.side is Mode.SNOW:
         n_train = config.get("train_examples", config.get("featureset", {}).get("num_examples", 0))
         params = _params_snow(run)
         kept = (run / WEIGHTS).stat().st_size
@@ -74,7 +70,7 @@ def _cost(cell: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def cost_of(cells: list[dict[str, Any]]) -> dict[str, Any]:
+def cost_of(cells: list[Cell]) -> dict[str, Any]:
     """One side's cost over its seeds: time, epochs and examples/s are the seeds' means, peak
     memory their highest; parameters and bytes kept are one run's (the same in every seed)."""
     each = [_cost(c) for c in cells]
@@ -90,13 +86,13 @@ def cost_of(cells: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def task_hours(cells: list[dict[str, Any]], extraction: dict[str, Any]) -> dict[str, Any]:
+def task_hours(cells: list[Cell], extraction: dict[str, Any]) -> dict[str, Any]:
     """What a task cost in all: its extraction and every cell of every seed and arm (a 🔥 grid:
     all its runs), in wall hours and, where the runs recorded it, CPU hours (every thread)."""
     wall, cpu = extraction.get("seconds", 0.0), extraction.get("cpu_seconds", 0.0)
     known = "cpu_seconds" in extraction or not extraction.get("splits")  # none made: in store
     for cell in cells:
-        run = Path(cell["run"])
+        run = Path(cell.run)
         runs = list(run.glob(f"{GRID}/*/{CONFIG}")) or [run / CONFIG]
         for path in runs:
             config = json.loads(path.read_text())
@@ -110,26 +106,26 @@ def task_hours(cells: list[dict[str, Any]], extraction: dict[str, Any]) -> dict[
 
 
 def summarise(
-    cfg: CompareConfig, cells: list[dict[str, Any]], baselines=None, extraction=None
+    cfg: CompareConfig, cells: list[Cell], baselines=None, extraction=None
 ) -> dict[str, Any]:
     """Per task: each ❄️ head's dev/test mean and sd, the best head (on dev), 🔥, Δ, verdict, and
     the zero-training baseline's scores (compare/baseline.py) where the task has one."""
     out = {}
     for task in cfg.names:
         metric = cfg.specs[task].metric
-        mine = [c for c in cells if c["task"] == task]
+        mine = [c for c in cells if c.task == task]
 
         def scores(cs, split, metric=metric):
-            return [c["metrics"][split][metric] for c in cs if split in c["metrics"]]
+            return [c.metrics[split][metric] for c in cs if split in c.metrics]
 
         heads = {}
         for head in cfg.heads_for(task):
-            cs = [c for c in mine if c["mode"] == "snow" and c["head"] == head]
+            cs = [c for c in mine if c.mode is Mode.SNOW and c.head == head]
             heads[head] = {s: mean_sd(scores(cs, s)) for s in ("dev", "test") if scores(cs, s)}
         best = max(heads, key=lambda h: heads[h]["dev"][0])  # chosen on dev only
-        snow = [c for c in mine if c["mode"] == "snow" and c["head"] == best]
-        fire = [c for c in mine if c["mode"] == "fire"]
-        arms = {a: [c for c in mine if c["mode"] == a] for a in fine_tuning_arms(cfg.arms)}
+        snow = [c for c in mine if c.mode is Mode.SNOW and c.head == best]
+        fire = [c for c in mine if c.mode is Mode.FIRE]
+        arms = {a: [c for c in mine if c.mode == Mode(a)] for a in fine_tuning_arms(cfg.arms)}
         arms = {a: cs for a, cs in arms.items() if cs}  # seq: not after its own task
         out[task] = {
             "metric": metric,
@@ -258,7 +254,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         + " | ".join(v["verdict"] for v in judged)
         + " |"
     )
-    caps = BUDGETS[cfg.budget]
+    budget = BUDGETS[cfg.budget]
     lines = [
         f"# ❄️ or 🔥: {cfg.encoder}, {_seeds(cfg)}, budget {cfg.budget}",
         "",
@@ -274,8 +270,8 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         "No training: cosine of mean-pooled texts (similarity tasks) or the majority label "
         "(classification), nothing trained; the row a trained answer has to beat (– where no "
         "such answer says anything: tagging, regression of one text).",
-        f"Budget {cfg.budget}: ❄️ {caps['snow'] or 'the defaults of snowfire train'}; 🔥 "
-        f"{caps['fire']}"
+        f"Budget {cfg.budget}: ❄️ {budget.snow.to_json() or 'the defaults of snowfire train'}; "
+        f"🔥 {budget.fire.to_json()}"
         + (
             " with rate and epochs tuned on dev (snowfire finetune --grid shared)"
             if cfg.budget == "full"
@@ -283,7 +279,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         )
         + "".join(
             f"; {t}: {n:,} training examples drawn, both sides"
-            for t, n in caps.get("subsample", {}).items()
+            for t, n in budget.subsample.items()
             if t in tasks
         )
         + (
@@ -357,26 +353,28 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
 
 def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[str, Any]:
     from snowfire.cache import versions
+    from snowfire.options import threads_record
     from snowfire.tasks import describe
 
     out = Path(cfg.out)
     summary = summarise(cfg, cells, baselines, extraction)
     identity = None
-    fire_config = Path(next(c["run"] for c in cells if c["mode"] == "fire")) / CONFIG
-    snow_config = Path(next(c["run"] for c in cells if c["mode"] == "snow")) / CONFIG
+    fire_config = Path(next(c.run for c in cells if c.mode is Mode.FIRE)) / CONFIG
+    snow_config = Path(next(c.run for c in cells if c.mode is Mode.SNOW)) / CONFIG
     if snow_config.is_file():
         identity = json.loads(snow_config.read_text())["featureset"]["encoder"]
     results = {
         "config": cfg.to_json(),
-        "budget": BUDGETS[cfg.budget],
+        "budget": BUDGETS[cfg.budget].to_json(),
         "encoder": identity,
         "versions": versions(),
+        "threads": threads_record(),  # this process's; each cell's run records its own
         "extraction": extraction,
         "baselines": baselines or {},
         # each task as resolved: kind, labels, metric, every split file's path and sha256
         "task_specs": {name: describe(spec, cfg.data) for name, spec in cfg.specs.items()},
         "tasks": summary,
-        "cells": cells,
+        "cells": [c.to_json() for c in cells],
         "fire_example_config": str(fire_config),
     }
     write_json(out / RESULTS, results)
@@ -488,9 +486,9 @@ def _plot_layers(cfg, summary, cells, path: Path) -> None:
     for task in cfg.names:
         best = summary[task]["best_head"]
         run = next(
-            Path(c["run"])
+            Path(c.run)
             for c in cells
-            if c["task"] == task and c["mode"] == "snow" and c["head"] == best and c["seed"] == 0
+            if c.task == task and c.mode is Mode.SNOW and c.head == best and c.seed == 0
         )
         mixes = json.loads((run / SCALAR_MIX).read_text())
         if mixes:

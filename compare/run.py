@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .cell import Cell, Mode
 from .config import CompareConfig
 
 
@@ -170,82 +171,62 @@ def intermediate_run(cfg: CompareConfig) -> str | None:
     return cfg.intermediate
 
 
-def plan(cfg: CompareConfig) -> list[dict[str, Any]]:
+def plan(cfg: CompareConfig) -> list[Cell]:
     """Every cell of the comparison, in the order they run."""
     from snowfire.tasks import TASK_NAMES
 
     from .arms import PROBE, fine_tuning_arms
 
+    out = Path(cfg.out)
     cells = []
     if cfg.intermediate in TASK_NAMES:  # arm seq's first stage, before every task
-        cells.append(
-            {
-                "mode": "intermediate",
-                "task": cfg.intermediate,
-                "head": None,
-                "seed": 0,
-                "run": intermediate_run(cfg),
-            }
-        )
+        cells.append(Cell(Mode.INTERMEDIATE, cfg.intermediate, None, 0, intermediate_run(cfg)))
     for task in cfg.names:
         for seed in range(cfg.seeds):
             for head in cfg.heads_for(task):
-                out = Path(cfg.out) / "snow" / task / head / f"seed{seed}"
-                cells.append(
-                    {"mode": "snow", "task": task, "head": head, "seed": seed, "run": str(out)}
-                )
+                run = out / "snow" / task / head / f"seed{seed}"
+                cells.append(Cell(Mode.SNOW, task, head, seed, str(run)))
         for seed in range(cfg.seeds_fire):
-            out = Path(cfg.out) / "fire" / task / f"seed{seed}"
             cells.append(
-                {"mode": "fire", "task": task, "head": None, "seed": seed, "run": str(out)}
+                Cell(Mode.FIRE, task, None, seed, str(out / "fire" / task / f"seed{seed}"))
             )
-        for arm in fine_tuning_arms(cfg.arms):
-            if arm == "seq" and task == cfg.intermediate:
+        for arm in map(Mode, fine_tuning_arms(cfg.arms)):
+            if arm is Mode.SEQ and task == cfg.intermediate:
                 continue  # a task after itself is just more epochs
             for seed in range(cfg.seeds_fire):
-                if arm == "lpft":
-                    probe = Path(cfg.out) / "snow" / task / PROBE["dir"] / f"seed{seed}"
-                    cells.append(
-                        {
-                            "mode": "probe",
-                            "task": task,
-                            "head": PROBE["head"],
-                            "seed": seed,
-                            "run": str(probe),
-                        }
-                    )
-                out = Path(cfg.out) / arm / task / f"seed{seed}"
-                cells.append(
-                    {"mode": arm, "task": task, "head": None, "seed": seed, "run": str(out)}
-                )
+                if arm is Mode.LPFT:
+                    probe = out / "snow" / task / PROBE["dir"] / f"seed{seed}"
+                    cells.append(Cell(Mode.PROBE, task, PROBE["head"], seed, str(probe)))
+                run = out / arm.value / task / f"seed{seed}"
+                cells.append(Cell(arm, task, None, seed, str(run)))
     return cells
 
 
-def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> dict[str, Any]:
+def run_cell(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> dict[str, Any]:
     """Train one cell (or return its finished run): {split: {metric: value}}."""
     from .arms import ARM_OPTIONS, PROBE
 
-    caps = {mode: cfg.caps(mode, cell["task"]) for mode in ("snow", "fire")}
-    spec = cfg.specs.get(cell["task"])
-    task = task_fields(spec) if spec is not None else {"task": cell["task"]}
-    if cell["mode"] in ("snow", "probe"):
+    caps = cfg.caps(cell.mode, cell.task).options()
+    spec = cfg.specs.get(cell.task)
+    task = task_fields(spec) if spec is not None else {"task": cell.task}
+    if cell.mode.side is Mode.SNOW:
         from snowfire.heads import TrainConfig, train
 
-        hparams = PROBE["hparams"] if cell["mode"] == "probe" else cfg.hparams
+        hparams = PROBE["hparams"] if cell.mode is Mode.PROBE else cfg.hparams
         return train(
             TrainConfig(
                 store=_store(cfg),
                 encoder=cfg.encoder,
-                head=cell["head"],
+                head=cell.head,
                 data=cfg.data,
-                out=cell["run"],
-                seed=cell["seed"],
+                out=cell.run,
+                seed=cell.seed,
                 pair_encoding=pair_encoding,
                 progress=cfg.progress,
                 device=cfg.device,
                 hparams=dict(hparams),
                 **task,
-                **caps["snow"],
+                **caps,
             )
         )
     from snowfire.finetune import FinetuneConfig
@@ -253,26 +234,26 @@ def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> di
 
     # full: the rate and epochs tuned on dev as the paper did (`snowfire finetune --grid shared`)
     grid = "shared" if cfg.budget == "full" else None
-    options = dict(ARM_OPTIONS.get(cell["mode"], {}))
+    options = dict(ARM_OPTIONS.get(cell.mode.value, {}))
     encoder = cfg.encoder
-    if cell["mode"] == "lpft":
-        probe = Path(cfg.out) / "snow" / cell["task"] / PROBE["dir"] / f"seed{cell['seed']}"
+    if cell.mode is Mode.LPFT:
+        probe = Path(cfg.out) / "snow" / cell.task / PROBE["dir"] / f"seed{cell.seed}"
         options["init_head"] = str(probe)
-    if cell["mode"] == "seq":
+    if cell.mode is Mode.SEQ:
         encoder = f"hf:{Path(intermediate_run(cfg)) / 'encoder'}"
-    if options.get("method") or cell["mode"] == "intermediate":
+    if options.get("method") or cell.mode is Mode.INTERMEDIATE:
         grid = None  # a grid tunes 🔥 alone; the other arms run their papers' recipes
     return finetune(
         FinetuneConfig(
             encoder=encoder,
             data=cfg.data,
-            out=cell["run"],
-            seed=cell["seed"],
+            out=cell.run,
+            seed=cell.seed,
             progress=cfg.progress,
             device=cfg.device,
             grid=grid,
             **task,
-            **caps["fire"],
+            **caps,
             **options,
         )
     )
@@ -287,9 +268,9 @@ def run_compare(cfg: CompareConfig) -> dict[str, Any]:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     cells = plan(cfg)
-    extraction, baselines = {}, {}
-    first = [c for c in cells if c["mode"] == "intermediate"]  # arm seq's first stage
-    done = _run_stage(cfg, first, {"pair_encoding": cfg.pair_encoding_used}, 0, len(cells))
+    extraction, baselines, finished = {}, {}, {}
+    first = [c for c in cells if c.mode is Mode.INTERMEDIATE]  # arm seq's first stage
+    _run_stage(cfg, first, {"pair_encoding": cfg.pair_encoding_used}, finished, len(cells))
     for task in cfg.names:
         print(f"compare {task}: features of {cfg.encoder}", flush=True)
         extraction[task] = extract_task(cfg, task)
@@ -299,54 +280,66 @@ def run_compare(cfg: CompareConfig) -> dict[str, Any]:
             print(
                 f"compare {task}: no training, {baselines[task]['method']}: dev {shown}", flush=True
             )
-        mine = [c for c in cells if c["task"] == task and c["mode"] != "intermediate"]
+        mine = [c for c in cells if c.task == task and c.mode is not Mode.INTERMEDIATE]
         # lpft's probes before the arms that start from them (Ray runs a stage's cells at once)
         for stage in (
-            [c for c in mine if c["mode"] == "probe"],
-            [c for c in mine if c["mode"] != "probe"],
+            [c for c in mine if c.mode is Mode.PROBE],
+            [c for c in mine if c.mode is not Mode.PROBE],
         ):
-            done = _run_stage(cfg, stage, extraction[task], done, len(cells))
-    return write_report(cfg, cells, extraction, baselines)
+            _run_stage(cfg, stage, extraction[task], finished, len(cells))
+    return write_report(cfg, [finished[c] for c in cells], extraction, baselines)
 
 
 def _run_stage(
-    cfg: CompareConfig, cells: list[dict], extraction: dict, done: int, total: int
-) -> int:
-    """Run `cells` (at once on Ray, else in turn), printing each as it finishes."""
+    cfg: CompareConfig, cells: list[Cell], extraction: dict, finished: dict, total: int
+) -> None:
+    """Run `cells` (at once on Ray, else in turn), each into `finished` (cell -> the cell with
+    its metrics) and printed as it finishes."""
     from .arms import ARM_NAMES
 
     if not cells:
-        return done
+        return
     runs = _on_ray(cfg, cells, extraction) if cfg.ray else _here(cfg, cells, extraction)
     for cell, (metrics, seconds) in runs:
-        cell["metrics"] = metrics
-        done += 1
+        finished[cell] = cell.finished(metrics)
         what = {
-            "snow": f"❄️ {cell['head']}",
-            "probe": "❄️ probe (LP-FT's start)",
-            "intermediate": "🔥 intermediate (arm seq's start)",
-        }.get(cell["mode"], ARM_NAMES.get(cell["mode"], cell["mode"]))
+            Mode.SNOW: f"❄️ {cell.head}",
+            Mode.PROBE: "❄️ probe (LP-FT's start)",
+            Mode.INTERMEDIATE: "🔥 intermediate (arm seq's start)",
+        }.get(cell.mode) or ARM_NAMES[cell.mode.value]
         shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.get("dev", {}).items())
         print(
-            f"[{done}/{total}] {cell['task']} {what} seed {cell['seed']}: dev {shown} "
+            f"[{len(finished)}/{total}] {cell.task} {what} seed {cell.seed}: dev {shown} "
             f"({seconds:.0f} s)",
             flush=True,
         )
-    return done
 
 
-def _timed(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> tuple[dict, float]:
+def _timed(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> tuple[dict, float]:
     started = time.perf_counter()
     return run_cell(cfg, cell, pair_encoding), time.perf_counter() - started
 
 
-def _here(cfg: CompareConfig, cells: list[dict], extraction: dict):
+def _here(cfg: CompareConfig, cells: list[Cell], extraction: dict):
     """The cells one after another, each as it finishes."""
     for cell in cells:
         yield cell, _timed(cfg, cell, extraction["pair_encoding"])
 
 
-def _on_ray(cfg: CompareConfig, cells: list[dict], extraction: dict):
+#: CPUs a cell's Ray task asks for; its torch threads are as many (options/threads.py).
+CELL_CPUS = 1
+
+
+def _cell_on_ray(cfg: CompareConfig, cell: Cell, pair_encoding: str, cpus: int):
+    """A cell's Ray task: its torch threads from its num_cpus, then the cell (Ray runs many
+    cells at once on one node: each with its default threads would oversubscribe the cores)."""
+    from snowfire.options import use_threads
+
+    use_threads(cpus, source="ray num_cpus")
+    return _timed(cfg, cell, pair_encoding)
+
+
+def _on_ray(cfg: CompareConfig, cells: list[Cell], extraction: dict):
     """The cells at once as Ray tasks (a GPU each for 🔥 when the cluster has GPUs), each as
     it finishes. A cell's seed is in its config, so its result is the sequential one."""
     import ray
@@ -355,10 +348,10 @@ def _on_ray(cfg: CompareConfig, cells: list[dict], extraction: dict):
 
     connect_ray(cfg.ray)
     gpu = cluster_gpus() > 0
-    task = ray.remote(_timed)
+    task = ray.remote(_cell_on_ray)
     refs = {
-        task.options(num_cpus=1, num_gpus=1 if gpu and c["mode"] == "fire" else 0).remote(
-            cfg, c, extraction["pair_encoding"]
+        task.options(num_cpus=CELL_CPUS, num_gpus=1 if gpu and c.mode is Mode.FIRE else 0).remote(
+            cfg, c, extraction["pair_encoding"], CELL_CPUS
         ): c
         for c in cells
     }

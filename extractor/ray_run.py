@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from snowfire.cache import is_bucket
+from snowfire.options import use_threads
 
 
 def cluster_gpus() -> float:
@@ -45,13 +46,10 @@ def connect_ray(address: str) -> None:
 class SegmentWorker:
     """One actor: an encoder and the store; encodes and writes the segments it is given."""
 
-    def __init__(self, factory: Callable[[], Any], store: str, threads: int | None):
-        import torch
-
+    def __init__(self, factory: Callable[[], Any], store: str, threads: int):
         from snowfire.cache import open_store
 
-        if threads:
-            torch.set_num_threads(threads)
+        use_threads(threads, source="ray num_cpus")  # before the encoder loads
         self.encoder = factory()
         self.store = open_store(store)
 
@@ -104,7 +102,7 @@ class RayRunner:
             max_restarts=-1,  # a dead actor is started again...
             max_task_retries=-1,  # ...and the segment it held is retried on it
         )
-        threads = max(1, int(self.cpus)) if not gpus else None
+        threads = max(1, int(self.cpus))  # its num_cpus: the cores Ray gives it
         self.pool = [remote.remote(self.factory, self.store, threads) for _ in range(max(n, 1))]
         return self.pool
 

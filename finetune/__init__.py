@@ -5,12 +5,15 @@ minimal output layer, scored with the same data and metrics as the ❄️ heads.
     metrics = train(cfg)          # writes RUN/{config,metrics}.json, log.jsonl, predictions/,
                                   # encoder/ (extractable: hf:RUN/encoder | elmo:RUN/encoder)
 
+The models (`BertFinetuner`, `ElmoFinetuner`) implement one contract, `FireModel`
+(finetune/base.py): collate, forward, predict, layer groups, refresh/trained state, save.
 Re-running the same config on the same RUN resumes from RUN/checkpoint.pt. Reads `tasks/` for
 data and metrics, and the pretrained weights through `extractor`.
 Dimension glossary: B batch, L layers, T words, S subword pieces, D hidden size, K tags/classes.
 """
 
 _WHERE = {
+    "FireModel": "base",
     "BertFinetuner": "bert",
     "save_bilm": "bilm_file",
     "tf_arrays": "bilm_file",
@@ -36,6 +39,7 @@ _WHERE = {
     "RECIPES": "recipe",
     "SCHEDULES": "recipe",
     "Recipe": "recipe",
+    "RecipeSettings": "recipe",
     "build_optimizer": "trainer",
     "train": "trainer",
 }
@@ -49,9 +53,11 @@ __all__ = [
     "predict_run_texts",
     "trained_by",
     "SCHEDULES",
+    "RecipeSettings",
     "BertFinetuner",
     "ElmoFinetuner",
     "FinetuneConfig",
+    "FireModel",
     "OutputLayer",
     "Recipe",
     "TagScores",

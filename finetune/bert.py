@@ -30,6 +30,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .base import FireModel
 from .methods import insert_adapters, insert_lora, trained_by
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
@@ -37,7 +38,7 @@ from .output import IGNORE_INDEX, OutputLayer, TagScores
 _LAYER = re.compile(r"(?:^|\.)(?:layer|layers)\.(\d+)\.")  # encoder.layer.N. in BERT/RoBERTa
 
 
-class BertFinetuner(nn.Module):
+class BertFinetuner(FireModel):
     """A Hugging Face encoder + `OutputLayer`; `collate` tokenises `tasks.Example`s."""
 
     def __init__(
@@ -160,8 +161,9 @@ class BertFinetuner(nn.Module):
         x = torch.gather(h, 1, index)  # (B, T, D)
         return self.output(x, labels, mask=batch["word_mask"], lengths=batch["num_words"])
 
-    def predict(self, output: torch.Tensor | TagScores) -> list:
-        return self.output.predict(output)
+    @property
+    def pretrained(self) -> nn.Module:
+        return self.encoder
 
     def layer_groups(self) -> list[LayerGroup]:
         """Top-down: output layer, encoder layer N-1, ..., layer 0, embeddings: the parameters

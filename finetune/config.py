@@ -25,6 +25,7 @@ from .recipe import (
     RECIPE_FIELDS,
     RECIPES,
     SCHEDULES,
+    RecipeSettings,
     resolve,
 )
 
@@ -268,7 +269,7 @@ class FinetuneConfig:
         """`recipe`, or the encoder family's when it is None."""
         return self.recipe or FAMILY_RECIPE[self.family]
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> RecipeSettings:
         """The optimisation settings in effect for this task: the recipe's, overridden by
         every one of `RECIPE_FIELDS` that is not None."""
         overrides = {name: getattr(self, name) for name in RECIPE_FIELDS}
@@ -279,7 +280,8 @@ class FinetuneConfig:
     def recipe_record(self) -> dict[str, Any]:
         """What RUN/config.json records: recipe name, explicit overrides, settings in effect."""
         overrides = {n: getattr(self, n) for n in RECIPE_FIELDS if getattr(self, n) is not None}
-        return {"name": self.recipe_name, "overrides": overrides, "settings": self.settings()}
+        settings = self.settings().to_json()
+        return {"name": self.recipe_name, "overrides": overrides, "settings": settings}
 
     @property
     def peak_lr(self) -> float:

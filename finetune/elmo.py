@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from snowfire.heads import enhance, masked_max, pool_pair
+from snowfire.nn import ScalarMix, enhance, masked_max, pool_pair
 
+from .base import FireModel
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
 
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from snowfire.extractor import ElmoBiLM
 
 
-class ElmoFinetuner(nn.Module):
+class ElmoFinetuner(FireModel):
     """An `ElmoBiLM` + scalar mix + the task's `OutputLayer`; `collate` builds char ids."""
 
     warm_h: torch.Tensor  # buffers (register_buffer below): the warm-up state
@@ -58,8 +59,6 @@ class ElmoFinetuner(nn.Module):
         lstm: int = 0,
     ) -> None:
         super().__init__()
-        from snowfire.heads import ScalarMix
-
         self.bilm = bilm
         self.kind, self.pair, self.bi_attention = kind, pair, bi_attention
         self.mix = ScalarMix(bilm.num_layers)
@@ -153,8 +152,9 @@ class ElmoFinetuner(nn.Module):
         v = pool_pair(m_a, m_b, mask_a, mask_b)  # (B, 16D)
         return self.output(v, labels)
 
-    def predict(self, output: torch.Tensor | TagScores) -> list:
-        return self.output.predict(output)
+    @property
+    def pretrained(self) -> nn.Module:
+        return self.bilm
 
     def layer_groups(self) -> list[LayerGroup]:
         """Top-down: output layer + scalar mix, LSTM layer n-1 (both directions), ..., LSTM

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
 
 from snowfire.tasks import example_length, length_batches
 
+from .base import FireModel
 from .config import FinetuneConfig
 
 
-def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
+def build_model(cfg: FinetuneConfig, spec) -> tuple[FireModel, dict]:
     """The model for `cfg.encoder` and the task, and the identity of the starting encoder."""
     num_labels = 1 if spec.kind == "regression" else len(spec.labels)
     if cfg.family == "hf":
@@ -125,26 +125,6 @@ def check_start(saved: dict[str, str], start: dict[str, str], what: str) -> None
         )
 
 
-def trained_state(model: nn.Module) -> dict[str, torch.Tensor]:
-    """What RUN/best.pt keeps: a partial method's trained tensors, else the whole state."""
-    return model.trained_state() if hasattr(model, "trained_state") else model.state_dict()
-
-
-def load_trained(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Load `trained_state`'s tensors; a partial state must cover every trained tensor."""
-    if getattr(model, "method", "full") == "full":
-        model.load_state_dict(state)
-        return
-    expected = set(model.trained_state())
-    if set(state) != expected:
-        missing, extra = sorted(expected - set(state)), sorted(set(state) - expected)
-        raise ValueError(
-            f"trained weights of method {model.method}: missing {missing[:5]}, "
-            f"unexpected {extra[:5]}"
-        )
-    model.load_state_dict(state, strict=False)
-
-
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
     return {k: v.to(device) for k, v in batch.items()}
 
@@ -155,15 +135,14 @@ def epoch_batches(lengths, batch_size: int, pool: int, seed: int, epoch: int) ->
     return length_batches(lengths, batch_size, pool, np.random.default_rng([seed, epoch]))
 
 
-def predict(model: nn.Module, examples: list, batch_size: int, device: torch.device) -> list:
+def predict(model: FireModel, examples: list, batch_size: int, device: torch.device) -> list:
     """The model's predictions (indices, floats or tag-index lists) for `examples`, in order.
 
     Batches hold examples of similar length (less padding); padding does not change an
     example's output, so this only saves time.
     """
     model.eval()
-    if hasattr(model, "refresh_state"):
-        model.refresh_state()  # ELMo: the warm-up state of the current weights
+    model.refresh_state()  # ELMo: the warm-up state of the current weights
     order = sorted(range(len(examples)), key=lambda i: example_length(examples[i]))
     preds: list = [None] * len(examples)
     with (

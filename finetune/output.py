@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from snowfire.heads import IGNORE_INDEX, TagScores, decode_tags, tag_loss
+from snowfire.nn import IGNORE_INDEX, BiLSTM, TagScores, decode_tags, tag_loss
 from snowfire.tasks import KINDS
 
 __all__ = ["IGNORE_INDEX", "KINDS", "OutputLayer", "TagScores"]
@@ -56,8 +56,6 @@ class OutputLayer(nn.Module):
         self.kind, self.pad_tag = kind, pad_tag
         self.dropout = nn.Dropout(dropout)
         if lstm:
-            from snowfire.heads import BiLSTM
-
             self.lstm = BiLSTM(in_dim, lstm)
             in_dim = self.lstm.output_dim  # 2 * lstm
         else:

@@ -23,7 +23,7 @@ def load_run(run: str | Path, device: str | None = None):
     from snowfire.tasks import spec_from_record
 
     from .config import FinetuneConfig
-    from .model import build_model, load_trained
+    from .model import build_model
 
     run = Path(run)
     if not (run / METRICS).is_file() or not (run / BEST).is_file():
@@ -44,7 +44,7 @@ def load_run(run: str | Path, device: str | None = None):
                 f"on ({key} {identity.get(key)} vs {recorded[key]})"
             )
     target = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    load_trained(model, torch.load(run / BEST, map_location=target, weights_only=True))
+    model.load_trained(torch.load(run / BEST, map_location=target, weights_only=True))
     return model.to(target).eval(), spec
 
 

@@ -49,17 +49,16 @@ from snowfire.rundir import (
 )
 from snowfire.tasks import decode, describe, example_length, gold_of, write_predictions
 
+from .base import FireModel
 from .config import FinetuneConfig
 from .model import (
     build_model,
     check_start,
     epoch_batches,
-    load_trained,
     predict,
     saved_start,
     start_hashes,
     to_device,
-    trained_state,
 )
 from .optim import lr_multiplier, param_groups, unfreeze
 
@@ -90,7 +89,7 @@ class TrainState:
 class _Fit:
     """What trains, on which device: saved to and restored from RUN/checkpoint.pt."""
 
-    model: nn.Module
+    model: FireModel
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LambdaLR
     scaler: torch.amp.GradScaler
@@ -134,7 +133,7 @@ class _Fit:
 def train(
     cfg: FinetuneConfig,
     *,
-    on_step: Callable[[int, nn.Module], None] | None = None,
+    on_step: Callable[[int, FireModel], None] | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, dict[str, float]]:
     """Fine-tune, write the run directory, return metrics per split (splits with labels).
@@ -184,17 +183,8 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
         model.output.linear.load_state_dict(probe)
     model.to(device)
     # L2-SP's θ₀: the pretrained encoder weights, before any checkpoint is restored
-    anchors = (
-        {
-            n: p.detach().clone()
-            for n, p in model.named_parameters()
-            if n.startswith(("encoder.", "bilm."))
-        }
-        if cfg.l2sp
-        else None
-    )
-    if hasattr(model, "refresh_state"):
-        model.refresh_state()  # on the device
+    anchors = {n: p.detach().clone() for n, p in model.encoder_parameters()} if cfg.l2sp else None
+    model.refresh_state()  # on the device (ELMo's warm-up state; BERT: nothing)
     optimizer, scheduler = build_optimizer(model, cfg, total_steps)
     amp = device.type == "cuda"
     fit = _Fit(
@@ -264,7 +254,7 @@ def _epochs(fit: _Fit, cfg, spec, examples, state, out_dir, clock, zero, checkpo
     for epoch in range(state.epoch, cfg.epochs + 1):
         if state.stopped:
             break
-        trainable = unfreeze(model.layer_groups(), epoch, cfg.settings()["gradual_unfreezing"])
+        trainable = unfreeze(model.layer_groups(), epoch, cfg.settings().gradual_unfreezing)
         _train_epoch(
             fit, cfg, examples["train"], epoch, state, checkpoint, on_step, examples["dev"]
         )
@@ -307,7 +297,7 @@ def _run_info(cfg: FinetuneConfig, spec, fit: _Fit, identity, examples, total_st
     return {
         "finetune": cfg.to_json(),
         "recipe": cfg.recipe_record(),
-        "peak_lr": cfg.settings()["lr"],
+        "peak_lr": cfg.settings().lr,
         "layer_groups": [
             {
                 "name": g["name"],
@@ -335,7 +325,7 @@ def _train_epoch(
     from tqdm import tqdm
 
     model, device = fit.model, fit.device
-    if state.batch == 0 and hasattr(model, "refresh_state"):
+    if state.batch == 0:
         model.refresh_state()  # ELMo: mid-epoch resumption keeps the restored state
     model.train()
     batches = epoch_batches(
@@ -410,7 +400,7 @@ def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out
     score = dev[spec.metric]  # finite: every metric is (a constant prediction's pearson is 0)
     if score > state.best or state.best_epoch is None:
         state.best, state.best_epoch, state.bad = score, epoch, 0
-        save_torch(out_dir / BEST, trained_state(fit.model))
+        save_torch(out_dir / BEST, fit.model.trained_state())
     else:
         state.bad += 1
         state.stopped = state.bad >= cfg.patience
@@ -429,7 +419,7 @@ def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path) -> dict[str, dict[str
     from snowfire.tasks import evaluate
 
     model = fit.model
-    load_trained(model, torch.load(out_dir / BEST, map_location=fit.device, weights_only=True))
+    model.load_trained(torch.load(out_dir / BEST, map_location=fit.device, weights_only=True))
     metrics = {}
     for split, split_examples in examples.items():
         preds = decode(spec, predict(model, split_examples, cfg.batch_size, fit.device))
@@ -437,20 +427,20 @@ def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path) -> dict[str, dict[str
         gold = gold_of(spec, split_examples)
         if gold is not None:
             metrics[split] = evaluate(spec, gold, preds)
-    if getattr(model, "method", "full") == "full":  # partial: best.pt is all it keeps
+    if model.method == "full":  # partial: best.pt is all it keeps
         model.save_encoder(out_dir / ENCODER)
     return metrics
 
 
 def build_optimizer(
-    model: nn.Module, cfg: FinetuneConfig, total_steps: int
+    model: FireModel, cfg: FinetuneConfig, total_steps: int
 ) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW over the model's layer groups with the recipe's discriminative rates, and its
     schedule (`cfg.settings()`: the recipe in effect for the task)."""
     settings = cfg.settings()
     groups = param_groups(
-        model.layer_groups(), settings["lr"], settings["discriminative"], cfg.weight_decay
+        model.layer_groups(), settings.lr, settings.discriminative, cfg.weight_decay
     )
     optimizer = torch.optim.AdamW(groups)
-    multiplier = lr_multiplier(settings["schedule"], total_steps, settings["warmup"])
+    multiplier = lr_multiplier(settings.schedule, total_steps, settings.warmup)
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)

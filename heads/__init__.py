@@ -7,7 +7,8 @@
 
 Dimension glossary: B batch, L layers, T words, S subword pieces (tokens), D hidden size,
 K tags / classes; in the heads also Sa, Sb the pieces of text a and b of a pair, and H a head's
-own hidden width (each LSTM direction).
+own hidden width (each LSTM direction). The blocks they share with the 🔥 models (scalar mix,
+BiLSTM, masked ops, ESIM's enhancement, CRF outputs) are `snowfire.nn`'s.
 """
 
 _WHERE = {
@@ -15,14 +16,11 @@ _WHERE = {
     "cosine_scores": "baseline",
     "collate": "batch",
     "HeadBatch": "batch",
-    "IGNORE_INDEX": "batch",
     "KINDS": "batch",  # defined in tasks.registry
     "BCN": "bcn",
     "TrainConfig": "config",
     "FeatureSource": "data",
-    "enhance": "esim",
     "ESIM": "esim",
-    "pool_pair": "esim",
     "PredictConfig": "predict",
     "load_head": "predict",
     "run_predict": "predict",
@@ -34,13 +32,7 @@ _WHERE = {
     "build_head": "registry",
     "HEADS": "registry",
     "HeadSpec": "registry",
-    "ScalarMix": "scalar_mix",
-    "BiLSTM": "sequence",
-    "masked_max": "sequence",
-    "decode_tags": "tagger",
-    "tag_loss": "tagger",
     "Tagger": "tagger",
-    "TagScores": "tagger",
     "train": "trainer",
 }
 
@@ -48,9 +40,7 @@ __all__ = [
     "BCN",
     "ESIM",
     "HEADS",
-    "IGNORE_INDEX",
     "KINDS",
-    "BiLSTM",
     "FeatureSource",
     "Head",
     "HeadBatch",
@@ -58,22 +48,15 @@ __all__ = [
     "PooledHead",
     "PredictConfig",
     "Probe",
-    "ScalarMix",
-    "TagScores",
     "Tagger",
     "TrainConfig",
     "build_head",
     "collate",
     "cosine_scores",
-    "decode_tags",
-    "enhance",
     "load_head",
-    "masked_max",
-    "pool_pair",
     "predict_featureset",
     "predict_texts",
     "run_predict",
-    "tag_loss",
     "task_targets",
     "train",
 ]

@@ -7,7 +7,7 @@ The contract (the training loop never asks which head it holds):
 
     classification: output (B, K) logits,  loss = cross-entropy
     regression:     output (B,) scores,    loss = mean squared error
-    tagging:        output TagScores(emissions (B, T, K), mask (B, T)), see tagger.py
+    tagging:        output TagScores(emissions (B, T, K), mask (B, T)), see snowfire.nn (crf.py)
 """
 
 from __future__ import annotations

@@ -27,9 +27,8 @@ import numpy as np
 import torch
 
 from snowfire.cache import ExampleBatch
+from snowfire.nn import IGNORE_INDEX
 from snowfire.tasks import KINDS
-
-IGNORE_INDEX = -100  # padded tag positions (what nn.CrossEntropyLoss ignores)
 
 
 @dataclass

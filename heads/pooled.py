@@ -18,10 +18,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from snowfire.nn import ScalarMix, masked_mean
+
 from .base import Head
 from .batch import HeadBatch
-from .scalar_mix import ScalarMix
-from .sequence import masked_mean
 
 #: How the sequence becomes one vector.
 POOLS = ("mean", "cls")

@@ -285,9 +285,8 @@ def _write_run(
 ) -> None:
     from safetensors.torch import save
 
+    from snowfire.nn import ScalarMix
     from snowfire.tasks import describe
-
-    from .scalar_mix import ScalarMix
 
     mixes = {
         name: m.weights().tolist() for name, m in head.named_modules() if isinstance(m, ScalarMix)

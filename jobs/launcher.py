@@ -3,6 +3,11 @@
 Ctrl-C or SIGTERM stops them all: each child gets SIGTERM (a worker hands its running job back
 to the queue), then SIGKILL after `grace` seconds; `up` waits for every one. If a child exits
 on its own, the others are stopped too and `up` returns that child's exit code.
+
+The children split the cores (options/threads.py): each is told it is one of them
+(SNOWFIRE_THREAD_SHARE), so an extract, a train and a fine-tune job running at once, with the
+API's embed encoder, never start more threads between them than there are cores (one each at
+least). `--threads N` / SNOWFIRE_THREADS=N is divided among them the same way.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import signal
 import subprocess
 import sys
 import time
+
+from snowfire.options import thread_budget, threads_env
 
 from .home import Home
 from .kinds import JOB_KINDS
@@ -40,12 +47,16 @@ def run_up(home: str | os.PathLike | None, *, host: str, port: int, grace: float
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     children: dict[str, subprocess.Popen] = {}
     code = 0
+    todo = commands(where, host, port)
+    budget = thread_budget()
+    env = {**os.environ, **threads_env(len(todo), budget)}
     try:
-        for name, cmd in commands(where, host, port).items():
-            children[name] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+        for name, cmd in todo.items():
+            children[name] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env)
         print(
             f"snowfire up: API on http://{host}:{port}, workers {', '.join(JOB_KINDS)}, "
-            f"data in {where.root} (Ctrl-C stops all)",
+            f"data in {where.root} (Ctrl-C stops all); torch threads of each: "
+            f"{budget.divided(len(todo)).why()}",
             file=sys.stderr,
         )
         while not stopping:

@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from snowfire.options import use_threads
+
 from .home import Home
 from .joblog import read_tail, tail_lines
 from .kinds import JOB_KINDS, job_kind, split_limits
@@ -37,6 +39,9 @@ from .queue import Job
 from .worker import Worker
 
 log = logging.getLogger(__name__)
+
+#: CPUs a job's Ray task asks for; its torch threads are as many.
+TASK_CPUS = 1
 
 
 def run_task(home_root: str, job_id: str, lease: str, every: float) -> dict[str, Any]:
@@ -57,6 +62,8 @@ def run_task(home_root: str, job_id: str, lease: str, every: float) -> dict[str,
         f"{job.kind} job {job.id} on Ray node {os.uname().nodename}, pid {os.getpid()}", flush=True
     )
     _, params = split_limits(dict(job.params))  # the dispatcher enforces the limits
+    budget = use_threads(TASK_CPUS, source="ray num_cpus")
+    print(f"threads: {budget.why()}", flush=True)
     result = job_kind(job.kind).run(params)
     print(f"{job.kind} job {job.id} done", flush=True)
     return result
@@ -83,7 +90,9 @@ class RayWorker(Worker):
             fh.write(f"--- attempt {job.attempts} by {self.id} on Ray\n".encode())
         gpu = job_kind(job.kind).gpu and cluster_gpus() > 0
         try:
-            task = _remote_task().options(num_cpus=1, num_gpus=1 if gpu else 0, max_retries=0)
+            task = _remote_task().options(
+                num_cpus=TASK_CPUS, num_gpus=1 if gpu else 0, max_retries=0
+            )
             ref = task.remote(str(self.home.root), job.id, job.lease, self.beat)
         except Exception as err:  # Ray refused the task: say so rather than hold the lease
             log.exception("ray worker %s: job %s could not be submitted", self.id, job.id)

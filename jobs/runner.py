@@ -8,7 +8,8 @@ success it writes what the job returned to HOME/jobs/<id>.result.json (atomicall
 rundir.write_json) and exits 0; the worker makes the completion write. It never writes to the
 queue.
 
-What each kind runs and returns: jobs/kinds.py.
+What each kind runs and returns: jobs/kinds.py. Its torch threads: its worker's budget, passed
+down in its environment (options/threads.py), applied before the job starts.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import json
 import sys
 
+from snowfire.options import use_threads
 from snowfire.rundir import write_json
 
 from . import tether
@@ -41,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     job = queue.peek(args.job_id)
     print(f"{job.kind} job {job.id}: {json.dumps(job.params)}", flush=True)
     _, params = split_limits(dict(job.params))  # the worker enforces the limits
+    print(f"threads: {use_threads().why()}", flush=True)  # its worker's share (threads_env)
     result = job_kind(job.kind).run(params)
     write_json(home.result(job.id), result)
     print(f"{job.kind} job {job.id} done", flush=True)

@@ -1,7 +1,8 @@
 """A worker: claims jobs of one kind from the queue and runs each in a child process.
 
     loop: claim the oldest queued job (or sleep `poll` seconds) -> start the child
-    (`jobs.runner`, its own process group, output to HOME/jobs/<id>.log) -> heartbeat
+    (`jobs.runner`, its own process group, output to HOME/jobs/<id>.log, its torch threads
+    this worker's budget: options/threads.py) -> heartbeat
     the lease: "cancel" kills the child and marks the job cancelled,
     "lost" (the lease expired and the job went back to the queue) kills it and writes nothing;
     past the job's deadline the child is killed and the job failed ("deadline exceeded after
@@ -28,7 +29,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from snowfire.options import check, option
+from snowfire.options import check, option, thread_budget, threads_env
 
 from .home import HOME_ENV, Home
 from .joblog import read_tail, tail_lines
@@ -86,6 +87,8 @@ class Worker:
         self.deadline = deadline or JOB_KINDS[kind].deadline
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.queue = JobQueue(home.queue)
+        # its runners' threads: this worker's budget, the one torch process it runs at a time
+        self.threads = thread_budget()
         home.jobs.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -147,6 +150,7 @@ class Worker:
                 stdout=fh,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                env={**os.environ, **threads_env(1, self.threads)},
                 cwd=self.home.jobs,
                 start_new_session=True,  # its own process group: a cancel kills all of it
             )
@@ -267,7 +271,11 @@ def run_worker(config: WorkerConfig) -> int:
     )
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
-    print(f"snowfire worker {worker.id}: {kind} jobs from {worker.queue.path}", file=sys.stderr)
+    print(
+        f"snowfire worker {worker.id}: {kind} jobs from {worker.queue.path}; torch threads: "
+        f"{worker.threads.why()}",
+        file=sys.stderr,
+    )
     try:
         worker.run(once=config.once)
     except KeyboardInterrupt:

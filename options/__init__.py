@@ -12,6 +12,9 @@ from the same fields.
 A `volatile=True` field may change between attempts of one run (where it runs, how it reports,
 where it writes): a run directory made with another value of it is still the same run
 (`rundir.finished_or_refuse` reuses it; any other field changed is refused).
+
+The other ground-floor fact every runnable shares, the thread budget of a process that runs
+torch, is in threads.py (re-exported here).
 """
 
 from __future__ import annotations
@@ -24,7 +27,30 @@ import types
 import typing
 from typing import Any
 
-__all__ = ["check", "option", "volatile_fields"]
+from .threads import (
+    SHARE_ENV,
+    THREADS_ENV,
+    ThreadBudget,
+    thread_budget,
+    threads_env,
+    threads_in_use,
+    threads_record,
+    use_threads,
+)
+
+__all__ = [
+    "SHARE_ENV",
+    "THREADS_ENV",
+    "ThreadBudget",
+    "check",
+    "option",
+    "thread_budget",
+    "threads_env",
+    "threads_in_use",
+    "threads_record",
+    "use_threads",
+    "volatile_fields",
+]
 
 _BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
 

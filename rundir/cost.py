@@ -1,5 +1,5 @@
-"""What a run costs besides wall time: the peak memory and CPU time while it trained, and
-the bytes it keeps.
+"""What a run costs besides wall time: the peak memory and CPU time while it trained, the
+threads torch had for it, and the bytes it keeps.
 
 Peak memory is the process's resident set sampled every 50 ms (Linux /proc/self/statm; else
 the process's lifetime maximum from getrusage), and on a GPU the allocator's peak. A process
@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+from snowfire.options import threads_record
+
 _STATM = Path("/proc/self/statm")
 
 
@@ -28,7 +30,8 @@ def _rss() -> int:
 class PeakMemory:
     """`with PeakMemory(device) as peak: ...` (or start() ... stop()), then `peak.record()`:
     {"peak_rss_mb", "cpu_seconds" (the process's CPU time over every thread meanwhile),
-    "peak_gpu_mb" (GPU only)}."""
+    "peak_gpu_mb" (GPU only), "threads" (torch's intra-op and inter-op threads and the budget
+    that set them: options.threads_record)}."""
 
     def __init__(self, device, interval: float = 0.05) -> None:
         self.device, self.interval = device, interval
@@ -69,7 +72,7 @@ class PeakMemory:
         out = {"peak_rss_mb": round(self.peak / 2**20, 1), "cpu_seconds": round(self.cpu, 1)}
         if self.device.type == "cuda":
             out["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated(self.device) / 2**20, 1)
-        return out
+        return out | {"threads": threads_record()}
 
 
 def saved_bytes(run: Path, files: list[str]) -> int:

@@ -3,7 +3,8 @@
 A ❄️ head run (`snowfire train`, heads/trainer.py):
 
     RUN/config.json             {"train": TrainConfig, "featureset", "train_examples",
-                                "features_manifest", "seconds"}
+                                "features_manifest", "seconds", "cost" (peak memory, CPU
+                                seconds, torch threads: rundir/cost.py)}
     RUN/metrics.json            {split: {metric: value}}; written last: the run is finished
     RUN/log.jsonl               one line per epoch: train loss, dev metrics, seconds
     RUN/scalar_mix.json         {module name: softmax(w) per layer} of every scalar mix
@@ -16,8 +17,8 @@ A 🔥 fine-tuning run (`snowfire finetune`, finetune/trainer.py):
     RUN/config.json             {"finetune": FinetuneConfig, "recipe", "peak_lr", "layer_groups",
                                 "encoder", "task", "num_examples", "total_steps", "seed",
                                 "versions"}; "best_epoch", "seconds" and "cost" (trainable
-                                params, examples/s, bytes kept, peak memory, CPU seconds:
-                                rundir/cost.py) once finished
+                                params, examples/s, bytes kept, peak memory, CPU seconds,
+                                torch threads: rundir/cost.py) once finished
     RUN/metrics.json            {split: {metric: value}} for every split with gold labels;
                                 written last: the run is finished
     RUN/log.jsonl               one line per epoch: train loss, dev metrics, trainable groups

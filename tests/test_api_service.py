@@ -4,6 +4,7 @@ detail, and byte-exact round trips (safetensors and JSON) against `Store.read`."
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,40 @@ def test_healthz(client, store_dir):
         "max_in_flight": 32,
         "embed_max_queue": 16,
     }
+    assert body["threads"]["threads"] >= 1 and body["threads"]["why"]
+
+
+@pytest.mark.parametrize("encoder", [False, True])
+def test_healthz_shows_the_torch_threads_and_why(encoder, monkeypatch, store_dir, request):
+    """Decided in the lifespan (options/threads.py); applied to torch when there is an embed
+    encoder, only shown when there is none."""
+    import torch
+
+    from snowfire.options import threads as budget
+
+    monkeypatch.setattr(budget, "_applied", {"budget": None, "interop": True})
+    monkeypatch.setenv("SNOWFIRE_THREADS", "1")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    extra = {"encoder": f"hf:{request.getfixturevalue('tiny_bert_dir')}"} if encoder else {}
+    seen = []  # torch keeps the count per thread; one started later (the embed thread) takes
+    later = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))  # the last set
+    try:
+        with TestClient(create_app(settings=Settings(store=store_dir, **extra))) as c:
+            threads = c.get("/healthz").json()["threads"]
+        later.start()
+        later.join()
+        assert seen == [1 if encoder else 2]
+    finally:
+        torch.set_num_threads(before)
+    assert (threads["threads"], threads["override"], threads["share"]) == (
+        1,
+        "SNOWFIRE_THREADS=1",
+        1,
+    )
+    assert threads["why"].startswith(
+        f"1 thread: SNOWFIRE_THREADS=1 ({threads['cores']} cores available (affinity "
+    )
 
 
 def test_list_and_get_featureset(client, store_dir):

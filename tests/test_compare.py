@@ -307,7 +307,7 @@ def test_elmo_biattention_on_the_fixture_and_refuses_other_encoders(tmp_path, ca
 
 def test_pair_encoding_and_head_options_reach_every_snow_cell(monkeypatch, tmp_path):
     from snowfire import heads
-    from snowfire.compare import CompareConfig
+    from snowfire.compare import CompareConfig, Mode
     from snowfire.compare.run import plan, run_cell
 
     seen = []
@@ -324,7 +324,7 @@ def test_pair_encoding_and_head_options_reach_every_snow_cell(monkeypatch, tmp_p
     )
     assert cfg.pair_encoding_used == "separate"
     for cell in plan(cfg):
-        if cell["mode"] == "snow":
+        if cell.mode is Mode.SNOW:
             run_cell(cfg, cell, cfg.pair_encoding_used)
     assert [(c.head, c.seed, c.pair_encoding, c.hparams) for c in seen] == [
         ("esim", 0, "separate", {"pooled": True}),

@@ -15,7 +15,17 @@ import pytest
 from scripts.compose_check.base_image import apt_mirror, recipe_key
 from scripts.compose_check.stack import Stack, break_command
 from scripts.compose_check.steps import StepFailed
-from scripts.compose_check.workload import CUT, JOBS, command, differences, digest, write_cut
+from scripts.compose_check.workload import (
+    CUT,
+    JOBS,
+    THREADS,
+    command,
+    differences,
+    digest,
+    share_env,
+    threads_report,
+    write_cut,
+)
 from snowfire.tasks import DEMO_DATA_DIR
 from tests.helpers import REPO
 from tests.helpers.compose import command as compose_command
@@ -190,3 +200,44 @@ def test_the_runs_outside_stop_with_the_check(tmp_path):
     assert time.monotonic() - started < 15 and not ref.thread.is_alive()
     assert ref.proc.poll() is not None
     assert (tmp_path / "ran").read_text() == "extract\n"  # the first command only
+
+
+class _Execs:
+    """A stack whose `python -c THREADS` in each service prints the budget given."""
+
+    def __init__(self, budgets: dict[str, dict]) -> None:
+        self.budgets = budgets
+
+    def exec(self, service: str, *cmd: str, step: str) -> str:
+        assert cmd == ("python", "-c", THREADS), cmd
+        return json.dumps(self.budgets[service])
+
+
+def test_the_report_names_the_threads_each_service_chose_and_a_service_that_would_thrash():
+    """Each container counts all six, and the runs outside take the same share (their numbers
+    are compared exactly: the same threads give the same sums)."""
+    import subprocess
+    import sys
+
+    from snowfire.options import SHARE_ENV, thread_budget
+
+    scale = {"api": 1, "trainer": 2}
+    assert share_env(scale) == {SHARE_ENV: "3"}
+    ran = subprocess.run(
+        [sys.executable, "-c", THREADS],
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), **share_env(scale)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    inside = json.loads(ran.stdout)  # what a container prints, here
+    assert inside == thread_budget(env=share_env(scale)).to_json()
+    line = threads_report(_Execs({"api": inside, "trainer": inside}), scale)
+    assert line == f"torch threads: api {inside['why']}; trainer {inside['why']}"
+    alone = {**inside, "share": 1, "why": "2 threads: 2 cores available (...)"}
+    with pytest.raises(StepFailed, match=r"service trainer, .*expected a share of 3 containers"):
+        threads_report(_Execs({"api": inside, "trainer": alone}), scale)
+    fixed = {**inside, "override": "SNOWFIRE_THREADS=8", "why": "8 threads: SNOWFIRE_THREADS=8"}
+    with pytest.raises(StepFailed, match=r"service api, .*got 8 threads: SNOWFIRE_THREADS=8"):
+        threads_report(_Execs({"api": fixed, "trainer": inside}), scale)
+    assert list(differences({"threads": inside}, {"threads": alone})) == []  # as versions

@@ -5,9 +5,9 @@ root, `snowfire.*` (its folder is the repository's top-level one: `cache/` is `s
 so no file anywhere, tests included, imports a package by its bare folder name. Read with
 `ast`; nothing is imported.
 
-    options, cache → tasks, rundir → extractor → heads → finetune → compare → jobs → api
+    options, nn, cache → tasks, rundir → extractor → heads → finetune → compare → jobs → api
     → snowfire → cli  (each package imports only from the floors before it: FLOW below);
-    jobs/ imports no web framework
+    nn/ holds the torch blocks heads/ and finetune/ share; jobs/ imports no web framework
 
 A failure names file:line and the name. There is no allow-list: a name another package needs
 is exported by it (a small, deliberate `__all__`); a private method called from another
@@ -26,6 +26,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = (
     "options",
+    "nn",
     "tasks",
     "extractor",
     "cache",
@@ -43,15 +44,26 @@ SCRIPTS = ("benchmarks", "experiments")  # may import any package, through its A
 # imports snowfire/ (the Python API over the others).
 FLOW = {
     "options": set(),
+    "nn": set(),  # torch modules only: the blocks heads/ and finetune/ share
     "cache": set(),
     "rundir": {"options", "cache"},
     "tasks": {"options"},
-    "extractor": {"options", "tasks", "cache"},
-    "heads": {"options", "tasks", "cache", "rundir", "extractor"},
-    "finetune": {"options", "tasks", "cache", "rundir", "extractor", "heads"},
-    "compare": {"options", "tasks", "cache", "rundir", "extractor", "heads", "finetune"},
-    "jobs": {"options", "tasks", "cache", "rundir", "extractor", "heads", "finetune", "compare"},
-    "api": {"options", "tasks", "cache", "rundir", "extractor", "heads", "jobs"},
+    "extractor": {"options", "nn", "tasks", "cache"},
+    "heads": {"options", "nn", "tasks", "cache", "rundir", "extractor"},
+    "finetune": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads"},
+    "compare": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads", "finetune"},
+    "jobs": {
+        "options",
+        "nn",
+        "tasks",
+        "cache",
+        "rundir",
+        "extractor",
+        "heads",
+        "finetune",
+        "compare",
+    },
+    "api": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads", "jobs"},
     "snowfire": set(PACKAGES) - {"cli", "snowfire", "api", "jobs"},
     "cli": set(PACKAGES) - {"cli"},
 }

@@ -15,8 +15,12 @@ from snowfire.jobs.worker import WorkerConfig
 
 
 def _flags(command: str) -> dict:
+    """The command's flags but --threads, the process's own (options/threads.py), not a
+    setting of the service."""
     sub = build_parser()._subparsers._group_actions[0].choices[command]
-    return {a.dest: a for a in sub.with_flags()._actions if a.dest != "help"}
+    flags = {a.dest: a for a in sub.with_flags()._actions if a.dest != "help"}
+    assert flags.pop("threads").option_strings == ["--threads"]
+    return flags
 
 
 def test_every_setting_but_the_secret_ones_is_a_serve_flag_with_its_default_and_env():

@@ -432,7 +432,7 @@ def test_compare_table_says_why_a_tagging_task_has_no_training_row(tmp_path, mon
     """A tagging task (a user's, with the stsb benchmark beside it) has no no-training answer:
     the table shows "–" in the no-training row and names why in the per-task table, instead of
     leaving the row out (a reader would not know whether it was forgotten)."""
-    from snowfire.compare import CompareConfig, report
+    from snowfire.compare import Cell, CompareConfig, Mode, report
     from snowfire.compare.report import summarise, table
 
     cost = {"seconds": 1.0, "epochs": 1, "params": 10, "examples_per_s": 3.0}
@@ -457,9 +457,9 @@ def test_compare_table_says_why_a_tagging_task_has_no_training_row(tmp_path, mon
     )
     cfg = CompareConfig(encoder="minilm", out=str(tmp_path / "o"), task_spec=[str(spec)])
     cells = [
-        {"task": "products", "mode": "snow", "head": head, "metrics": {"dev": {"span_f1": score}}}
+        Cell(Mode.SNOW, "products", head, 0, f"unused/{head}", {"dev": {"span_f1": score}})
         for head, score in (("bilstm-crf", 0.5), ("crf", 0.75))
-    ] + [{"task": "products", "mode": "fire", "metrics": {"dev": {"span_f1": 0.25}}}]
+    ] + [Cell(Mode.FIRE, "products", None, 0, "unused/fire", {"dev": {"span_f1": 0.25}})]
     summary = summarise(cfg, cells, {})
     lines = table(cfg, summary, {}).splitlines()
     assert "| minilm (ours) | ❄️ | dev | 75.0 |" in lines

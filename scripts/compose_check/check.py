@@ -5,7 +5,8 @@
     image      the base image (debootstrap, cached) and `docker build --network none` from the
                wheelhouse: nothing is downloaded
     negative   a copy of docker-compose.yml with a broken command: the check names the service
-    up         api, extractor, two trainers, finetuner, comparer (CPU); all healthy
+    up         api, extractor, two trainers, finetuner, comparer (CPU); all healthy; the
+               torch threads each chose (the cores split among the six, as outside)
     jobs       over REST on 127.0.0.1 through the published port, with a write key: extract,
                train, 🔥 finetune, compare on the cut demo sample; the same commands outside
                containers (same seeds) must give the same metrics, features and run files
@@ -37,7 +38,8 @@ from .base_image import base_image, cache_dir
 from .engine import COMPOSE_PACKAGE, TOOLS, Engine, compose_command, install_missing
 from .stack import Api, Stack, break_command
 from .steps import Log, StepFailed, run
-from .workload import DIGEST, JOBS, Reference, differences, digest, write_cut
+from .workload import DIGEST, JOBS, Reference, differences, digest, share_env, write_cut
+from .workload import threads_report as threads
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILES = ("docker-compose.yml", "docker-compose.gpu.yml", "docker-compose.replicas.yml")
@@ -92,7 +94,8 @@ class Check:
         self.compose = compose_command()
         self.check_config()
         data = write_cut(REPO / "tasks" / "demo", self.work / "data")
-        reference = self.reference = Reference(self.args.snowfire, data, self.work / "reference")
+        reference = Reference(self.args.snowfire, data, self.work / "reference", share_env(SCALE))
+        self.reference = reference
         reference.start()  # outside containers, while the image is made
         self.engine.start()
         self.build()
@@ -189,6 +192,7 @@ class Check:
             "SNOWFIRE_PORT": str(port),
             "SNOWFIRE_BIND": "127.0.0.1",
             "SNOWFIRE_API_KEYS": f"{self.key}:write",
+            **share_env(SCALE),
         }
         stack = Stack(
             self.engine, self.compose, files, f"snowfirecheck{self.token}{name}", env, REPO
@@ -227,6 +231,7 @@ class Check:
             stack.up(SCALE, "up -d")
         with self.log.timed("wait for every service to be healthy"):
             stack.wait_healthy(SCALE, "up: wait for health")
+        self.log.say(threads(stack, SCALE))
         api = Api(f"http://127.0.0.1:{port}", self.key)
         status, _ = api.request("POST", "/v1/jobs", {"kind": "extract", "params": {}}, key=False)
         if status != 401:

@@ -29,7 +29,23 @@ CUT = {
 #: Config fields that name where things are (a job's are under /data): not compared.
 PATHS = ("data", "store", "out")
 #: Keys of results that say how long something took or where and with what Python it ran.
-INCIDENTAL = ("seconds", "cpu_seconds", "hours", "cost", "made_by", "config", "versions", *PATHS)
+INCIDENTAL = (
+    "seconds",
+    "cpu_seconds",
+    "hours",
+    "cost",
+    "made_by",
+    "config",
+    "versions",
+    "threads",
+    *PATHS,
+)
+#: Run by `python -c` in a service's container: the thread budget its processes take there
+#: (the container's environment, affinity and cgroup quota), as JSON.
+THREADS = (
+    "import json; from snowfire.options import thread_budget; "
+    "print(json.dumps(thread_budget().to_json()))"
+)
 
 
 @dataclass(frozen=True)
@@ -116,12 +132,40 @@ def command(job: Job, *, data: Path, store: Path, out: Path) -> list[str]:
     return args
 
 
+def share_env(scale: dict[str, int]) -> dict[str, str]:
+    """The share every container of a stack of `scale` takes (each of them runs torch), for the
+    stack and for the runs outside it: the same threads on both sides, so the same numbers."""
+    from snowfire.options import SHARE_ENV
+
+    return {SHARE_ENV: str(sum(scale.values()))}
+
+
+def threads_report(stack, scale: dict[str, int]) -> str:
+    """The threads each service chose, in one line; StepFailed naming a service whose budget
+    was fixed by hand or counts fewer processes than the stack runs (it would oversubscribe)."""
+    parts = []
+    for service in scale:
+        step = f"the threads {service} chose"
+        budget = json.loads(stack.exec(service, "python", "-c", THREADS, step=step))
+        if budget["override"] is not None or budget["share"] < sum(scale.values()):
+            raise StepFailed(
+                step,
+                f"expected a share of {sum(scale.values())} containers, got {budget['why']}",
+                service,
+            )
+        parts.append(f"{service} {budget['why']}")
+    return "torch threads: " + "; ".join(parts)
+
+
 class Reference:
     """The jobs' commands run outside containers (with `snowfire`, in order, in a thread):
-    extract -> train -> finetune -> compare, into `root`."""
+    extract -> train -> finetune -> compare, into `root`; `env` added to theirs."""
 
-    def __init__(self, snowfire: str, data: Path, root: Path) -> None:
+    def __init__(
+        self, snowfire: str, data: Path, root: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.snowfire, self.data, self.root = snowfire, data, root
+        self.extra_env = env or {}
         self.store = root / "store"
         self.error: StepFailed | None = None
         self.thread = threading.Thread(target=self._run_all, daemon=True)
@@ -137,7 +181,7 @@ class Reference:
         self.thread.start()
 
     def _run_all(self) -> None:
-        env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}  # as the image sets it
+        env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", **self.extra_env}  # as inside
         for job in JOBS.values():
             # niced: the steps in containers, which the check waits on, go first
             args = command(job, data=self.data, store=self.store, out=self.out(job.name))
