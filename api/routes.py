@@ -4,7 +4,7 @@ to status codes in errors.py."""
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
@@ -35,7 +35,7 @@ from .schemas import (
 
 router = APIRouter()
 
-_ERRORS = {
+_ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": text}
     for code, text in {
         404: "unknown feature set or example key",

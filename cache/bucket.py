@@ -152,7 +152,7 @@ def connect(url: str, retry: RetryPolicy | None = None):
         from obstore.store import from_url
     except ImportError:
         raise RuntimeError(
-            f"{url}: a store on object storage needs obstore: pip install 'snowfire[s3]'"
+            f"{url}: a store on object storage needs obstore: pip install -e '.[s3]'"
         ) from None
     policy = RetryPolicy.from_env() if retry is None else retry
     return from_url(url, retry_config=policy.obstore())

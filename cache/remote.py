@@ -151,7 +151,9 @@ class RemoteStore:
         if dtype is not None:
             read_dtype(dtype, self.get_featureset(fs_id).dtype)
         field = "indices" if indices is not None else "keys"
-        selection = [_plain(x) for x in (indices if indices is not None else keys)]
+        given = indices if indices is not None else keys
+        assert given is not None  # exactly one of them, checked above
+        selection = [_plain(x) for x in given]
         if indices is not None:  # checked here, as the local store does (JSON's 1.0 is 1)
             for i in selection:
                 check_index_type(i)
@@ -327,11 +329,11 @@ def _body_into_buffer(response) -> memoryview | bytes:
     length = response.headers.get("Content-Length")
     if length is None:
         return response.data
-    buf = memoryview(np.empty(int(length), dtype=np.uint8))
+    buf = np.empty(int(length), dtype=np.uint8).data  # a memoryview of it
     # urllib3's readinto reads into a temporary bytes and copies it over; the http.client
     # response under it reads into the buffer itself (the body is never content-encoded here)
     raw = getattr(response, "_fp", None)
-    readinto = raw.readinto if hasattr(raw, "readinto") else response.readinto
+    readinto = getattr(raw, "readinto", None) or response.readinto
     view, got = buf, 0
     while got < len(buf):
         n = readinto(view[got:])

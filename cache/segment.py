@@ -117,7 +117,7 @@ def write_segment(
         shards.write(path / "features", layout, features)
     else:  # a zarr whose defaults differ from the layout shards.py writes
         arr[:] = features
-    small = {
+    small: dict[str, np.ndarray] = {
         "offsets": offsets,
         "word_ids": np.concatenate([p[1] for p in parts]).astype(np.int32),
         "type_ids": np.concatenate([p[2] for p in parts]).astype(np.int8),

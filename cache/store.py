@@ -329,6 +329,7 @@ class Store:
                         f"0..{len(all_keys) - 1}"
                     )
             keys = [all_keys[i] for i in indices]
+        assert keys is not None  # exactly one of them, checked above
         return self._plan(info.encoder_id, list(keys), layer_list, dtype)
 
     def read_keys(

@@ -21,6 +21,7 @@ and the client's request splitting use it). No web framework here.
 from __future__ import annotations
 
 import json
+from typing import Final
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from .types import STORED_DTYPES, ExampleBatch
 SAFETENSORS = "application/x-safetensors"
 JSON = "application/json"
 #: Bumped when the tensors or metadata of a features body change meaning.
-WIRE_FORMAT = "snowfire-features/1"
+WIRE_FORMAT: Final = "snowfire-features/1"
 #: name -> dtype of every index tensor (features keep the store's dtype).
 _INDEX_DTYPES = {
     "offsets": np.int64,
@@ -115,7 +116,7 @@ def body_layout(
 
 def array_bytes(array: np.ndarray) -> memoryview:
     """A C-contiguous array's own buffer as bytes (no copy)."""
-    return memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B")
+    return np.ascontiguousarray(array).reshape(-1).data.cast("B")
 
 
 def encode_parts(

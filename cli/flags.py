@@ -26,7 +26,10 @@ import json
 import types
 import typing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # only to name the type: pydantic loads when a command needs it
+    from pydantic_settings import BaseSettings
 
 #: Fields shown under another flag: field -> (flag, action, help).
 _ALIASES = {"progress": ("--quiet", "store_false", "no progress bar")}
@@ -95,7 +98,7 @@ def add_config_arguments(
 
 
 def add_settings_arguments(
-    parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ...] = ()
+    parser: argparse.ArgumentParser, cls: type[BaseSettings], *, skip: tuple[str, ...] = ()
 ) -> None:
     """Add one flag per field of pydantic-settings class `cls` (except `skip`) to `parser`,
     its description as the help, with the default and the environment variable it reads."""
@@ -177,7 +180,7 @@ def _items(kind: type, choices: tuple | None):
         wrong = [v for v in values if choices and v not in choices]
         if wrong:
             raise argparse.ArgumentTypeError(
-                f"expected one of {', '.join(map(str, choices))}, got {wrong[0]!r}"
+                f"expected one of {', '.join(map(str, choices or ()))}, got {wrong[0]!r}"
             )
         return values
 

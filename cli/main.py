@@ -109,7 +109,7 @@ def _finetune(args: argparse.Namespace) -> int:
 
     config = config_from_args(snowfire.FinetuneConfig, args)
     use_threads()
-    metrics = snowfire.finetune(config).metrics
+    metrics = snowfire.finetune(config).metrics  # type: ignore[operator]  # the package, callable
     if config.grid is not None:
         print((Path(config.out) / GRID_TABLE).read_text())
     chosen = " (chosen on dev)" if config.grid is not None else ""
@@ -135,7 +135,7 @@ def _baseline(args: argparse.Namespace) -> int:
         sha256=source["sha256"],
         read=source.get("read"),
     )
-    gold = [float(e.label) for e in read_split(spec, args.data, args.split)]
+    gold = [e.label for e in read_split(spec, args.data, args.split)]  # scores, as read
     scores = cosine_scores(reader, info, layer=args.layer)
     metrics = evaluate(spec, gold, scores.tolist())
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
@@ -156,7 +156,7 @@ def _compare(args: argparse.Namespace) -> int:
         if fmt not in EXPORT_FORMATS:
             raise ValueError(f"--export: expected a format of {EXPORT_FORMATS}, got {fmt!r}")
     use_threads()
-    result = snowfire.compare(config, export_mteb=where)
+    result = snowfire.compare(config, export_mteb=where)  # type: ignore[operator]  # (callable)
     print(result.table)
     print(f"results in {Path(config.out) / RESULTS}")
     if where is not None:

@@ -49,7 +49,7 @@ class CompareConfig:
     )
     task_spec: list[str | dict] | None = option(
         None,
-        "your own task: a spec file (repeatable; README 'Your own task'); a job may give "
+        "your own task: a spec file (repeatable; docs/usage.md 'Your own task'); a job may give "
         "spec objects",
     )
     data: str | None = option(

@@ -79,7 +79,8 @@ class BertFinetuner(FireModel):
         self.kind = kind
         self.uses_types = getattr(config, "type_vocab_size", 0) > 1
         self.num_layers = config.num_hidden_layers + 1  # L, embeddings included
-        pad_tag = list(labels).index("O") if kind == "tagging" and "O" in labels else 0
+        tags = list(labels or ())
+        pad_tag = tags.index("O") if kind == "tagging" and "O" in tags else 0
         tagging = kind == "tagging"
         self.output = OutputLayer(
             config.hidden_size,

@@ -53,7 +53,7 @@ class FinetuneConfig:
     task: str | None = option(None, "a registered task (or --task-spec)", choices=TASK_NAMES)
     task_spec: str | dict | None = option(
         None,
-        "your own task: a spec file (.yaml, .yml, .json; README 'Your own task'); a job "
+        "your own task: a spec file (.yaml, .yml, .json; docs/usage.md 'Your own task'); a job "
         "may give the spec object",
     )
     data: str | None = option(

@@ -24,7 +24,7 @@ Shapes: B batch, T words, T+2 with <S> </S>, C characters per token, L layers, D
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -35,13 +35,19 @@ from .base import FireModel
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
 
+if TYPE_CHECKING:
+    from snowfire.extractor import ElmoBiLM
+
 
 class ElmoFinetuner(FireModel):
     """An `ElmoBiLM` + scalar mix + the task's `OutputLayer`; `collate` builds char ids."""
 
+    warm_h: torch.Tensor  # buffers (register_buffer below): the warm-up state
+    warm_c: torch.Tensor
+
     def __init__(
         self,
-        bilm: nn.Module,
+        bilm: ElmoBiLM,
         *,
         kind: str,
         pair: bool,
@@ -58,7 +64,8 @@ class ElmoFinetuner(FireModel):
         self.mix = ScalarMix(bilm.num_layers)
         d = bilm.output_dim  # D
         in_dim = (16 * d if bi_attention else 2 * d) if pair and kind != "tagging" else d
-        pad_tag = list(labels).index("O") if kind == "tagging" and "O" in labels else 0
+        tags = list(labels or ())
+        pad_tag = tags.index("O") if kind == "tagging" and "O" in tags else 0
         self.output = OutputLayer(
             in_dim,
             kind,

@@ -48,7 +48,7 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[FireModel, dict]:
     from .elmo import ElmoFinetuner
 
     options, weights = resolve_elmo_spec(cfg.encoder.split(":", 1)[1])
-    model = ElmoFinetuner(
+    elmo = ElmoFinetuner(
         ElmoBiLM.from_files(options, weights),
         kind=spec.kind,
         pair=spec.pair,
@@ -65,10 +65,10 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[FireModel, dict]:
         "options_sha256": file_sha256(options),
         "weights_sha256": file_sha256(weights),
         "state_policy": "fixed",
-        "num_layers": model.bilm.num_layers,
-        "dim": model.bilm.output_dim,
+        "num_layers": elmo.bilm.num_layers,
+        "dim": elmo.bilm.output_dim,
     }
-    return model, identity
+    return elmo, identity
 
 
 def start_hashes(cfg: FinetuneConfig, identity: dict | None = None) -> dict[str, str]:

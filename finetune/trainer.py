@@ -352,7 +352,7 @@ def _train_epoch(
         with torch.autocast(device.type, dtype=torch.float16, enabled=fit.amp):
             _, loss = model(batch)
         task_loss = loss.item()
-        if pulled:  # L2-SP: λ ||θ − θ₀||² over the trained encoder weights
+        if pulled and fit.anchors is not None:  # L2-SP: λ ||θ − θ₀||² over the trained encoder
             loss = loss + cfg.l2sp * l2sp_penalty(pulled, fit.anchors)
         fit.optimizer.zero_grad(set_to_none=True)
         fit.scaler.scale(loss).backward()
@@ -387,7 +387,9 @@ def _curve_point(fit: _Fit, cfg, dev_set, at: float) -> dict[str, Any]:
     spec = cfg.spec
     preds = decode(spec, predict(fit.model, dev_set, cfg.batch_size, fit.device))
     fit.model.train()
-    return {"epoch": round(at, 4), "dev": evaluate(spec, gold_of(spec, dev_set), preds)}
+    gold = gold_of(spec, dev_set)
+    assert gold is not None  # dev is labelled: read with its answers
+    return {"epoch": round(at, 4), "dev": evaluate(spec, gold, preds)}
 
 
 def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out_dir: Path):
@@ -396,11 +398,12 @@ def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out
     from snowfire.tasks import evaluate
 
     preds = decode(spec, predict(fit.model, dev_set, cfg.batch_size, fit.device))
-    dev = evaluate(spec, gold_of(spec, dev_set), preds)
-    score = dev[spec.metric]
-    key = -math.inf if math.isnan(score) else score  # a constant prediction has no pearson
-    if key > state.best or state.best_epoch is None:
-        state.best, state.best_epoch, state.bad = key, epoch, 0
+    gold = gold_of(spec, dev_set)
+    assert gold is not None  # dev is labelled: read with its answers
+    dev = evaluate(spec, gold, preds)
+    score = dev[spec.metric]  # finite: every metric is (a constant prediction's pearson is 0)
+    if score > state.best or state.best_epoch is None:
+        state.best, state.best_epoch, state.bad = score, epoch, 0
         save_torch(out_dir / BEST, fit.model.trained_state())
     else:
         state.bad += 1

@@ -125,6 +125,7 @@ class FeatureSource:
             blocks = [blocks[b] for b in rng.permutation(len(blocks))]
         pending = self._pool.submit(self._read, blocks[0]) if blocks else None
         for b, block in enumerate(blocks):
+            assert pending is not None  # block b was submitted before its turn
             data = pending.result()
             if b + 1 < len(blocks):
                 pending = self._pool.submit(self._read, blocks[b + 1])

@@ -236,7 +236,9 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
         preds = _predict(
             head, sources["dev"], targets["dev"], spec.kind, cfg.batch_size, word_level, device
         )
-        dev = evaluate(spec, gold_of(spec, examples["dev"]), decode(spec, preds))
+        gold = gold_of(spec, examples["dev"])
+        assert gold is not None  # dev is labelled: read with its answers
+        dev = evaluate(spec, gold, decode(spec, preds))
         score = dev[spec.metric]
         record = {
             "epoch": epoch,
@@ -255,6 +257,7 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
             bad += 1
             if bad >= cfg.patience:
                 break
+    assert best_state is not None  # epochs >= 1, and epoch 1 scores above -inf (finite metrics)
     head.load_state_dict(best_state)
 
     # -- evaluate every split, write the run

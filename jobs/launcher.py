@@ -37,8 +37,8 @@ def commands(home: Home, host: str, port: int) -> dict[str, list[str]]:
 def run_up(home: str | os.PathLike | None, *, host: str, port: int, grace: float = 15.0) -> int:
     """Run until Ctrl-C/SIGTERM; `home` None reads SNOWFIRE_HOME. `snowfire up` passes the
     service's host and port as its settings resolve them (api/settings.py)."""
-    home = Home.resolve(home)
-    home.root.mkdir(parents=True, exist_ok=True)
+    where = Home.resolve(home)
+    where.root.mkdir(parents=True, exist_ok=True)
     stopping: list[int] = []
 
     def on_signal(signum, frame) -> None:
@@ -47,7 +47,7 @@ def run_up(home: str | os.PathLike | None, *, host: str, port: int, grace: float
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     children: dict[str, subprocess.Popen] = {}
     code = 0
-    todo = commands(home, host, port)
+    todo = commands(where, host, port)
     budget = thread_budget()
     env = {**os.environ, **threads_env(len(todo), budget)}
     try:
@@ -55,7 +55,7 @@ def run_up(home: str | os.PathLike | None, *, host: str, port: int, grace: float
             children[name] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env)
         print(
             f"snowfire up: API on http://{host}:{port}, workers {', '.join(JOB_KINDS)}, "
-            f"data in {home.root} (Ctrl-C stops all); torch threads of each: "
+            f"data in {where.root} (Ctrl-C stops all); torch threads of each: "
             f"{budget.divided(len(todo)).why()}",
             file=sys.stderr,
         )

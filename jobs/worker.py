@@ -138,6 +138,7 @@ class Worker:
 
     def run_job(self, job: Job) -> str:
         """Run a claimed job to its end; returns its final status, or "lost"."""
+        assert job.lease is not None  # a claimed job holds its lease
         result = self.home.result(job.id)
         result.unlink(missing_ok=True)
         log.info("worker %s: job %s (%s, attempt %d)", self.id, job.id, job.kind, job.attempts)
@@ -166,6 +167,7 @@ class Worker:
     def _watch(self, job: Job, child: subprocess.Popen) -> str | None:
         """Heartbeat until the child exits (None) or must be stopped ("cancelled", "lost",
         or "failed" at the job's deadline)."""
+        assert job.lease is not None  # a claimed job holds its lease
         started, limit = time.monotonic(), self.deadline_of(job)
         while True:
             left = limit - (time.monotonic() - started)
@@ -192,6 +194,7 @@ class Worker:
     def expire(self, job: Job, limit: float, elapsed: float) -> str:
         """Fail `job`, whose runner was killed at its deadline; its run directory (params
         `out`, where the kind has one) is left as the kill left it, marked rundir.DEADLINE."""
+        assert job.lease is not None  # a claimed job holds its lease
         from snowfire.rundir import DEADLINE, write_json
 
         error = f"deadline exceeded after {limit:g} s"
@@ -212,6 +215,8 @@ class Worker:
         return "failed" if ok else "lost"
 
     def _complete(self, job: Job, code: int, result: Path) -> str:
+        assert job.lease is not None  # a claimed job holds its lease
+        error: str | None
         if code == -signal.SIGKILL:  # killed from outside (OOM killer, kill -9): run it again
             error = f"its runner was killed (SIGKILL) {job.attempts} times"
             status = self.queue.retry(job.id, job.lease, error)

@@ -284,7 +284,7 @@ def _infer(spec: TaskSpec, given_labels: bool) -> TaskSpec:
     path = split_path(spec, None, "train")
     answers = Answers(
         kind=spec.kind,
-        labels=tuple(spec.labels) if given_labels else None,
+        labels=tuple(spec.labels or ()) if given_labels else None,
         score_range=spec.score_range,
         bio=spec.kind == "tagging" and spec.metric == "span_f1",
     )
@@ -375,6 +375,7 @@ def config_task(
         if data is None:
             raise ValueError(f"{owner}.data: task {task!r} needs its data directory")
         return spec
+    assert task_spec is not None  # exactly one of the two, checked above
     try:
         return resolve_task(task_spec, base=data)
     except (ValueError, TypeError, OSError) as err:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -140,12 +139,14 @@ def test_a_large_read_goes_out_as_parallel_requests(server, local, monkeypatch):
         transport = Counting(remote)
         in_flight, peak, lock = [0], [0], threading.Lock()
         send = transport.send
+        together = threading.Barrier(3)  # no part goes on before all three are out
 
         def slow_send(method, url, body, headers):
             with lock:
                 in_flight[0] += 1
                 peak[0] = max(peak[0], in_flight[0])
-            time.sleep(0.2)  # long enough for the other requests to start
+            if url.endswith("/features"):  # BrokenBarrierError: the parts went one by one
+                together.wait(timeout=60)
             try:
                 return send(method, url, body, headers)
             finally:

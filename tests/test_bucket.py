@@ -161,7 +161,7 @@ def test_without_obstore_the_message_says_what_to_install(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "obstore.store", None)  # import fails as if not installed
     with pytest.raises(
-        RuntimeError, match=r"s3://x/y: .* needs obstore: pip install 'snowfire\[s3\]'"
+        RuntimeError, match=r"s3://x/y: .* needs obstore: pip install -e '\.\[s3\]'"
     ):
         connect("s3://x/y")
 

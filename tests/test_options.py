@@ -153,10 +153,13 @@ def test_the_cli_refuses_a_bad_value_with_the_field_not_a_traceback(capsys):
     assert (
         "snowfire train: error: TrainConfig.epochs: expected >= 1, got 0" in capsys.readouterr().err
     )
-    with pytest.raises(SystemExit):  # a choice argparse already knows
+    with pytest.raises(SystemExit) as refused:  # a choice argparse already knows
         main("extract --encoder minilm --store s --input t --dtype bfloat16".split())
+    assert refused.value.code == 2
+    assert "invalid choice: 'bfloat16'" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess  # a fresh interpreter
 def test_the_cli_parser_loads_no_heavy_package_and_train_stays_a_function():
     code = (
         "import sys; from snowfire.cli.main import build_parser; build_parser()\n"

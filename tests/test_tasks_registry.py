@@ -162,7 +162,7 @@ def test_spec(name, folder, kind, pair, labels, metric, files):
 
 def test_registry_holds_exactly_the_eight_tasks_and_is_read_only():
     assert list(TASKS) == ["conll2003", "sst2", "mnli", "mrpc", "stsb", "sick-e", "sick-r", "cola"]
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="does not support item assignment"):
         TASKS["new"] = TASKS["sst2"]  # type: ignore[index]
     assert get_task("stsb").score_range == (0.0, 5.0)
     assert get_task("sick-r").score_range == (1.0, 5.0)

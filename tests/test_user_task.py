@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -316,7 +317,8 @@ def test_an_edited_file_is_extracted_again(tiny_bert_dir, tmp_path):
     # the same file read through other columns is other texts: not found either
     source = split_source(_resolve(spec), None, "dev")
     other = dict(json.loads(source["read"]), columns={"text": "verdict", "label": "verdict"})
-    with pytest.raises(FeatureSetNotFoundError):
+    unread = f"task 'films', split 'dev' from the file with sha256 {source['sha256'][:12]}"
+    with pytest.raises(FeatureSetNotFoundError, match=re.escape(unread)):
         Store(store).find_featureset(
             encoder=encoder,
             task="films",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from snowfire.extractor import ENCODER_FORMS
 from snowfire.options import check, option
@@ -30,6 +30,8 @@ class AnalysisConfig:
 
     #: The analysis' name: `snowfire analyze NAME`, OUT/NAME.json, .md, .png.
     name: ClassVar[str] = ""
+    if TYPE_CHECKING:  # a field of each analysis' own config (tasks_option), declared there
+        tasks: list[str]
 
     encoder: str = option(help=f"the encoder: {ENCODER_FORMS}")
     out: str = option(help="output directory (NAME.json, NAME.md, NAME.png; runs under OUT/NAME/)")
@@ -39,7 +41,7 @@ class AnalysisConfig:
     store: str | None = option(None, "feature store (default: OUT/store)")
     task_spec: list[str | dict] | None = option(
         None,
-        "your own task: a spec file (repeatable; README 'Your own task'), analysed "
+        "your own task: a spec file (repeatable; docs/usage.md 'Your own task'), analysed "
         "instead of the default tasks",
     )
 
@@ -50,7 +52,9 @@ class AnalysisConfig:
             if not getattr(self, field):
                 raise ValueError(f"{where}.{field}: expected a non-empty string")
         tasks = getattr(self, "tasks", None) or []
-        default = next(f for f in fields(self) if f.name == "tasks").default_factory()
+        factory = next(f for f in fields(self) if f.name == "tasks").default_factory
+        assert callable(factory)  # tasks_option gives a factory
+        default = factory()
         if self.task_spec and tasks == default:  # the user's tasks, not the paper's
             tasks = []
         if not tasks and not self.task_spec:

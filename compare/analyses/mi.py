@@ -50,7 +50,7 @@ def run(cfg: MiConfig) -> dict[str, Any]:
 
     from ..mi import discretise, mi_knn, reduce
 
-    result = {}
+    result: dict[str, dict[str, Any]] = {}
     for task in cfg.names:
         spec = cfg.specs[task]
         info = features(cfg, task, ("train",))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -191,7 +191,7 @@ class ElmoEncoder:
         feats = [None if r is None else layers[b, 1 : r.shape[0] - 1] for b, r in enumerate(rows)]
         return feats, new_state
 
-    def _encode_fixed(self, batch: list[Prepared]) -> list[list[np.ndarray | None]]:
+    def _encode_fixed(self, batch: list[Prepared]) -> list[list[np.ndarray]]:
         sentences = [(i, s, ids) for i, p in enumerate(batch) for s, ids in enumerate(p.data)]
         sentences.sort(key=lambda x: x[2].shape[0])  # similar lengths share a call: less padding
         feats: list[list[np.ndarray | None]] = [[None] * len(p.data) for p in batch]
@@ -201,10 +201,10 @@ class ElmoEncoder:
             rows, _ = self._run([ids for _, _, ids in chunk], state)
             for (i, s, _), f in zip(chunk, rows, strict=True):
                 feats[i][s] = f
-        return feats
+        return cast(list[list[np.ndarray]], feats)  # every slot filled: each sentence ran
 
-    def _encode_stateful(self, batch: list[Prepared]) -> list[list[np.ndarray | None]]:
-        feats: list[list[np.ndarray | None]] = []
+    def _encode_stateful(self, batch: list[Prepared]) -> list[list[np.ndarray]]:
+        feats: list[list[np.ndarray]] = []
         for start in range(0, len(batch), self.batch_size):
             chunk = batch[start : start + self.batch_size]
             per_segment = []
