@@ -28,6 +28,7 @@ than `COALESCE` apart into one request) and fetches the objects concurrently.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import re
 import tempfile
@@ -274,7 +275,7 @@ class ObjectBackend:
         )
         return {k: v for k, v in sorted(found.items()) if not _hidden(k)}
 
-    def list_dir(self, prefix: str) -> list[str]:
+    def list_dir(self, prefix: str) -> builtins.list[str]:
         import obstore
 
         check_key(prefix, prefix=True)
