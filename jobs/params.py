@@ -25,6 +25,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from snowfire.options import unwrap_optional
+
 from .errors import InvalidJobError
 from .home import Home
 from .kinds import JOB_KINDS, LIMIT_PARAMS, JobLimits, split_limits
@@ -40,9 +42,10 @@ class _Params(BaseModel):
 
 def _field_type(hint: Any, choices: tuple | None, bounds: dict[str, float]) -> Any:
     """The pydantic type of a config field: its hint, with `choices` as a Literal and the
-    `bounds` on the value (on each value of a list)."""
-    optional = type(None) in typing.get_args(hint)
-    base = next(a for a in typing.get_args(hint) if a is not type(None)) if optional else hint
+    `bounds` on the value (on each value of a list). Every member of a union stays: `str | dict
+    | None` (a task_spec: the spec file's path, or the spec object inline) is `str | dict |
+    None` here too."""
+    base, optional = unwrap_optional(hint)
     many = typing.get_origin(base) is list
     item = typing.get_args(base)[0] if many else base
     if choices:

@@ -12,19 +12,22 @@ from the same fields.
 A `volatile=True` field may change between attempts of one run (where it runs, how it reports,
 where it writes): a run directory made with another value of it is still the same run
 (`rundir.finished_or_refuse` reuses it; any other field changed is refused).
+
+The ground floor of the data flow, so every package may use it: type hints read one way
+(hints.py: `unwrap_optional`) and names a package loads on first use (lazy.py: `lazy_exports`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import operator
 import os
-import types
 import typing
 from typing import Any
 
-__all__ = ["check", "option", "volatile_fields"]
+from .hints import is_union, unwrap_optional
+from .lazy import lazy_exports
+
+__all__ = ["check", "is_union", "lazy_exports", "option", "unwrap_optional", "volatile_fields"]
 
 _BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
 
@@ -37,11 +40,14 @@ def option(
     factory: Any = dataclasses.MISSING,
     volatile: bool = False,
     absent: Any = dataclasses.MISSING,
+    kw_only: bool = False,
     **bounds: float,
 ) -> Any:
     """A dataclass field with `help`, optional `choices` and bounds (ge, gt, le, lt);
     `volatile`: the field may change between attempts of the same run; `absent`: the value a
-    run saved before the field existed behaved as (default: the field's default)."""
+    run saved before the field existed behaved as (default: the field's default); `kw_only`:
+    a keyword-only argument (the fields of a mixin, which precede the config's own required
+    ones)."""
     unknown = set(bounds) - set(_BOUNDS)
     if unknown:
         raise TypeError(f"option: unknown bounds {sorted(unknown)}; expected {sorted(_BOUNDS)}")
@@ -50,7 +56,9 @@ def option(
     metadata = {"help": help, "choices": choices, "bounds": bounds, "volatile": volatile}
     if absent is not dataclasses.MISSING:
         metadata["absent"] = absent
-    return dataclasses.field(default=default, default_factory=factory, metadata=metadata)
+    return dataclasses.field(
+        default=default, default_factory=factory, metadata=metadata, kw_only=kw_only
+    )
 
 
 def volatile_fields(config: Any) -> frozenset[str]:
@@ -58,21 +66,9 @@ def volatile_fields(config: Any) -> frozenset[str]:
     return frozenset(f.name for f in dataclasses.fields(config) if f.metadata.get("volatile"))
 
 
-def _base(hint: Any) -> tuple[Any, bool]:
-    """(`X`, True) for `X | None` (X itself a union of the rest: `str | dict | None` gives
-    `str | dict`), (hint, False) otherwise."""
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1:
-            return args[0], True
-        if len(args) < len(typing.get_args(hint)):
-            return functools.reduce(operator.or_, args), True
-    return hint, False
-
-
 def _type_ok(value: Any, base: Any) -> bool:
     origin = typing.get_origin(base) or base
-    if origin in (typing.Union, types.UnionType):  # e.g. str | dict: a path, or the object
+    if is_union(base):  # e.g. str | dict: a path, or the object
         return any(_type_ok(value, arg) for arg in typing.get_args(base))
     if base is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -96,7 +92,7 @@ def check(config: Any) -> None:
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         value = getattr(config, f.name)
-        base, optional = _base(hints[f.name])
+        base, optional = unwrap_optional(hints[f.name])
         where = f"{cls.__name__}.{f.name}"
         if value is None:
             if optional:
