@@ -22,6 +22,7 @@ from .describe import (
     split_source,
 )
 from .example import Example
+from .fields import DATA_HELP, TaskFields, TaskListFields, config_task, resolve_tasks
 from .metrics import accuracy, binary_f1, macro_f1, matthews_corrcoef, pearson, spearman
 from .predictions import decode, gold_of, read_predictions, write_predictions
 from .readers import as_spec, available_splits, read_split, split_path
@@ -29,19 +30,14 @@ from .registry import TASK_NAMES, TASKS, get_task
 from .scoring import evaluate
 from .spans import span_scores, tag_spans
 from .spec import FORMATS, KINDS, METRICS, SPLITS, USER_FORMATS, Source, TaskSpec
-from .spec_file import (
-    SPEC_SUFFIXES,
-    config_task,
-    load_spec_file,
-    resolve_task,
-    spec_from_dict,
-)
+from .spec_file import SPEC_SUFFIXES, load_spec_file, resolve_task, spec_from_dict
 from .subset import train_subset
 from .text_file import read_text_file
 
 DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo"
 
 __all__ = [
+    "DATA_HELP",
     "DEMO_DATA_DIR",
     "FORMATS",
     "KINDS",
@@ -53,6 +49,8 @@ __all__ = [
     "USER_FORMATS",
     "Example",
     "Source",
+    "TaskFields",
+    "TaskListFields",
     "TaskReport",
     "TaskSpec",
     "accuracy",
@@ -79,6 +77,7 @@ __all__ = [
     "read_split",
     "read_text_file",
     "resolve_task",
+    "resolve_tasks",
     "span_scores",
     "spearman",
     "spec_from_dict",
