@@ -10,38 +10,41 @@ K tags / classes; in the heads also Sa, Sb the pieces of text a and b of a pair,
 own hidden width (each LSTM direction).
 """
 
+from snowfire.options import lazy_exports
+
+#: name -> where it loads from on first use: TrainConfig (the CLI) loads no torch
 _WHERE = {
-    "Head": "base",
-    "cosine_scores": "baseline",
-    "collate": "batch",
-    "HeadBatch": "batch",
-    "IGNORE_INDEX": "batch",
-    "KINDS": "batch",  # defined in tasks.registry
-    "BCN": "bcn",
-    "TrainConfig": "config",
-    "FeatureSource": "data",
-    "enhance": "esim",
-    "ESIM": "esim",
-    "pool_pair": "esim",
-    "PredictConfig": "predict",
-    "load_head": "predict",
-    "run_predict": "predict",
-    "task_targets": "data",
-    "PooledHead": "pooled",
-    "predict_featureset": "predict",
-    "predict_texts": "predict",
-    "Probe": "probe",
-    "build_head": "registry",
-    "HEADS": "registry",
-    "HeadSpec": "registry",
-    "ScalarMix": "scalar_mix",
-    "BiLSTM": "sequence",
-    "masked_max": "sequence",
-    "decode_tags": "tagger",
-    "tag_loss": "tagger",
-    "Tagger": "tagger",
-    "TagScores": "tagger",
-    "train": "trainer",
+    "Head": ".base:Head",
+    "cosine_scores": ".baseline:cosine_scores",
+    "collate": ".batch:collate",
+    "HeadBatch": ".batch:HeadBatch",
+    "IGNORE_INDEX": ".batch:IGNORE_INDEX",
+    "KINDS": ".batch:KINDS",  # defined in tasks.registry
+    "BCN": ".bcn:BCN",
+    "TrainConfig": ".config:TrainConfig",
+    "FeatureSource": ".data:FeatureSource",
+    "enhance": ".esim:enhance",
+    "ESIM": ".esim:ESIM",
+    "pool_pair": ".esim:pool_pair",
+    "PredictConfig": ".predict:PredictConfig",
+    "load_head": ".predict:load_head",
+    "run_predict": ".predict:run_predict",
+    "task_targets": ".data:task_targets",
+    "PooledHead": ".pooled:PooledHead",
+    "predict_featureset": ".predict:predict_featureset",
+    "predict_texts": ".predict:predict_texts",
+    "Probe": ".probe:Probe",
+    "build_head": ".registry:build_head",
+    "HEADS": ".registry:HEADS",
+    "HeadSpec": ".registry:HeadSpec",
+    "ScalarMix": ".scalar_mix:ScalarMix",
+    "BiLSTM": ".sequence:BiLSTM",
+    "masked_max": ".sequence:masked_max",
+    "decode_tags": ".tagger:decode_tags",
+    "tag_loss": ".tagger:tag_loss",
+    "Tagger": ".tagger:Tagger",
+    "TagScores": ".tagger:TagScores",
+    "train": ".trainer:train",
 }
 
 __all__ = [
@@ -79,10 +82,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    # names load on first use: `from heads.config import TrainConfig` (the CLI) loads no torch
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -11,6 +11,8 @@ needs pydantic and is imported only when its names are first used, so that a wor
 runner of a job load neither pydantic nor a web framework.
 """
 
+from snowfire.options import lazy_exports
+
 from .errors import (
     InvalidJobError,
     JobError,
@@ -55,10 +57,12 @@ __all__ = [
     "validate_params",
 ]
 
-
-def __getattr__(name: str):
-    if name in ("describe_validation", "params_model", "validate_params"):  # pydantic
-        from . import params
-
-        return getattr(params, name)
-    raise AttributeError(f"module 'jobs' has no attribute {name!r}")
+#: loaded on first use: params.py needs pydantic, which a worker and a job's runner never load
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "describe_validation": ".params:describe_validation",
+        "params_model": ".params:params_model",
+        "validate_params": ".params:validate_params",
+    },
+)
