@@ -14,6 +14,7 @@ from .config import (
     ExtractConfig,
     encoder_family,
 )
+from .device import default_device
 from .embed import EmbedBusyError, EmbedWorker
 from .encoders import MINILM_NAME, encoder_name, load_encoder, minilm_dir
 from .hf import hf_identity, resolve_model_dir, weights_sha256
@@ -57,6 +58,7 @@ __all__ = [
     "bucket_batches",
     "cluster_gpus",
     "connect_ray",
+    "default_device",
     "encode_segment",
     "encoder_family",
     "encoder_name",

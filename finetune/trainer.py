@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from snowfire.cache import versions
+from snowfire.extractor import default_device
 from snowfire.rundir import (
     BEST,
     CHECKPOINT,
@@ -159,7 +160,7 @@ def train(
 def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str, float]]:
     started = clock()
     torch.manual_seed(cfg.seed)
-    device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = default_device(cfg.device)
     out_dir = Path(cfg.out)
     finished = finished_or_refuse(out_dir, cfg, "finetune")
     if finished is not None:  # and started from the weights the config's paths hold now

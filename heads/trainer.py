@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from snowfire.extractor import default_device
 from snowfire.rundir import (
     CONFIG,
     HEAD,
@@ -164,7 +165,7 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
 
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
-    device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = default_device(cfg.device)
     spec = cfg.spec
     splits = list(examples)
 
