@@ -42,20 +42,16 @@ def task_fields(spec) -> dict[str, Any]:
 
 
 def check_tasks(cfg: CompareConfig) -> None:
-    """Read every split of every task (each row checked) before anything is written: a bad
-    row stops the comparison with its file and line, the store and OUT untouched."""
-    from snowfire.tasks import TASK_NAMES, available_splits, get_task, read_split
+    """Read every split of every task as its runs will (`tasks.read_training`: each row
+    checked, train and dev with gold labels) before anything is written: a bad row stops the
+    comparison with its file and line, the store and OUT untouched."""
+    from snowfire.tasks import TASK_NAMES, get_task, read_training
 
     specs = list(cfg.specs.values())
     if cfg.intermediate in TASK_NAMES:  # arm seq fine-tunes on it first
         specs.append(get_task(cfg.intermediate))
     for spec in specs:
-        splits = available_splits(spec, cfg.data)
-        for needed in ("train", "dev"):
-            if needed not in splits:
-                raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
-        for split in splits:
-            read_split(spec, cfg.data, split)
+        read_training(spec, cfg.data)
 
 
 def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ _WHERE = {
     "FinetuneConfig": ".config:FinetuneConfig",
     "ElmoFinetuner": ".elmo:ElmoFinetuner",
     "build_model": ".model:build_model",
-    "epoch_batches": ".model:epoch_batches",
+    "epoch_batches": "snowfire.tasks:epoch_batches",  # ❄️ and 🔥 alike
     "to_device": ".model:to_device",
     "predict": ".model:predict",
     "load_run": ".predict:load_run",

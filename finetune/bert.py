@@ -30,6 +30,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from snowfire.tasks import label_indices
+
 from .methods import insert_adapters, insert_lora, trained_by
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
@@ -89,7 +91,7 @@ class BertFinetuner(nn.Module):
             lstm=lstm if tagging else 0,
             pad_tag=pad_tag,
         )
-        self.label_index = {label: i for i, label in enumerate(labels or ())}
+        self.labels = list(labels or ())  # class names or tags, in index order
         self.method = method
         self.adapters = None
         if method == "adapter":
@@ -120,7 +122,8 @@ class BertFinetuner(nn.Module):
             if self.kind == "regression":
                 batch["labels"] = torch.tensor([float(e.label) for e in examples])  # (B,)
             else:
-                batch["labels"] = torch.tensor([self.label_index[str(e.label)] for e in examples])
+                labels = label_indices(self.labels, (e.label for e in examples))  # ❄️'s indices
+                batch["labels"] = torch.from_numpy(labels)  # (B,)
         return batch
 
     def _align(self, enc, examples) -> dict[str, torch.Tensor]:
@@ -140,7 +143,7 @@ class BertFinetuner(nn.Module):
         if all(e.tags is not None for e in examples):
             tags = torch.full((len(examples), n_words), IGNORE_INDEX)  # (B, T)
             for b, e in enumerate(examples):
-                tags[b, : len(e.tags)] = torch.tensor([self.label_index[t] for t in e.tags])
+                tags[b, : len(e.tags)] = torch.from_numpy(label_indices(self.labels, e.tags))
             out["labels"] = tags.masked_fill(~mask, IGNORE_INDEX)  # (B, T)
         return out
 

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from snowfire.heads import enhance, masked_max, pool_pair
+from snowfire.tasks import label_indices
 
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
@@ -69,7 +70,7 @@ class ElmoFinetuner(nn.Module):
             lstm=lstm if kind == "tagging" else 0,
             pad_tag=pad_tag,
         )
-        self.label_index = {label: i for i, label in enumerate(labels or ())}
+        self.labels = list(labels or ())  # class names or tags, in index order
         state = bilm.zero_state(1)
         self.register_buffer("warm_h", state.h.clone())  # (2, n, 1, P)
         self.register_buffer("warm_c", state.c.clone())  # (2, n, 1, C)
@@ -98,13 +99,14 @@ class ElmoFinetuner(nn.Module):
                 t_max = batch["chars"].shape[1] - 2
                 tags = torch.full((len(examples), t_max), IGNORE_INDEX)  # (B, T)
                 for b, e in enumerate(examples):
-                    tags[b, : len(e.tags)] = torch.tensor([self.label_index[t] for t in e.tags])
+                    tags[b, : len(e.tags)] = torch.from_numpy(label_indices(self.labels, e.tags))
                 batch["labels"] = tags
         elif all(e.label is not None for e in examples):
             if self.kind == "regression":
                 batch["labels"] = torch.tensor([float(e.label) for e in examples])  # (B,)
             else:
-                batch["labels"] = torch.tensor([self.label_index[str(e.label)] for e in examples])
+                labels = label_indices(self.labels, (e.label for e in examples))  # ❄️'s indices
+                batch["labels"] = torch.from_numpy(labels)  # (B,)
         return batch
 
     # ------------------------------------------------------------------ model

@@ -29,7 +29,7 @@ _WHERE = {
     "PredictConfig": ".predict:PredictConfig",
     "load_head": ".predict:load_head",
     "run_predict": ".predict:run_predict",
-    "task_targets": ".data:task_targets",
+    "task_targets": "snowfire.tasks:task_targets",  # ❄️ and 🔥 alike
     "PooledHead": ".pooled:PooledHead",
     "predict_featureset": ".predict:predict_featureset",
     "predict_texts": ".predict:predict_texts",

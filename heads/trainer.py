@@ -14,8 +14,6 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-
 from snowfire.extractor import default_device
 from snowfire.rundir import (
     CONFIG,
@@ -35,7 +33,6 @@ from snowfire.rundir import (
 from snowfire.tasks import decode, gold_of, write_predictions
 
 from .config import TrainConfig
-from .data import task_targets
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +123,10 @@ def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
     attempt left (no metrics.json) is cleared first, so a run never continues on top of
     half-written files.
     """
-    examples = _examples(cfg)  # every row checked before anything is written
+    from snowfire.tasks import read_training
+
+    # every row checked before anything is written; the subsample 🔥 draws with this cap and seed
+    data = read_training(cfg.spec, cfg.data, cap=cfg.max_train_examples, seed=cfg.seed)
     out = Path(cfg.out)
     with hold_run(out):
         done = finished_or_refuse(out, cfg, "train")
@@ -138,33 +138,21 @@ def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
                 shutil.rmtree(target)
             else:
                 target.unlink(missing_ok=True)
-        return _fit(cfg, examples)
+        return _fit(cfg, data)
 
 
-def _examples(cfg: TrainConfig) -> dict[str, list]:
-    """The examples of every split present (train and dev needed), each row checked."""
-    from snowfire.tasks import available_splits, read_split
-
-    spec = cfg.spec
-    splits = available_splits(spec, cfg.data)
-    for needed in ("train", "dev"):
-        if needed not in splits:
-            raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
-    return {s: read_split(spec, cfg.data, s) for s in splits}
-
-
-def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, float]]:
+def _fit(cfg: TrainConfig, data) -> dict[str, dict[str, float]]:
     import torch
     from tqdm import tqdm
 
     from snowfire.cache import open_reader
-    from snowfire.tasks import evaluate, train_subset
+    from snowfire.tasks import epoch_rng, evaluate, task_targets
 
     from .batch import collate
     from .registry import build_head
 
     torch.manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
+    examples, keep = data.examples, data.keep  # every example: the feature sets hold them all
     device = default_device(cfg.device)
     spec = cfg.spec
     splits = list(examples)
@@ -183,7 +171,6 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
     budget = int(cfg.max_memory_gb * 1e9)
     from .data import FeatureSource
 
-    keep = train_subset(len(examples["train"]), cfg.max_train_examples, cfg.seed)
     sources = {
         s: FeatureSource(reader, infos[s], layers, budget, subset=keep if s == "train" else None)
         for s in splits
@@ -222,6 +209,7 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
         bar = tqdm(
             total=n_train, desc=f"epoch {epoch}", unit="ex", disable=not cfg.progress, leave=False
         )
+        rng = epoch_rng(cfg.seed, epoch)  # the epoch's example order, as 🔥 draws it
         for idx, eb in sources["train"].iterate(cfg.batch_size, rng, cfg.bucket_pool):
             batch = collate(
                 eb, _subset(targets["train"], idx), kind=spec.kind, word_level=word_level
@@ -260,8 +248,7 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
 
     # -- evaluate every split, write the run
     metrics = {}
-    if keep is not None:  # the train split's scores and predictions: the examples trained on
-        examples["train"] = [examples["train"][i] for i in keep]
+    examples = data.trained()  # the train split's scores and predictions: the examples trained on
     for split in splits:
         preds = decode(
             spec,

@@ -11,7 +11,7 @@ for each format, checks of every row, and scoring.
 
 from pathlib import Path
 
-from .batches import example_length, length_batches
+from .batches import epoch_batches, epoch_rng, example_length, length_batches
 from .check import TaskReport, check_task
 from .describe import (
     describe,
@@ -31,8 +31,15 @@ from .scoring import evaluate
 from .spans import span_scores, tag_spans
 from .spec import FORMATS, KINDS, METRICS, SPLITS, USER_FORMATS, Source, TaskSpec
 from .spec_file import SPEC_SUFFIXES, load_spec_file, resolve_task, spec_from_dict
-from .subset import train_subset
+from .targets import label_indices, task_targets
 from .text_file import read_text_file
+from .training import (
+    TRAINING_SPLITS,
+    TrainingSplits,
+    need_splits,
+    read_training,
+    train_subset,
+)
 
 DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo"
 
@@ -46,6 +53,7 @@ __all__ = [
     "SPLITS",
     "TASKS",
     "TASK_NAMES",
+    "TRAINING_SPLITS",
     "USER_FORMATS",
     "Example",
     "Source",
@@ -53,6 +61,7 @@ __all__ = [
     "TaskListFields",
     "TaskReport",
     "TaskSpec",
+    "TrainingSplits",
     "accuracy",
     "as_spec",
     "available_splits",
@@ -61,21 +70,26 @@ __all__ = [
     "config_task",
     "decode",
     "describe",
+    "epoch_batches",
+    "epoch_rng",
     "evaluate",
     "example_length",
     "file_digest",
     "get_task",
     "gold_of",
+    "label_indices",
     "length_batches",
     "load_spec_file",
     "macro_f1",
     "matthews_corrcoef",
+    "need_splits",
     "pearson",
     "read_key",
     "read_predictions",
     "read_source",
     "read_split",
     "read_text_file",
+    "read_training",
     "resolve_task",
     "resolve_tasks",
     "span_scores",
@@ -85,6 +99,7 @@ __all__ = [
     "split_path",
     "split_source",
     "tag_spans",
+    "task_targets",
     "train_subset",
     "write_predictions",
 ]
