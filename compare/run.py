@@ -57,9 +57,9 @@ def check_tasks(cfg: CompareConfig) -> None:
 def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     """The task's feature sets (every split in the data directory), extracted where missing."""
     from snowfire.cache import FeatureSetNotFoundError, open_reader
-    from snowfire.extractor import ExtractConfig, run_extract
+    from snowfire.extractor import ExtractConfig, current_featureset, run_extract
     from snowfire.rundir import write_json
-    from snowfire.tasks import available_splits, split_source
+    from snowfire.tasks import available_splits
 
     record_path = Path(cfg.out) / "extract" / f"{task}.json"
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
@@ -68,16 +68,8 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     reader = open_reader(_store(cfg))
     missing, splits = [], available_splits(spec, cfg.data)
     for split in splits:
-        source = split_source(spec, cfg.data, split)
         try:
-            reader.find_featureset(
-                encoder=cfg.encoder,
-                task=task,
-                split=split,
-                pair_encoding=pair_encoding,
-                sha256=source["sha256"],
-                read=source.get("read"),
-            )
+            current_featureset(reader, cfg.encoder, spec, cfg.data, split, pair_encoding)
         except (FeatureSetNotFoundError, ValueError):
             missing.append(split)
     if missing:
@@ -119,21 +111,13 @@ def find_or_extract(
     """The feature set of one task split (`task`: a TaskSpec or a registered name) made from
     its current file, extracted first when the store lacks it."""
     from snowfire.cache import FeatureSetNotFoundError, open_reader
-    from snowfire.extractor import ExtractConfig, run_extract
-    from snowfire.tasks import as_spec, split_source
+    from snowfire.extractor import ExtractConfig, current_featureset, run_extract
+    from snowfire.tasks import as_spec
 
     spec = as_spec(task)
-    source = split_source(spec, data, split)
 
     def find():
-        return open_reader(store).find_featureset(
-            encoder=encoder,
-            task=spec.name,
-            split=split,
-            pair_encoding=pair,
-            sha256=source["sha256"],
-            read=source.get("read"),
-        )
+        return current_featureset(open_reader(store), encoder, spec, data, split, pair)
 
     try:
         return find()

@@ -19,6 +19,7 @@ from .embed import EmbedBusyError, EmbedWorker
 from .encoders import MINILM_NAME, encoder_name, load_encoder, minilm_dir
 from .hf import hf_identity, resolve_model_dir, weights_sha256
 from .inputs import InputSet, gather_inputs, run_extract
+from .lookup import current_featureset
 from .migrate import MigrateConfig, migrate_store
 from .ray_run import cluster_gpus, connect_ray
 from .repair import repair
@@ -58,6 +59,7 @@ __all__ = [
     "bucket_batches",
     "cluster_gpus",
     "connect_ray",
+    "current_featureset",
     "default_device",
     "encode_segment",
     "encoder_family",

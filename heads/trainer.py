@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from snowfire.extractor import default_device
+from snowfire.extractor import current_featureset, default_device
 from snowfire.rundir import (
     CONFIG,
     HEAD,
@@ -56,22 +56,15 @@ def _same_text(reader, cfg: TrainConfig, split: str, source: dict):
 
 
 def _featureset(reader, cfg: TrainConfig, split: str, n_examples: int):
-    """The feature set of one split of the task: made by the encoder from this very file
-    (its sha256 and, for a user task, how it is read), so an edited file is never trained on
-    with the features of its old texts."""
+    """The feature set of one split of the task: the current one of this very file
+    (extractor.current_featureset), else the one --featureset names, else one of another task
+    read from the same file the same way."""
     from snowfire.cache import FeatureSetNotFoundError
     from snowfire.tasks import split_source
 
     source = split_source(cfg.spec, cfg.data, split)
     try:
-        info = reader.find_featureset(
-            encoder=cfg.encoder,
-            task=cfg.spec.name,
-            split=split,
-            pair_encoding=cfg.pair_encoding,
-            sha256=source["sha256"],
-            read=source.get("read"),
-        )
+        info = current_featureset(reader, cfg.encoder, cfg.spec, cfg.data, split, cfg.pair_encoding)
     except FeatureSetNotFoundError:
         if cfg.featureset is not None:
             hits = [
