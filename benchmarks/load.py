@@ -36,8 +36,9 @@ from pathlib import Path
 
 import numpy as np
 import report
-from rest_vs_inprocess import free_port
 from store_read import build
+
+from snowfire.jobs import free_port, stop_process, stop_processes, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = (
@@ -54,21 +55,6 @@ def _start(cmd: list[str], log: Path) -> subprocess.Popen:
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-
-
-def _wait(url: str, proc: subprocess.Popen, log: Path) -> None:
-    import httpx
-
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the service exited ({proc.returncode}): {log.read_text()}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).is_success:
-                return
-        except httpx.TransportError:
-            time.sleep(0.3)
-    raise RuntimeError("the service did not answer /healthz within 120 s")
 
 
 def _sentences(n: int, rng: random.Random) -> list[str]:
@@ -202,7 +188,7 @@ def overload(args) -> int:
             home / "serve.log",
         )
         try:
-            _wait(url, serve, home / "serve.log")
+            wait_healthy(url, serve, home / "serve.log", timeout=120)
             cached = _sentences(args.cached, rng)
             for i in range(0, len(cached), 64):  # warm-up: the cached pool
                 httpx.post(f"{url}/v1/embed", json={"texts": cached[i : i + 64]}, timeout=300)
@@ -210,8 +196,7 @@ def overload(args) -> int:
             loaded = _phase(url, fs_id, args, cached, 4 * n, args.seconds)
             metrics = httpx.get(f"{url}/metrics", timeout=30).text
         finally:
-            serve.terminate()
-            serve.wait(timeout=15)
+            stop_process(serve)
     counted = [ln for ln in metrics.splitlines() if ln.startswith("snowfire_refused_total")]
     refused = [t for c in loaded for t in c.refused]
     errors = [e for c in alone + loaded for e in c.errors]
@@ -295,7 +280,7 @@ def main() -> int:
         )
         worker = _start(["worker", "--kind", "extract", "--home", str(home)], home / "worker.log")
         try:
-            _wait(url, serve, home / "serve.log")
+            wait_healthy(url, serve, home / "serve.log", timeout=120)
             cached = _sentences(args.cached, rng)
             for i in range(0, len(cached), 64):  # warm-up: the cached pool
                 httpx.post(f"{url}/v1/embed", json={"texts": cached[i : i + 64]}, timeout=300)
@@ -329,12 +314,7 @@ def main() -> int:
                 time.sleep(0.5)
             job_seconds = time.monotonic() - job["submitted"]
         finally:
-            for proc in (worker, serve):
-                proc.terminate()
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_processes((worker, serve))
 
     rows, record = [], {"kinds": {}}
     errors = [e for c in clients for e in c.errors]
