@@ -77,8 +77,9 @@ def read_training(
     examples = {s: read_split(spec, data, s) for s in need_splits(spec, data)}
     unlabelled = [s for s in TRAINING_SPLITS if gold_of(spec, examples[s]) is None]
     if unlabelled:
+        which = " and ".join(unlabelled) + (" splits" if len(unlabelled) > 1 else " split")
         raise ValueError(
-            f"{spec.name}: the {' and '.join(unlabelled)} split{'s' if len(unlabelled) > 1 else ''}"
-            f" in {data} need gold labels on every row (a run learns on train, picks on dev)"
+            f"{spec.name}: the {which} in {data} must have a gold label on every row (a run "
+            "learns on train and picks its epoch on dev)"
         )
     return TrainingSplits(examples, train_subset(len(examples["train"]), cap, seed))
