@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from snowfire.tasks import label_indices
+from snowfire.tasks import encode_targets, label_indices
 
 from .methods import insert_adapters, insert_lora, trained_by
 from .optim import LayerGroup
@@ -118,12 +118,8 @@ class BertFinetuner(nn.Module):
             batch["token_type_ids"] = enc["token_type_ids"]  # (B, S)
         if self.kind == "tagging":
             batch.update(self._align(enc, examples))
-        elif all(e.label is not None for e in examples):
-            if self.kind == "regression":
-                batch["labels"] = torch.tensor([float(e.label) for e in examples])  # (B,)
-            else:
-                labels = label_indices(self.labels, (e.label for e in examples))  # ❄️'s indices
-                batch["labels"] = torch.from_numpy(labels)  # (B,)
+        elif (targets := encode_targets(self.kind, self.labels, examples)) is not None:
+            batch["labels"] = torch.from_numpy(targets)  # (B,): ❄️'s class indices, or scores
         return batch
 
     def _align(self, enc, examples) -> dict[str, torch.Tensor]:

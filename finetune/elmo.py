@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from snowfire.heads import enhance, masked_max, pool_pair
-from snowfire.tasks import label_indices
+from snowfire.tasks import encode_targets, label_indices
 
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
@@ -101,12 +101,8 @@ class ElmoFinetuner(nn.Module):
                 for b, e in enumerate(examples):
                     tags[b, : len(e.tags)] = torch.from_numpy(label_indices(self.labels, e.tags))
                 batch["labels"] = tags
-        elif all(e.label is not None for e in examples):
-            if self.kind == "regression":
-                batch["labels"] = torch.tensor([float(e.label) for e in examples])  # (B,)
-            else:
-                labels = label_indices(self.labels, (e.label for e in examples))  # ❄️'s indices
-                batch["labels"] = torch.from_numpy(labels)  # (B,)
+        elif (targets := encode_targets(self.kind, self.labels, examples)) is not None:
+            batch["labels"] = torch.from_numpy(targets)  # (B,): ❄️'s class indices, or scores
         return batch
 
     # ------------------------------------------------------------------ model

@@ -31,7 +31,7 @@ from .scoring import evaluate
 from .spans import span_scores, tag_spans
 from .spec import FORMATS, KINDS, METRICS, SPLITS, USER_FORMATS, Source, TaskSpec
 from .spec_file import SPEC_SUFFIXES, load_spec_file, resolve_task, spec_from_dict
-from .targets import label_indices, task_targets
+from .targets import encode_targets, label_indices, task_targets
 from .text_file import read_text_file
 from .training import (
     TRAINING_SPLITS,
@@ -70,6 +70,7 @@ __all__ = [
     "config_task",
     "decode",
     "describe",
+    "encode_targets",
     "epoch_batches",
     "epoch_rng",
     "evaluate",

@@ -32,6 +32,15 @@ DATA_HELP = (
     "task data directory: a registered task's files (one folder per task); a job's spec "
     "object: the base of its relative paths"
 )
+#: The help of a one-task config's `task_spec`, and of a multi-task config's.
+SPEC_HELP = (
+    "your own task: a spec file (.yaml, .yml, .json; README 'Your own task'); a job may give "
+    "the spec object"
+)
+SPECS_HELP = (
+    "your own tasks: a spec file each (repeatable; README 'Your own task'); a job may give the "
+    "spec objects"
+)
 
 
 def config_task(
@@ -100,12 +109,7 @@ class TaskFields:
     task: str | None = option(
         None, "a registered task (or --task-spec)", choices=TASK_NAMES, kw_only=True
     )
-    task_spec: str | dict | None = option(
-        None,
-        "your own task: a spec file (.yaml, .yml, .json; README 'Your own task'); a job may "
-        "give the spec object",
-        kw_only=True,
-    )
+    task_spec: str | dict | None = option(None, SPEC_HELP, kw_only=True)
     data: str | None = option(None, DATA_HELP, kw_only=True)
 
     @cached_property
@@ -130,12 +134,7 @@ class TaskListFields:
     beside its own `tasks` field (registered names: each config has its own default and
     spelling). `specs` resolves them all (`resolve_tasks`)."""
 
-    task_spec: list[str | dict] | None = option(
-        None,
-        "your own tasks: a spec file each (repeatable; README 'Your own task'); a job may "
-        "give the spec objects",
-        kw_only=True,
-    )
+    task_spec: list[str | dict] | None = option(None, SPECS_HELP, kw_only=True)
     data: str | None = option(None, DATA_HELP, kw_only=True)
 
     @cached_property

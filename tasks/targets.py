@@ -8,8 +8,6 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .predictions import gold_of
-
 
 def label_indices(labels: Sequence[str], values: Iterable) -> np.ndarray:
     """(n,) int64: the position in `labels` of each value (as a string: a label read as 1 is
@@ -27,14 +25,22 @@ def label_indices(labels: Sequence[str], values: Iterable) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-def task_targets(spec, examples) -> np.ndarray | list[np.ndarray] | None:
-    """What a model trains on, per example: class indices (`label_indices` of `spec.labels`),
-    float32 scores, or per word an array of tag indices; None for a split without gold labels
-    (a test file without gold: predictions only)."""
-    if gold_of(spec, examples) is None:
+def encode_targets(
+    kind: str, labels: Sequence[str] | None, examples
+) -> np.ndarray | list[np.ndarray] | None:
+    """What a model of a `kind` task with these `labels` trains on, per example: class indices
+    (`label_indices`), float32 scores, or per word an array of tag indices; None when an
+    example has no gold answer (a test file without gold: predictions only)."""
+    tagging = kind == "tagging"
+    if any((e.tags if tagging else e.label) is None for e in examples):
         return None
-    if spec.kind == "regression":
+    if kind == "regression":
         return np.array([float(e.label) for e in examples], dtype=np.float32)
-    if spec.kind == "classification":
-        return label_indices(spec.labels, (e.label for e in examples))
-    return [label_indices(spec.labels, e.tags) for e in examples]
+    if kind == "classification":
+        return label_indices(labels, (e.label for e in examples))
+    return [label_indices(labels, e.tags) for e in examples]
+
+
+def task_targets(spec, examples) -> np.ndarray | list[np.ndarray] | None:
+    """`encode_targets` of a task (`tasks.TaskSpec`): its kind and labels."""
+    return encode_targets(spec.kind, spec.labels, examples)

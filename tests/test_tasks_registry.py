@@ -41,6 +41,7 @@ def test_public_api_is_the_contract_plus_metrics():
             "need_splits",
             "read_training",
             "label_indices",
+            "encode_targets",
             "task_targets",
             # how a config names its tasks (tasks/fields.py)
             "DATA_HELP",
