@@ -27,6 +27,6 @@ _WHERE = {
     "serve": ".app:serve",
 }
 
-__all__ = sorted(_WHERE)
+__all__ = ["ENV_ONLY", "Settings", "create_app", "serve"]
 
 __getattr__ = lazy_exports(__name__, _WHERE)
