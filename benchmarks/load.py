@@ -57,6 +57,25 @@ def _start(cmd: list[str], log: Path) -> subprocess.Popen:
         )
 
 
+def _serve(home: Path, cached: list[str], *flags: str) -> tuple[str, subprocess.Popen]:
+    """`snowfire serve --home HOME` (the bundled encoder, `flags`) on a free port, once it
+    answers /healthz and has embedded `cached` (the warm-up: the cached pool); its URL and
+    process."""
+    import httpx
+
+    url = f"http://127.0.0.1:{(port := free_port())}"
+    cmd = ["serve", "--home", str(home), "--port", str(port), "--encoder", "minilm", *flags]
+    proc = _start(cmd, home / "serve.log")
+    try:
+        wait_healthy(url, proc, home / "serve.log", timeout=120)
+        for i in range(0, len(cached), 64):
+            httpx.post(f"{url}/v1/embed", json={"texts": cached[i : i + 64]}, timeout=300)
+    except BaseException:
+        stop_process(proc)
+        raise
+    return url, proc
+
+
 def _sentences(n: int, rng: random.Random) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 20))) for _ in range(n)]
 
@@ -171,27 +190,9 @@ def overload(args) -> int:
         home = Path(tmp)
         print(f"building {args.examples} synthetic examples in {home}/store ...")
         _, fs_id, *_ = build(home, args.examples, args.seed)
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        serve = _start(
-            [
-                "serve",
-                "--home",
-                str(home),
-                "--port",
-                str(port),
-                "--encoder",
-                "minilm",
-                "--max-in-flight",
-                str(n),
-            ],
-            home / "serve.log",
-        )
+        cached = _sentences(args.cached, rng)
+        url, serve = _serve(home, cached, "--max-in-flight", str(n))
         try:
-            wait_healthy(url, serve, home / "serve.log", timeout=120)
-            cached = _sentences(args.cached, rng)
-            for i in range(0, len(cached), 64):  # warm-up: the cached pool
-                httpx.post(f"{url}/v1/embed", json={"texts": cached[i : i + 64]}, timeout=300)
             alone = _phase(url, fs_id, args, cached, 1, args.seconds / 2)
             loaded = _phase(url, fs_id, args, cached, 4 * n, args.seconds)
             metrics = httpx.get(f"{url}/metrics", timeout=30).text
@@ -272,18 +273,10 @@ def main() -> int:
         home = Path(tmp)
         print(f"building {args.examples} synthetic examples in {home}/store ...")
         _, fs_id, *_ = build(home, args.examples, args.seed)
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        serve = _start(
-            ["serve", "--home", str(home), "--port", str(port), "--encoder", "minilm"],
-            home / "serve.log",
-        )
+        cached = _sentences(args.cached, rng)
+        url, serve = _serve(home, cached)
         worker = _start(["worker", "--kind", "extract", "--home", str(home)], home / "worker.log")
         try:
-            wait_healthy(url, serve, home / "serve.log", timeout=120)
-            cached = _sentences(args.cached, rng)
-            for i in range(0, len(cached), 64):  # warm-up: the cached pool
-                httpx.post(f"{url}/v1/embed", json={"texts": cached[i : i + 64]}, timeout=300)
             stop = threading.Event()
             alone = Client(url, fs_id, args.examples, cached, args.seed + 99, stop)
             with httpx.Client(timeout=120) as http:  # each request alone, 5 times
