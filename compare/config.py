@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from snowfire.extractor import PAIR_ENCODINGS
+from snowfire.extractor import DEVICE_HELP, PAIR_ENCODINGS
 from snowfire.options import check, option
 from snowfire.tasks import TaskListFields
 
@@ -118,7 +118,7 @@ class CompareConfig(TaskListFields):
         "arm seq: the task fine-tuned first (a registered task, e.g. mnli, read from "
         "--data) or a finished 🔥 run directory",
     )
-    device: str | None = option(None, "cpu, cuda (default: the GPU when present)")
+    device: str | None = option(None, DEVICE_HELP)
     progress: bool = option(True, "show progress bars")
     ray: str | None = option(
         None,

@@ -14,7 +14,7 @@ from .config import (
     ExtractConfig,
     encoder_family,
 )
-from .device import default_device
+from .device import DEVICE_HELP, default_device
 from .embed import EmbedBusyError, EmbedWorker
 from .encoders import MINILM_NAME, encoder_name, load_encoder, minilm_dir
 from .hf import hf_identity, resolve_model_dir, weights_sha256
@@ -37,6 +37,7 @@ _ELMO = {
 
 __all__ = [
     "BATCH_SIZE",
+    "DEVICE_HELP",
     "DTYPE",
     "ENCODER_FORMS",
     "EXTRACTOR_VERSION",

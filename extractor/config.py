@@ -15,6 +15,8 @@ from snowfire.cache import DEFAULT_TILES, STORED_DTYPES, TILES
 from snowfire.options import check, option
 from snowfire.tasks import SPLITS, TaskFields
 
+from .device import DEVICE_HELP
+
 ENCODER_FORMS = "'minilm', 'hf:NAME_OR_DIR', 'elmo:OPTIONS.json,WEIGHTS.hdf5' or 'elmo:DIR'"
 #: How the two texts of a pair are encoded: one joint input, or each text alone.
 PAIR_ENCODINGS = ("joint", "separate")
@@ -79,7 +81,7 @@ class ExtractConfig(TaskFields):
     max_length: int | None = option(
         None, "window length in pieces (<= the model's maximum; longer texts are windowed)", ge=1
     )
-    device: str | None = option(None, "cpu, cuda, cuda:1 (default: the GPU when present)")
+    device: str | None = option(None, DEVICE_HELP)
     elmo_state: str = option(
         "fixed", "ELMo's LSTM state between batches (see docs)", choices=STATE_POLICIES
     )
@@ -106,7 +108,7 @@ class ExtractConfig(TaskFields):
         tasked = self.task is not None or self.task_spec is not None
         if tasked and self.input is not None:
             raise ValueError(_EITHER)
-        self.check_task(required=False)  # None: a raw text file, or texts handed over
+        self.resolve_spec(required=False)  # None: a raw text file, or texts handed over
 
     def check_inputs(self) -> None:
         """ValueError unless the config names what to read (a task, or an input file)."""

@@ -4,6 +4,9 @@ predictions, so the two sides of a comparison never run on different devices by 
 
 from __future__ import annotations
 
+#: The help of every config's `device` field: what it takes, and the default below.
+DEVICE_HELP = "cpu, cuda, cuda:1 (default: the GPU when present)"
+
 
 def default_device(device: str | None = None):
     """`torch.device(device)` for a device the user named (cpu, cuda, cuda:1, mps), else cuda

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from snowfire.extractor import ENCODER_FORMS, encoder_family
+from snowfire.extractor import DEVICE_HELP, ENCODER_FORMS, encoder_family
 from snowfire.options import check, option
 from snowfire.tasks import TaskFields
 
@@ -106,7 +106,7 @@ class FinetuneConfig(TaskFields):
     max_grad_norm: float = option(1.0, "clip the gradient norm to this (0: no clipping)", ge=0)
     device: str | None = option(
         None,
-        "cpu, cuda, cuda:1 (default: the GPU when present; fp16 autocast on GPU)",
+        f"{DEVICE_HELP}; fp16 autocast on GPU",
         volatile=True,
     )
     max_train_examples: int | None = option(
@@ -224,7 +224,7 @@ class FinetuneConfig(TaskFields):
             encoder_family(self.encoder)
         except ValueError as err:
             raise ValueError(f"FinetuneConfig.encoder: {err}") from err
-        self.check_task()
+        self.resolve_spec()
         if self.family != "hf" and (self.method != "full" or self.init_head):
             what = f"method {self.method}" if self.method != "full" else "init_head"
             raise ValueError(

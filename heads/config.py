@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from snowfire.extractor import PAIR_ENCODINGS
+from snowfire.extractor import DEVICE_HELP, PAIR_ENCODINGS
 from snowfire.options import check, option
 from snowfire.tasks import TaskFields
 
@@ -64,9 +64,7 @@ class TrainConfig(TaskFields):
         volatile=True,
     )
     progress: bool = option(True, "show a progress bar", volatile=True)
-    device: str | None = option(
-        None, "cpu, cuda, cuda:1 (default: the GPU when present)", volatile=True
-    )
+    device: str | None = option(None, DEVICE_HELP, volatile=True)
 
     def __post_init__(self) -> None:
         check(self)
@@ -81,7 +79,7 @@ class TrainConfig(TaskFields):
             encoder_family(self.encoder)
         except ValueError as err:
             raise ValueError(f"TrainConfig.encoder: {err}") from err
-        self.check_task()
+        self.resolve_spec()
         spec = self.spec
         try:
             check_head(self.head, spec.kind, spec.pair, self.hparams)

@@ -103,7 +103,7 @@ def resolve_tasks(
 @dataclass(frozen=True)
 class TaskFields:
     """The task of a one-task config (extract, train, finetune): `task` or `task_spec`, and
-    `data`. `spec` is the resolved `TaskSpec`; `check_task()`, from the config's
+    `data`. `spec` is the resolved `TaskSpec`; `resolve_spec()`, from the config's
     `__post_init__`, resolves it when the config is built."""
 
     task: str | None = option(
@@ -115,12 +115,12 @@ class TaskFields:
     @cached_property
     def spec(self) -> TaskSpec | None:
         """The task (`tasks.TaskSpec`): `task` or `task_spec`, resolved and checked; None when
-        the config names neither (only where `check_task(required=False)` allows it)."""
+        the config names neither (only where `resolve_spec(required=False)` allows it)."""
         if self.task is None and self.task_spec is None:
             return None
         return config_task(type(self).__name__, self.task, self.task_spec, self.data)
 
-    def check_task(self, *, required: bool = True) -> None:
+    def resolve_spec(self, *, required: bool = True) -> None:
         """Resolve the task now, so that a bad one is refused when the config is built, the
         error naming the field ("TrainConfig.task_spec: ..."); `required`: the config must name
         one (ExtractConfig may read a text file instead)."""

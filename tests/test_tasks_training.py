@@ -111,7 +111,7 @@ class Toy(TaskFields):
     n: int = option(help="a required field of the config's own, after the mixin's")
 
     def __post_init__(self) -> None:
-        self.check_task()
+        self.resolve_spec()
 
 
 def test_a_config_with_the_task_fields_names_its_field_in_errors(data_dir):
