@@ -30,7 +30,7 @@ from snowfire.rundir import (
     write_json,
     write_lines,
 )
-from snowfire.tasks import decode, gold_of, write_predictions
+from snowfire.tasks import TrainingSplits, decode, gold_of, read_training, write_predictions
 
 from .config import TrainConfig
 
@@ -116,8 +116,6 @@ def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
     attempt left (no metrics.json) is cleared first, so a run never continues on top of
     half-written files.
     """
-    from snowfire.tasks import read_training
-
     # every row checked before anything is written; the subsample 🔥 draws with this cap and seed
     data = read_training(cfg.spec, cfg.data, cap=cfg.max_train_examples, seed=cfg.seed)
     out = Path(cfg.out)
@@ -134,7 +132,7 @@ def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
         return _fit(cfg, data)
 
 
-def _fit(cfg: TrainConfig, data) -> dict[str, dict[str, float]]:
+def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
     import torch
     from tqdm import tqdm
 

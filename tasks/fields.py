@@ -9,9 +9,8 @@ text each and one check.
 `task` is a registered task whose files are under `data`; `task_spec` is the user's own task, a
 spec file (.yaml, .yml, .json) or, in a job's params, the spec object itself, whose relative
 paths are `data`'s. A config names exactly one of the two (a list config: any number of each).
-The mixins' fields are keyword-only, so they come before the config's own fields in
-`dataclasses.fields` (and in RUN/config.json) without changing what the config's positional
-arguments are; the JSON keys a run records are the same as before.
+The mixins' fields are keyword-only (a config's own required fields follow them): they come
+first in `dataclasses.fields`, the flags and RUN/config.json, whose keys stay the same.
 """
 
 from __future__ import annotations
