@@ -119,23 +119,16 @@ def _finetune(args: argparse.Namespace) -> int:
 
 def _baseline(args: argparse.Namespace) -> int:
     from snowfire.cache import open_reader
+    from snowfire.extractor import current_featureset
     from snowfire.heads import cosine_scores
-    from snowfire.tasks import evaluate, read_split, resolve_task, split_source
+    from snowfire.tasks import evaluate, read_split, resolve_task
 
     spec = resolve_task(args.task)
     if spec.kind != "regression" or not spec.pair:
         raise ValueError(f"baseline: {spec.name} is not a pair regression task (stsb, sick-r)")
-    source = split_source(spec, args.data, args.split)
     reader = open_reader(args.store)
-    info = reader.find_featureset(
-        encoder=args.encoder,
-        task=spec.name,
-        split=args.split,
-        pair_encoding=args.pair_encoding,
-        sha256=source["sha256"],
-        read=source.get("read"),
-    )
-    gold = [e.label for e in read_split(spec, args.data, args.split)]  # scores, as read
+    info = current_featureset(reader, args.encoder, spec, args.data, args.split, args.pair_encoding)
+    gold = [float(e.label) for e in read_split(spec, args.data, args.split)]
     scores = cosine_scores(reader, info, layer=args.layer)
     metrics = evaluate(spec, gold, scores.tolist())
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())

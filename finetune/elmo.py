@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from snowfire.nn import ScalarMix, enhance, masked_max, pool_pair
+from snowfire.tasks import encode_targets, label_indices
 
 from .base import FireModel
 from .optim import LayerGroup
@@ -75,7 +76,7 @@ class ElmoFinetuner(FireModel):
             lstm=lstm if kind == "tagging" else 0,
             pad_tag=pad_tag,
         )
-        self.label_index = {label: i for i, label in enumerate(labels or ())}
+        self.labels = list(labels or ())  # class names or tags, in index order
         state = bilm.zero_state(1)
         self.register_buffer("warm_h", state.h.clone())  # (2, n, 1, P)
         self.register_buffer("warm_c", state.c.clone())  # (2, n, 1, C)
@@ -104,13 +105,10 @@ class ElmoFinetuner(FireModel):
                 t_max = batch["chars"].shape[1] - 2
                 tags = torch.full((len(examples), t_max), IGNORE_INDEX)  # (B, T)
                 for b, e in enumerate(examples):
-                    tags[b, : len(e.tags)] = torch.tensor([self.label_index[t] for t in e.tags])
+                    tags[b, : len(e.tags)] = torch.from_numpy(label_indices(self.labels, e.tags))
                 batch["labels"] = tags
-        elif all(e.label is not None for e in examples):
-            if self.kind == "regression":
-                batch["labels"] = torch.tensor([float(e.label) for e in examples])  # (B,)
-            else:
-                batch["labels"] = torch.tensor([self.label_index[str(e.label)] for e in examples])
+        elif (targets := encode_targets(self.kind, self.labels, examples)) is not None:
+            batch["labels"] = torch.from_numpy(targets)  # (B,): ❄️'s class indices, or scores
         return batch
 
     # ------------------------------------------------------------------ model

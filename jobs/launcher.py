@@ -22,6 +22,7 @@ from snowfire.options import thread_budget, threads_env
 
 from .home import Home
 from .kinds import JOB_KINDS
+from .processes import stop_processes
 
 
 def commands(home: Home, host: str, port: int) -> dict[str, list[str]]:
@@ -67,20 +68,7 @@ def run_up(home: str | os.PathLike | None, *, host: str, port: int, grace: float
                 break
             time.sleep(0.2)
     finally:
-        _stop_all(children, grace)
+        stop_processes(children.values(), grace)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return code
-
-
-def _stop_all(children: dict[str, subprocess.Popen], grace: float) -> None:
-    for child in children.values():
-        if child.poll() is None:
-            child.terminate()
-    deadline = time.monotonic() + grace
-    for child in children.values():
-        try:
-            child.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()

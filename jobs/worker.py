@@ -34,6 +34,7 @@ from snowfire.options import check, option, thread_budget, threads_env
 from .home import HOME_ENV, Home
 from .joblog import read_tail, tail_lines
 from .kinds import JOB_KINDS, split_limits
+from .processes import stop_processes
 from .queue import Job, JobQueue
 
 log = logging.getLogger(__name__)
@@ -236,18 +237,7 @@ class Worker:
 
     def _stop(self, child: subprocess.Popen) -> None:
         """SIGTERM the child's process group, SIGKILL it after `grace` seconds."""
-        if child.poll() is not None:
-            return
-        for sig, wait in ((signal.SIGTERM, self.grace), (signal.SIGKILL, None)):
-            try:
-                os.killpg(child.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                child.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        stop_processes([child], self.grace, group=True)
 
 
 def _interrupt(signum, frame) -> None:

@@ -82,8 +82,7 @@ class _Features:
             return labels
         if data is None:
             return None
-        from snowfire.heads import task_targets
-        from snowfire.tasks import get_task, read_split
+        from snowfire.tasks import get_task, read_split, task_targets
 
         if self.info.task is None or self.info.split is None:
             raise ValueError(

@@ -206,11 +206,9 @@ def test_unreachable_service_says_where():
 
 
 def test_an_unreachable_service_is_a_connection_error_naming_it():
-    import socket
+    from snowfire.jobs import free_port
 
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # a port nobody listens on
     with RemoteStore(f"http://127.0.0.1:{port}", retry=THREE_TRIES) as remote:
         with pytest.raises(ConnectionError, match=f"cannot reach the snowfire service at .*{port}"):
             remote.list_featuresets()

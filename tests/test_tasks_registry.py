@@ -33,6 +33,21 @@ def test_public_api_is_the_contract_plus_metrics():
             "train_subset",
             "example_length",  # the batches of an epoch, ❄️ and 🔥 alike (tasks/batches.py)
             "length_batches",
+            "epoch_rng",
+            "epoch_batches",
+            # what a trainer reads, ❄️ and 🔥 alike: splits, subsample, targets
+            "TRAINING_SPLITS",
+            "TrainingSplits",
+            "need_splits",
+            "read_training",
+            "label_indices",
+            "encode_targets",
+            "task_targets",
+            # how a config names its tasks (tasks/fields.py)
+            "DATA_HELP",
+            "TaskFields",
+            "TaskListFields",
+            "resolve_tasks",
             "decode",
             "gold_of",
             "read_predictions",

@@ -21,6 +21,7 @@ import torch
 
 from ..base import EXTRACTOR_VERSION, Encoded, Prepared, TextInput
 from ..config import BATCH_SIZE, STATE_POLICIES
+from ..device import default_device
 from .bilm import ElmoBiLM
 from .chars import pad_ids, sentence_to_ids
 from .lstm import LstmState
@@ -90,7 +91,7 @@ class ElmoEncoder:
             raise ValueError(f"ElmoEncoder: state must be one of {STATE_POLICIES}, got {state!r}")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"ElmoEncoder: batch_size must be a positive int, got {batch_size!r}")
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = default_device(device)
         self.bilm = bilm.to(self.device).eval()
         self.state_policy = state
         self.batch_size = batch_size
