@@ -128,7 +128,7 @@ def _baseline(args: argparse.Namespace) -> int:
         raise ValueError(f"baseline: {spec.name} is not a pair regression task (stsb, sick-r)")
     reader = open_reader(args.store)
     info = current_featureset(reader, args.encoder, spec, args.data, args.split, args.pair_encoding)
-    gold = [float(e.label) for e in read_split(spec, args.data, args.split)]
+    gold = [e.label for e in read_split(spec, args.data, args.split)]  # scores, as read
     scores = cosine_scores(reader, info, layer=args.layer)
     metrics = evaluate(spec, gold, scores.tolist())
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())

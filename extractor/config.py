@@ -105,14 +105,13 @@ class ExtractConfig(TaskFields):
             encoder_family(self.encoder)
         except ValueError as err:
             raise ValueError(f"ExtractConfig.encoder: {err}") from err
-        tasked = self.task is not None or self.task_spec is not None
-        if tasked and self.input is not None:
+        if self.names_task and self.input is not None:
             raise ValueError(_EITHER)
         self.resolve_spec(required=False)  # None: a raw text file, or texts handed over
 
     def check_inputs(self) -> None:
         """ValueError unless the config names what to read (a task, or an input file)."""
-        if self.spec is None and self.input is None:
+        if not self.names_task and self.input is None:
             raise ValueError(_EITHER)
 
     def encoder_options(self) -> dict[str, Any]:

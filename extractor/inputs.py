@@ -94,7 +94,7 @@ def run_extract(config: ExtractConfig) -> list[FeatureSetInfo]:
         )
     config.check_inputs()
     inputs = gather_inputs(
-        task=config.spec,
+        task=config.spec if config.names_task else None,
         data=config.data,
         splits=config.split,
         input=config.input,

@@ -170,7 +170,7 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
     word_level = spec.kind == "tagging"  # word-piece taggers: hparams {"over_pieces": true}
 
     # -- model
-    num_labels = 1 if spec.kind == "regression" else len(spec.labels)
+    num_labels = 1 if spec.kind == "regression" else len(spec.labels or ())
     hparams = dict(cfg.hparams)
     if cfg.head == "probe" and cfg.layer is not None:
         hparams.setdefault("layer", 0)  # the store returns just that layer

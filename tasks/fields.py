@@ -62,6 +62,7 @@ def config_task(
         if data is None:
             raise ValueError(f"{owner}.data: task {task!r} needs its data directory")
         return spec
+    assert task_spec is not None  # exactly one of the two, checked above
     try:
         return resolve_task(task_spec, base=data)
     except (ValueError, TypeError, OSError) as err:
@@ -111,20 +112,23 @@ class TaskFields:
     task_spec: str | dict | None = option(None, SPEC_HELP, kw_only=True)
     data: str | None = option(None, DATA_HELP, kw_only=True)
 
+    @property
+    def names_task(self) -> bool:
+        """Whether the config names a task (`task` or `task_spec`)."""
+        return self.task is not None or self.task_spec is not None
+
     @cached_property
-    def spec(self) -> TaskSpec | None:
-        """The task (`tasks.TaskSpec`): `task` or `task_spec`, resolved and checked; None when
-        the config names neither (only where `resolve_spec(required=False)` allows it)."""
-        if self.task is None and self.task_spec is None:
-            return None
+    def spec(self) -> TaskSpec:
+        """The task (`tasks.TaskSpec`): `task` or `task_spec`, resolved and checked; a
+        ValueError naming the fields when the config names neither or both."""
         return config_task(type(self).__name__, self.task, self.task_spec, self.data)
 
     def resolve_spec(self, *, required: bool = True) -> None:
         """Resolve the task now, so that a bad one is refused when the config is built, the
         error naming the field ("TrainConfig.task_spec: ..."); `required`: the config must name
         one (ExtractConfig may read a text file instead)."""
-        if self.spec is None and required:
-            config_task(type(self).__name__, None, None, self.data)  # names what is missing
+        if required or self.names_task:
+            self.spec  # noqa: B018 (resolved now: its errors name the field)
 
 
 @dataclass(frozen=True)

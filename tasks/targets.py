@@ -36,6 +36,8 @@ def encode_targets(
         return None
     if kind == "regression":
         return np.array([float(e.label) for e in examples], dtype=np.float32)
+    if labels is None:
+        raise ValueError(f"encode_targets: a {kind} task needs its labels, got None")
     if kind == "classification":
         return label_indices(labels, (e.label for e in examples))
     return [label_indices(labels, e.tags) for e in examples]

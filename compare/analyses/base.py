@@ -3,7 +3,7 @@ and 🔥 runs, ordinary run directories, so a finished one is read back, not tra
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -30,7 +30,7 @@ class AnalysisConfig(TaskListFields):
     #: The analysis' name: `snowfire analyze NAME`, OUT/NAME.json, .md, .png.
     name: ClassVar[str] = ""
     if TYPE_CHECKING:  # a field of each analysis' own config (tasks_option), declared there
-        tasks: list[str]
+        tasks: list[str] = field(default_factory=list)
 
     encoder: str = option(help=f"the encoder: {ENCODER_FORMS}")
     out: str = option(help="output directory (NAME.json, NAME.md, NAME.png; runs under OUT/NAME/)")

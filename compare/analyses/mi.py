@@ -59,7 +59,7 @@ def run(cfg: MiConfig) -> dict[str, Any]:
         if spec.kind == "regression":
             y = discretise(np.array(labels, dtype=np.float64))
         else:
-            y = label_indices(spec.labels, labels)  # the trainers' indices
+            y = label_indices(spec.labels or [], labels)  # the trainers' indices
         reduced = reduce([means[:, layer] for layer in range(means.shape[1])], dims=cfg.dims)
         shuffled = np.random.default_rng(0).permutation(y)
         result[task] = {
