@@ -39,9 +39,9 @@ class AnalysisConfig(TaskListFields):
     def __post_init__(self) -> None:
         check(self)
         where = type(self).__name__
-        for field in ("encoder", "out"):
-            if not getattr(self, field):
-                raise ValueError(f"{where}.{field}: expected a non-empty string")
+        for name in ("encoder", "out"):
+            if not getattr(self, name):
+                raise ValueError(f"{where}.{name}: expected a non-empty string")
         tasks = getattr(self, "tasks", None) or []
         factory = next(f for f in fields(self) if f.name == "tasks").default_factory
         assert callable(factory)  # tasks_option gives a factory
