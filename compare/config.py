@@ -7,7 +7,7 @@ from typing import Any
 
 from snowfire.extractor import DEVICE_HELP, PAIR_ENCODINGS
 from snowfire.options import check, option
-from snowfire.tasks import TaskListFields
+from snowfire.tasks import SELECTIONS, TaskListFields
 
 from .budget import BUDGETS, Caps
 from .cell import Mode
@@ -64,6 +64,13 @@ class CompareConfig(TaskListFields):
         "standard: converges on a laptop; full: the commands' defaults and "
         "🔥 tuned on dev (table.md prints the caps)",
         choices=tuple(BUDGETS),
+    )
+    selection: str = option(
+        "auto",
+        "the split every choice is made on, for every arm: auto: dev where a labelled test "
+        "split reports, else a stratified slice of train, dev reporting (tasks/selection.py); "
+        "dev: select and report on dev (the old protocol: optimistic, flagged in table.md)",
+        choices=SELECTIONS,
     )
     store: str | None = option(
         None, "feature store (default OUT/store); features already there are reused"

@@ -13,7 +13,7 @@ from typing import Any
 
 from snowfire.extractor import DEVICE_HELP, ENCODER_FORMS, encoder_family
 from snowfire.options import check, option
-from snowfire.tasks import TaskFields
+from snowfire.tasks import PAUSE_HELP, SELECTION_HELP, SELECTIONS, STOP_HELP, TaskFields
 
 from .recipe import (
     FAMILY_RECIPE,
@@ -103,7 +103,12 @@ class FinetuneConfig(TaskFields):
     dropout: float = option(
         0.1, "dropout on the representation fed to the output layer", ge=0, lt=1
     )
-    patience: int = option(3, "stop after this many epochs without a better dev metric", ge=1)
+    patience: int = option(
+        3, "stop after this many epochs without a better score on the selection split", ge=1
+    )
+    selection: str = option("auto", SELECTION_HELP, choices=SELECTIONS, absent="dev")
+    pause_at: int | None = option(None, PAUSE_HELP, ge=1, volatile=True)
+    stop_at: int | None = option(None, STOP_HELP, ge=1, volatile=True)
     max_grad_norm: float = option(1.0, "clip the gradient norm to this (0: no clipping)", ge=0)
     device: str | None = option(
         None,

@@ -8,7 +8,7 @@ from typing import Any
 
 from snowfire.extractor import DEVICE_HELP, PAIR_ENCODINGS
 from snowfire.options import check, option
-from snowfire.tasks import TaskFields
+from snowfire.tasks import PAUSE_HELP, SELECTION_HELP, SELECTIONS, STOP_HELP, TaskFields
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,17 @@ class TrainConfig(TaskFields):
     )
     lr: float = option(1e-3, "learning rate (AdamW)", gt=0)
     weight_decay: float = option(0.01, "AdamW's decoupled weight decay", ge=0)
-    patience: int = option(3, "epochs without a better dev metric before stopping", ge=1)
+    patience: int = option(
+        3, "epochs without a better score on the selection split before stopping", ge=1
+    )
+    selection: str = option(
+        "auto",
+        SELECTION_HELP,
+        choices=SELECTIONS,
+        absent="dev",
+    )
+    pause_at: int | None = option(None, PAUSE_HELP, ge=1, volatile=True)
+    stop_at: int | None = option(None, STOP_HELP, ge=1, volatile=True)
     pair_encoding: str | None = option(
         None,
         "pick the joint or separate feature sets when both exist",

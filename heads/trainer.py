@@ -1,9 +1,12 @@
 """The ❄️ trainer: one readable loop that fits a head on cached features only.
 
-build data (feature sets of every split + labels) -> build head -> for each epoch: for each
-batch `out, loss = head(batch)`, backward, step; evaluate dev; keep the best; stop early ->
-evaluate every split -> write config, metrics, per-epoch log, scalar-mix weights, predictions
-and weights (safetensors). The encoder is never run here.
+build data (feature sets of every split + labels; the split roles of the honest protocol,
+tasks/selection.py) -> build head -> for each epoch: for each batch `out, loss = head(batch)`,
+backward, step; score the selection split; keep the best; stop early -> evaluate every split ->
+write config, metrics, per-epoch log, scalar-mix weights, predictions and weights
+(safetensors). The encoder is never run here; the report split is scored once, at the end.
+A run may pause after an epoch (`pause_at`, a rung of paired racing) and continue later from
+RUN/checkpoint.pt, or be ended early at one (`stop_at`).
 """
 
 from __future__ import annotations
@@ -16,17 +19,21 @@ from pathlib import Path
 
 from snowfire.extractor import current_featureset, default_device
 from snowfire.rundir import (
+    CHECKPOINT,
     CONFIG,
     HEAD,
     LOG,
     METRICS,
+    PAUSED,
     PREDICTIONS,
     SCALAR_MIX,
+    SELECTION,
     WEIGHTS,
     atomic_write,
     finished_or_refuse,
     hold_run,
     prediction_file,
+    selection_file,
     write_json,
     write_lines,
 )
@@ -37,7 +44,7 @@ from .config import TrainConfig
 log = logging.getLogger(__name__)
 
 #: What a head run writes in its directory (cleared before a new attempt).
-RUN_FILES = (CONFIG, METRICS, LOG, SCALAR_MIX, HEAD, WEIGHTS, PREDICTIONS)
+RUN_FILES = (CONFIG, METRICS, LOG, SCALAR_MIX, HEAD, WEIGHTS, PREDICTIONS, SELECTION, PAUSED)
 
 
 def _same_text(reader, cfg: TrainConfig, split: str, source: dict):
@@ -108,27 +115,32 @@ def _subset(targets, idx):
 
 
 def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
-    """Fit a head; write the run directory (rundir/files.py); return metrics per split.
+    """Fit a head; write the run directory (rundir/files.py); return metrics per split, or {}
+    when the run paused (`pause_at`: RUN/paused.json says where; the same config continues).
 
     The run directory is held by this process for the whole run (rundir.hold_run: a retry of the
     same job while this one lives fails at once). A finished run of the same config there is
-    returned as it is, one of another config refused (rundir.finished_or_refuse); what a killed
-    attempt left (no metrics.json) is cleared first, so a run never continues on top of
-    half-written files.
+    returned as it is, one of another config refused (rundir.finished_or_refuse); a paused run
+    of the same config continues from its checkpoint; what a killed attempt left otherwise is
+    cleared first, so a run never continues on top of half-written files.
     """
-    # every row checked before anything is written; the subsample 🔥 draws with this cap and seed
-    data = read_training(cfg.spec, cfg.data, cap=cfg.max_train_examples, seed=cfg.seed)
+    # every row checked before anything is written; the split roles and the subsample 🔥 uses
+    # with this cap, seed and selection
+    data = read_training(
+        cfg.spec, cfg.data, cap=cfg.max_train_examples, seed=cfg.seed, selection=cfg.selection
+    )
     out = Path(cfg.out)
     with hold_run(out):
         done = finished_or_refuse(out, cfg, "train")
         if done is not None:
             return done
-        for name in RUN_FILES:
-            target = out / name
-            if target.is_dir():
-                shutil.rmtree(target)
-            else:
-                target.unlink(missing_ok=True)
+        if not (out / CHECKPOINT).is_file():
+            for name in RUN_FILES:
+                target = out / name
+                if target.is_dir():
+                    shutil.rmtree(target)
+                else:
+                    target.unlink(missing_ok=True)
         return _fit(cfg, data)
 
 
@@ -137,20 +149,24 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
     from tqdm import tqdm
 
     from snowfire.cache import open_reader
-    from snowfire.tasks import epoch_rng, evaluate, task_targets
+    from snowfire.rundir import PeakMemory
+    from snowfire.tasks import SELECT, epoch_rng, evaluate, task_targets
 
+    from . import checkpoint
     from .batch import collate
+    from .data import FeatureSource
     from .registry import build_head
 
     torch.manual_seed(cfg.seed)
-    examples, keep = data.examples, data.keep  # every example: the feature sets hold them all
     device = default_device(cfg.device)
-    spec = cfg.spec
-    splits = list(examples)
+    spec, roles = cfg.spec, data.roles
+    examples = data.trained()  # per split: what the run trains on, selects on, scores
+    chosen_on = roles.selection  # every choice below reads this split alone
 
-    # -- data: feature sets + targets of every split
+    # -- data: feature sets + targets of every split (a carved selection slice: train's set)
     reader = open_reader(cfg.store)
-    infos = {s: _featureset(reader, cfg, s, len(examples[s])) for s in splits}
+    stored = list(data.examples)
+    infos = {s: _featureset(reader, cfg, s, len(data.examples[s])) for s in stored}
     pools = {info.encoder_id for info in infos.values()}
     if len(pools) != 1:
         raise ValueError(
@@ -160,14 +176,19 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
     info = infos["train"]
     layers = [cfg.layer] if cfg.head == "probe" and cfg.layer is not None else None
     budget = int(cfg.max_memory_gb * 1e9)
-    from .data import FeatureSource
-
     sources = {
-        s: FeatureSource(reader, infos[s], layers, budget, subset=keep if s == "train" else None)
-        for s in splits
+        s: FeatureSource(
+            reader, infos[s], layers, budget, subset=data.keep if s == "train" else None
+        )
+        for s in stored
     }
-    targets = {s: task_targets(spec, examples[s]) for s in splits}
+    targets = {s: task_targets(spec, data.examples[s]) for s in stored}
+    if data.carved is not None:
+        sources[SELECT] = FeatureSource(reader, info, layers, budget, subset=data.carved)
+        targets[SELECT] = targets["train"]  # indexed by position in train
     word_level = spec.kind == "tagging"  # word-piece taggers: hparams {"over_pieces": true}
+    gold_chosen = gold_of(spec, examples[chosen_on])
+    assert gold_chosen is not None  # the selection split is labelled: read_training checks
 
     # -- model
     num_labels = 1 if spec.kind == "regression" else len(spec.labels or ())
@@ -186,15 +207,20 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     out_dir = Path(cfg.out)
     (out_dir / PREDICTIONS).mkdir(parents=True, exist_ok=True)
-    history: list[dict] = []  # RUN/log.jsonl, rewritten whole after every epoch
+    ckpt = out_dir / CHECKPOINT
+    state, best_state = checkpoint.LoopState(), None
+    if ckpt.is_file():  # a paused run: continue where it stopped
+        state, best_state = checkpoint.restore(ckpt, cfg, head, opt, device)
+        log.info("%s: continuing after epoch %d", out_dir, state.epoch)
+    last = min(cfg.epochs, cfg.stop_at or cfg.epochs)  # a race's stop ends the run early
 
     # -- loop
-    from snowfire.rundir import PeakMemory
-
     peak = PeakMemory(device).start()
-    best, best_state, bad, started = -float("inf"), None, 0, time.perf_counter()
+    started = time.perf_counter() - state.seconds  # as if it had never paused
     n_train = sources["train"].num_examples
-    for epoch in range(1, cfg.epochs + 1):
+    for epoch in range(state.epoch + 1, last + 1):
+        if state.stopped or (cfg.pause_at is not None and state.epoch >= cfg.pause_at):
+            break
         head.train()
         total, seen = 0.0, 0
         bar = tqdm(
@@ -213,37 +239,56 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
             bar.update(len(idx))
             bar.set_postfix(loss=f"{total / seen:.4f}")
         bar.close()
-        preds = _predict(
-            head, sources["dev"], targets["dev"], spec.kind, cfg.batch_size, word_level, device
+        preds = decode(
+            spec,
+            _predict(
+                head,
+                sources[chosen_on],
+                targets[chosen_on],
+                spec.kind,
+                cfg.batch_size,
+                word_level,
+                device,
+            ),
         )
-        gold = gold_of(spec, examples["dev"])
-        assert gold is not None  # dev is labelled: read with its answers
-        dev = evaluate(spec, gold, decode(spec, preds))
-        score = dev[spec.metric]
-        record = {
-            "epoch": epoch,
-            "train_loss": total / max(seen, 1),
-            "dev": dev,
-            "seconds": round(time.perf_counter() - started, 2),
-        }
-        history.append(record)
-        write_lines(out_dir / LOG, history)
+        write_predictions(selection_file(out_dir, epoch), spec, examples[chosen_on], preds)
+        scores = evaluate(spec, gold_chosen, preds)
+        score = scores[spec.metric]
+        state.history.append(
+            {
+                "epoch": epoch,
+                "train_loss": total / max(seen, 1),
+                "split": chosen_on,
+                "selection": scores,
+                "seconds": round(time.perf_counter() - started, 2),
+            }
+        )
+        write_lines(out_dir / LOG, state.history)
         if cfg.progress:
-            print(f"epoch {epoch}: loss {record['train_loss']:.4f} dev {spec.metric} {score:.4f}")
-        if score > best:
-            best, bad = score, 0
+            print(
+                f"epoch {epoch}: loss {total / max(seen, 1):.4f} "
+                f"{chosen_on} {spec.metric} {score:.4f}"
+            )
+        if score > state.best or state.best_epoch is None:
+            state.best, state.best_epoch, state.bad = score, epoch, 0
             best_state = {k: v.detach().clone() for k, v in head.state_dict().items()}
         else:
-            bad += 1
-            if bad >= cfg.patience:
-                break
-    assert best_state is not None  # epochs >= 1, and epoch 1 scores above -inf (finite metrics)
+            state.bad += 1
+            state.stopped = state.bad >= cfg.patience
+        state.epoch = epoch
+    peak.stop()
+    state.seconds = time.perf_counter() - started
+    state.cpu_seconds += peak.cpu
+    if state.epoch < last and not state.stopped:  # paused at a rung: keep the state, no metrics
+        checkpoint.save(ckpt, cfg, head, opt, best_state, state)
+        checkpoint.mark_paused(out_dir, state, chosen_on)
+        return {}
+    assert best_state is not None  # at least one epoch ran, and its score was taken
     head.load_state_dict(best_state)
 
     # -- evaluate every split, write the run
     metrics = {}
-    examples = data.trained()  # the train split's scores and predictions: the examples trained on
-    for split in splits:
+    for split in examples:  # the train split's scores and predictions: the examples trained on
         preds = decode(
             spec,
             _predict(
@@ -254,13 +299,36 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
         if gold is not None:  # a test split without labels gets predictions only
             metrics[split] = evaluate(spec, gold, preds)
         write_predictions(prediction_file(out_dir, split), spec, examples[split], preds)
-    cost = peak.stop().record()
-    _write_run(out_dir, cfg, head, info, metrics, time.perf_counter() - started, layers, cost)
+    cost = peak.record() | {"cpu_seconds": round(state.cpu_seconds, 1)}
+    protocol = {
+        "roles": roles.to_json(),
+        "best_epoch": state.best_epoch,
+        "epochs_run": state.epoch,
+        "stopped_at": _stopped_at(cfg, state),
+        "selection_examples": len(examples[chosen_on]),
+    }
+    _write_run(out_dir, cfg, head, info, metrics, state.seconds, layers, cost, protocol)
+    ckpt.unlink(missing_ok=True)
+    (out_dir / PAUSED).unlink(missing_ok=True)
     return metrics
 
 
+def _stopped_at(cfg: TrainConfig, state) -> int | None:
+    """The epoch a race ended the run at (`stop_at` before the cap and early stopping)."""
+    early = cfg.stop_at is not None and state.epoch == cfg.stop_at < cfg.epochs
+    return state.epoch if early and not state.stopped else None
+
+
 def _write_run(
-    out_dir: Path, cfg: TrainConfig, head, info, metrics, seconds: float, layers, cost=None
+    out_dir: Path,
+    cfg: TrainConfig,
+    head,
+    info,
+    metrics,
+    seconds: float,
+    layers,
+    cost=None,
+    protocol=None,
 ) -> None:
     from safetensors.torch import save
 
@@ -297,6 +365,7 @@ def _write_run(
         "features_manifest": info.manifest | {"keys": None},
         "seconds": round(seconds, 2),
         "cost": cost or {},  # the peak memory while it trained (rundir/cost.py)
+        **(protocol or {}),  # roles, best epoch, epochs run, a race's stop (tasks/selection.py)
     }
     write_json(out_dir / CONFIG, config)
     write_json(out_dir / METRICS, metrics)  # last: its presence says the run is finished

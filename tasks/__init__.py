@@ -28,8 +28,18 @@ from .predictions import decode, gold_of, read_predictions, write_predictions
 from .readers import as_spec, available_splits, read_split, split_path
 from .registry import TASK_NAMES, TASKS, get_task
 from .scoring import evaluate
+from .selection import (
+    PAUSE_HELP,
+    SELECT,
+    SELECTION_HELP,
+    SELECTIONS,
+    STOP_HELP,
+    SplitRoles,
+    selection_slice,
+    split_roles,
+)
 from .spans import span_scores, tag_spans
-from .spec import FORMATS, KINDS, METRICS, SPLITS, USER_FORMATS, Source, TaskSpec
+from .spec import FORMATS, KINDS, METRICS, RELEASE_SPLITS, SPLITS, USER_FORMATS, Source, TaskSpec
 from .spec_file import SPEC_SUFFIXES, load_spec_file, resolve_task, spec_from_dict
 from .targets import encode_targets, label_indices, task_targets
 from .text_file import read_text_file
@@ -50,7 +60,16 @@ __all__ = [
     "KINDS",
     "METRICS",
     "SPEC_SUFFIXES",
+    "RELEASE_SPLITS",
+    "PAUSE_HELP",
+    "SELECT",
+    "SELECTION_HELP",
+    "STOP_HELP",
+    "SELECTIONS",
     "SPLITS",
+    "SplitRoles",
+    "selection_slice",
+    "split_roles",
     "TASKS",
     "TASK_NAMES",
     "TRAINING_SPLITS",

@@ -91,7 +91,7 @@ def _exists(path: Path, fmt: str) -> bool:
 
 
 def available_splits(task: TaskSpec | str, data_dir: Path | str | None = None) -> list[str]:
-    """The splits of `task` whose files exist, in train, dev, test order."""
+    """The splits of `task` whose files exist, in train, dev, test (, select) order."""
     spec = as_spec(task)
     return [
         s

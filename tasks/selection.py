@@ -35,6 +35,20 @@ SELECTION_SEED = 0
 SELECTIONS = ("auto", "dev")
 #: The split name of the selection slice (carved from train, or the task's own file).
 SELECT = "select"
+#: The help of the options every trainer shares (heads.TrainConfig, finetune.FinetuneConfig).
+SELECTION_HELP = (
+    "the split every choice is made on (early stopping, the best epoch): auto: dev where a "
+    "labelled test split reports, else a stratified slice of train (tasks/selection.py), dev "
+    "reporting; dev: select and report on dev (the old protocol: optimistic, flagged)"
+)
+PAUSE_HELP = (
+    "train up to this epoch, then stop with a checkpoint to continue from (a rung of paired "
+    "racing); the run is not finished"
+)
+STOP_HELP = (
+    "end the run at this epoch with its best weights so far (paired racing stopped it); "
+    "its metrics say so"
+)
 
 
 @dataclass(frozen=True)

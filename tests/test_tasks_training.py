@@ -66,17 +66,34 @@ def test_need_splits_names_each_missing_file(tmp_path):
 
 
 def test_read_training_draws_one_subsample_per_seed(data_dir):
-    full = read_training("sst2", data_dir)
+    full = read_training("sst2", data_dir, selection="dev")  # the old protocol: nothing carved
     assert full.keep is None and full.trained() == full.examples
     assert list(full.examples) == ["train", "dev"]
-    capped = read_training("sst2", data_dir, cap=9, seed=3)
+    capped = read_training("sst2", data_dir, cap=9, seed=3, selection="dev")
     train = capped.trained()["train"]
     assert [e.index for e in train] == capped.keep == sorted(capped.keep) and len(train) == 9
     assert capped.trained()["dev"] == full.examples["dev"]  # only train is cut
-    assert capped.keep == read_training("sst2", data_dir, cap=9, seed=3).keep
-    assert capped.keep != read_training("sst2", data_dir, cap=9, seed=4).keep
+    assert capped.keep == read_training("sst2", data_dir, cap=9, seed=3, selection="dev").keep
+    assert capped.keep != read_training("sst2", data_dir, cap=9, seed=4, selection="dev").keep
     everything = len(full.examples["train"])
-    assert read_training("sst2", data_dir, cap=everything, seed=3).keep is None
+    assert read_training("sst2", data_dir, cap=everything, seed=3, selection="dev").keep is None
+
+
+def test_read_training_carves_the_selection_slice_where_no_test_reports(data_dir):
+    from snowfire.tasks import SplitRoles
+
+    honest = read_training("sst2", data_dir)  # train and dev only: a slice of train selects
+    assert honest.roles == SplitRoles("select", "dev", carved=True)
+    train = honest.examples["train"]
+    assert sorted(honest.keep + honest.carved) == list(range(len(train)))
+    assert honest.carved == read_training("sst2", data_dir, seed=5).carved  # every seed's
+    capped = read_training("sst2", data_dir, cap=9, seed=3)
+    assert capped.carved == honest.carved and len(capped.keep) == 9
+    assert not set(capped.keep) & set(capped.carved)  # what selects never trains
+    trained = capped.trained()
+    assert [e.index for e in trained["select"]] == honest.carved
+    assert [e.index for e in trained["train"]] == capped.keep
+    assert trained["dev"] == honest.examples["dev"]  # the report split, whole and unseen
 
 
 def test_read_training_needs_gold_labels_on_train_and_dev(tmp_path):

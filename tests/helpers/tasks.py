@@ -195,4 +195,6 @@ def check_run(run: Path, task: str, data: Path, metrics: dict) -> None:
     assert config["versions"]["torch"] == torch.__version__
     log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in log] == list(range(1, len(log) + 1))
-    assert all(spec.metric in r["dev"] for r in log)
+    # a labelled test split reports, so dev selects (tasks/selection.py)
+    assert config["roles"] == {"selection": "dev", "report": "test", "carved": False}
+    assert all(spec.metric in r["selection"] and r["split"] == "dev" for r in log)
