@@ -10,12 +10,14 @@ written once, and a bad value is refused when the config is built.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
 from pathlib import Path
 
 from snowfire.options import THREADS_ENV, use_threads
+from snowfire.rundir import PAUSED
 
 from .flags import DeferredParser, add_config_arguments, add_settings_arguments, config_from_args
 from .predict import add_parser as add_predict_parser
@@ -89,6 +91,11 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _print_metrics(prefix: str, metrics: dict[str, dict[str, float]], out: str) -> None:
+    paused = Path(out) / PAUSED
+    if not metrics and paused.is_file():
+        at = json.loads(paused.read_text())
+        print(f"{prefix}: paused after epoch {at['epoch']} (best {at['best_epoch']}): {paused}")
+        return
     for split, values in metrics.items():
         print(f"{prefix} {split}: " + ", ".join(f"{k} {v:.4f}" for k, v in values.items()))
     print(f"run written to {out}")
