@@ -62,7 +62,7 @@ class CompareConfig(TaskListFields):
         "quick",
         "quick: a first look in minutes (rarely earns a verdict); "
         "standard: converges on a laptop; full: the commands' defaults and "
-        "🔥 tuned on dev (table.md prints the caps)",
+        "🔥 tuned on the selection split (table.md prints the caps)",
         choices=tuple(BUDGETS),
     )
     selection: str = option(

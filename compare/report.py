@@ -45,7 +45,7 @@ def _cost(cell: Cell) -> dict[str, Any]:
     run = Path(cell.run)
     config = json.loads((run / CONFIG).read_text())
     seconds = float(config.get("seconds", 0.0))
-    if "grid" in config:  # 🔥 tuned on dev: the chosen run's log, the whole grid's time
+    if "grid" in config:  # 🔥 tuned: the chosen run's log, the whole grid's time
         sub_runs = [json.loads(p.read_text()) for p in run.glob(f"{GRID}/*/{CONFIG}")]
         seconds = sum(float(c.get("seconds", 0.0)) for c in sub_runs)
         run = Path(config["grid"]["chosen"]["run"])

@@ -213,7 +213,7 @@ def run_cell(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> dict[str, An
     from snowfire.finetune import FinetuneConfig
     from snowfire.finetune import train as finetune
 
-    # full: the rate and epochs tuned on dev as the paper did (`snowfire finetune --grid shared`)
+    # full: the rate and epochs tuned as the paper did, on the selection split (`--grid shared`)
     grid = "shared" if cfg.budget == "full" else None
     options = dict(ARM_OPTIONS.get(cell.mode.value, {}))
     encoder = cfg.encoder

@@ -123,7 +123,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
                 _cell(summary[t][mode][split]) if split in summary[t][mode] else "–" for t in tasks
             ]
             rows.append(f"| {cfg.encoder} (ours) | {icon} | {split} | " + " | ".join(cells) + " |")
-        for arm in fine_tuning_arms(cfg.arms):
+        for arm in fine_tuning_arms(cfg.arms or []):
             got = [summary[t]["arms"].get(arm, {}) for t in tasks]
             if any(split in g for g in got):
                 cells = [_cell(g[split]) if split in g else "–" for g in got]
@@ -184,7 +184,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         f"Budget {cfg.budget}: ❄️ {budget.snow.to_json() or 'the defaults of snowfire train'}; "
         f"🔥 {budget.fire.to_json()}"
         + (
-            " with rate and epochs tuned on dev (snowfire finetune --grid shared)"
+            " with rate and epochs tuned on the selection split (snowfire finetune --grid shared)"
             if cfg.budget == "full"
             else ""
         )

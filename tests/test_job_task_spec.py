@@ -85,15 +85,15 @@ def test_every_kind_runs_a_job_with_an_inline_spec(client, home, tiny_bert_dir):
     assert (sets["train"]["num_examples"], sets["dev"]["num_examples"]) == (40, 16)
 
     train_id, trained = _run(client, home, "train", common | {"head": "linear", "epochs": 2})
-    assert set(trained) == {"train", "dev"} and 0 <= trained["dev"]["accuracy"] <= 1
+    assert set(trained) == {"train", "select", "dev"} and 0 <= trained["dev"]["accuracy"] <= 1
     config = json.loads((home.root / "runs" / train_id / "config.json").read_text())
     assert config["featureset"]["id"] == sets["train"]["id"]  # the features the job extracted
     assert config["task"]["name"] == "films" and not config["task"]["registered"]
 
     fire_id, tuned = _run(client, home, "finetune", common | {"epochs": 1, "batch_size": 8})
-    assert set(tuned) == {"train", "dev"} and 0 <= tuned["dev"]["accuracy"] <= 1
+    assert set(tuned) == {"train", "select", "dev"} and 0 <= tuned["dev"]["accuracy"] <= 1
     fire = json.loads((home.root / "runs" / fire_id / "config.json").read_text())
-    assert fire["num_examples"] == {"train": 40, "dev": 16}
+    assert fire["num_examples"] == {"train": 30, "select": 10, "dev": 16}  # a slice selects
 
     compare_id, compared = _run(
         client, home, "compare", common | {"heads": ["linear"], "budget": "quick"}

@@ -203,7 +203,7 @@ TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
         ),
         (
             {"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "split": ["val"]}},
-            "params.split.0: Input should be 'train', 'dev' or 'test' (got 'val')",
+            "params.split.0: Input should be 'train', 'dev', 'test' or 'select' (got 'val')",
         ),
         (
             {"kind": "extract", "params": {"encoder": "minilm", "input": "missing.txt"}},

@@ -198,14 +198,17 @@ def _run_configs():
     from snowfire.heads.config import TrainConfig
 
     return {
-        TrainConfig: {"out", "progress", "device", "max_memory_gb"},
+        # pause_at, stop_at: a race's rung and stop, the same run (tests/test_protocol.py)
+        TrainConfig: {"out", "progress", "device", "max_memory_gb", "pause_at", "stop_at"},
         FinetuneConfig: {
             "out",
             "progress",
             "device",
             "checkpoint_every",
-            "curve_points",
-        },  # scored for the curve only: same weights
+            "curve_points",  # scored for the curve only: same weights
+            "pause_at",
+            "stop_at",
+        },
         # not reused as a whole (its cells are runs): nothing of it is volatile
         CompareConfig: set(),
     }

@@ -99,7 +99,7 @@ def test_sst2_from_its_tsv_is_the_registered_task(tiny_bert_dir, tmp_path):
     }
     a = train(TrainConfig(task="sst2", data=str(data), out=str(tmp_path / "a"), **fit))
     b = train(TrainConfig(task_spec=str(spec), out=str(tmp_path / "b"), **fit))
-    assert a == _shared(a, b) and set(a) == {"train", "dev"} and "macro_f1" in b["dev"]
+    assert a == _shared(a, b) and set(a) == {"train", "select", "dev"} and "macro_f1" in b["dev"]
     _same_run(tmp_path / "a", tmp_path / "b")
     recorded = json.loads((tmp_path / "b" / "config.json").read_text())["task"]
     assert recorded["name"] == "sst2-mine" and recorded["labels"] == ["0", "1"]
@@ -415,6 +415,8 @@ def test_compare_table_says_why_a_tagging_task_has_no_training_row(tmp_path, mon
     }
     monkeypatch.setattr(report, "judge", lambda *args, **kw: judged)  # nor predictions to weigh
     monkeypatch.setattr(report, "task_hours", lambda *args: {"wall_hours": 0.0, "cpu_hours": None})
+    old = {"selection": "dev", "report": "dev", "honest": False}  # runs selected on dev
+    monkeypatch.setattr(report, "cell_roles", lambda cells: old)
     words = [[("Kindle", "B-PROD"), ("from", "O"), ("Currys", "B-SHOP")]] * 3
     _conll(tmp_path / "p" / "train.txt", words)
     _conll(tmp_path / "p" / "dev.txt", words)

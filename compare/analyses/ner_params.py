@@ -90,7 +90,6 @@ def run(cfg: NerParamsConfig) -> dict[str, Any]:
                         crf=True,
                         output_lstm=units,
                         gradual_unfreezing=gradual,
-                        epochs=cfg.epochs,
                         **caps,
                     )["dev"][metric]
                     for s in range(cfg.seeds)
