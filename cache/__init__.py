@@ -39,7 +39,16 @@ from .retry import RetryPolicy
 from .segment import DEFAULT_TILES, TILES
 from .store import Store
 from .types import STORED_DTYPES, ExampleBatch, FeatureSetInfo, token_bytes
-from .wire import JSON, SAFETENSORS, WIRE_FORMAT, array_bytes, body_bytes, body_layout, encode_parts
+from .wire import (
+    JSON,
+    SAFETENSORS,
+    WIRE_FORMAT,
+    array_bytes,
+    body_bytes,
+    body_layout,
+    encode_parts,
+    example_bytes,
+)
 
 __all__ = [
     "DEFAULT_TILES",
@@ -82,6 +91,7 @@ __all__ = [
     "digest",
     "encode_parts",
     "encoder_id",
+    "example_bytes",
     "example_key",
     "export_hdf5",
     "file_sha256",
