@@ -82,15 +82,19 @@ class Server:
 
 
 class Counting:
-    """Counts the features requests a RemoteStore sends and the 413s it gets back."""
+    """Counts the features requests a RemoteStore sends (their bodies in `bodies`) and the
+    413s it gets back."""
 
     def __init__(self, remote):
         self.features_requests = self.refused = 0
+        self.bodies: list[bytes] = []
         self.send = remote._send
         remote._send = self
 
     def __call__(self, method, url, body, headers):
-        self.features_requests += url.endswith("/features")
+        if url.endswith("/features"):
+            self.features_requests += 1
+            self.bodies.append(body)
         response = self.send(method, url, body, headers)
         self.refused += response.status == 413
         return response
