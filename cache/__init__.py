@@ -30,6 +30,7 @@ from .keys import (
     file_sha256,
     identity_content,
 )
+from .paging import DEFAULT_PAGE_BYTES, split_pages
 from .provenance import versions
 from .quant import QUANTIZATION
 from .reader import Reader, open_reader, open_store
@@ -51,6 +52,7 @@ from .wire import (
 )
 
 __all__ = [
+    "DEFAULT_PAGE_BYTES",
     "DEFAULT_TILES",
     "JSON",
     "POOLS",
@@ -104,6 +106,7 @@ __all__ = [
     "quarantine",
     "repair_files",
     "reduce_batch",
+    "split_pages",
     "token_bytes",
     "versions",
     "migration",
