@@ -179,14 +179,14 @@ def test_the_largest_answer_of_a_training_run_stays_under_the_page_bound(
     data, store = extract_tiny_sst2(tmp_path, tiny_bert_dir, train=train)
     with Server(Settings(store=store)) as server, FaultProxy(server.url) as proxy:
         train_from(proxy.url, tiny_bert_dir, data, tmp_path / "run")
-    assert max(size for _, size in proxy.answers) <= PAGE, proxy.answers
+    assert max(size for *_, size in proxy.answers) <= PAGE, proxy.answers
     # the splits, each read once, took as many pages as their bytes need: the bound held them
     local = Store(store)
     split_bytes = sum(
         local.read(fs.id, indices=range(fs.num_examples)).features.nbytes
         for fs in local.list_featuresets()
     )
-    pages = [size for line, size in proxy.answers if "/features " in line]
+    pages = [size for line, _, size in proxy.answers if "/features " in line]
     assert len(pages) >= split_bytes / PAGE >= 5 * train / 60
 
 
@@ -219,3 +219,38 @@ def test_a_link_that_brings_nothing_whole_gives_up_naming_the_tries_without_prog
     asked = [len(json.loads(body)["indices"]) for body in transport.bodies]
     assert asked == [8, 4, 2, 1, 1]
     assert isinstance(got.value, ConnectionError)
+
+
+# ---------------------------------------------------------------- object storage (moto)
+BIG = [400, 30, 250, 10, 600, 3]  # tokens per example: shards of tens of kB
+
+
+def test_a_bucket_read_over_a_link_cutting_every_answer_resumes_its_ranges(local_s3, monkeypatch):
+    """Every answer cut after 4 kB: obstore's call for an object's ranges fails (it resumes
+    a cut body itself only up to its max_retries); each merged span is then read again from
+    its first byte not yet received, so the read ends with the bytes of a clean one."""
+    import os
+
+    from snowfire.cache import open_store
+    from tests.helpers.service import build_featureset
+
+    for name, value in {"ATTEMPTS": "3", "BACKOFF": "0.01", "BACKOFF_MAX": "0.05"}.items():
+        monkeypatch.setenv(f"SNOWFIRE_RETRY_{name}", value)
+    url = local_s3()
+    build_featureset(open_store(url), "fs", "float32", lengths=BIG, seed=2)
+    order = [4, 0, 5, 2, 1, 3]
+    want = open_store(url).read("fs", indices=order, layers=[2, 0])
+    with FaultProxy(os.environ["AWS_ENDPOINT_URL"], Faults(cut_after=CUT)) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+        got = open_store(url).read("fs", indices=order, layers=[2, 0])
+    assert got.features.tobytes() == want.features.tobytes()
+    assert (got.offsets.tolist(), got.keys) == (want.offsets.tolist(), want.keys)
+    assert got.word_ids.tobytes() == want.word_ids.tobytes()
+    # a span resumed: a later GET of the same object from further on, to the same end
+    spans: dict[tuple[str, str], list[int]] = {}
+    for line, asked, _ in proxy.answers:
+        if asked and line.startswith("GET "):
+            start, end = asked.removeprefix("bytes=").split("-")
+            spans.setdefault((line, end), []).append(int(start))
+    resumed = [starts for starts in spans.values() if len(set(starts)) > 2]
+    assert resumed and proxy.counts["cut"] >= 6, (spans, dict(proxy.counts))

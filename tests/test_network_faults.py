@@ -36,8 +36,8 @@ PATIENT = {
     "SNOWFIRE_RETRY_DEADLINE": "120",
 }
 THREE_TRIES = RetryPolicy(attempts=3, backoff=0.01, backoff_max=0.02)
-#: About 4 examples per features request (2 KB each): 20 requests an epoch, not 2
-BODY_CAP = 16_000
+#: About 4 examples per features page (2 KB each, pages fill the cap): 20 requests an epoch
+BODY_CAP = 8_000
 
 #: Each fault the proxy makes, and the count that says it happened.
 REST_FAULTS = {

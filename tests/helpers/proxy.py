@@ -29,8 +29,9 @@ misbehave at a chosen place in the exchange, counted by connection or by request
 A server that cannot be reached is answered with 502, as nginx does. `counts` says what was
 done ("connections", "requests", "reset", "cut", "dropped", "status", "refused", "502"), so a
 test can check that the fault it names happened; `answers` lists each answer the server gave:
-(request line, body bytes as the server sent them). Fault positions are request numbers, not
-times: a client that sends its requests one at a time meets them at the same places each run.
+(request line, its Range header or None, body bytes as the server sent them). Fault positions
+are request numbers, not times: a client that sends its requests one at a time meets them at
+the same places each run.
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ class FaultProxy:
         self.upstream = (parts.hostname, parts.port)
         self.faults = faults or Faults()
         self.counts: Counter[str] = Counter()
-        self.answers: list[tuple[str, int]] = []
+        self.answers: list[tuple[str, str | None, int]] = []
         self._burst_left = 0
         self._seen: Counter[tuple] = Counter()  # tries of each distinct request
         self._lock = threading.Lock()
@@ -262,7 +263,7 @@ class FaultProxy:
                 if answer is None:  # the server went away mid-exchange: so does the client's
                     _reset(writer)
                     return
-                self.answers.append((request.start, len(answer.body)))
+                self.answers.append((request.start, request.header("range"), len(answer.body)))
                 if f.latency:
                     await asyncio.sleep(f.latency)
                 chunked = f.chunked and bool(answer.body)
