@@ -135,6 +135,10 @@ class Assembly:
                 body.into(array_bytes(target))
                 if name == "offsets":
                     self._check_offsets(offsets, lo, hi)
+            if body.read_into(memoryview(bytearray(1))):  # its end read (chunked: the last chunk)
+                raise StoreError(
+                    f"features body for examples {lo}..{hi - 1}: longer than its header says"
+                )
         except OSError as err:
             whole = 0
             if frame is not None and body.received >= frame.size:

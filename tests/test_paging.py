@@ -53,12 +53,12 @@ def _batch(dtype: str, lengths=LENGTHS, layers=(2, 0), dim=4, seed=0) -> Example
 
 def _reader(body: bytes, stop: int, how: str, rng: random.Random):
     """A read_into that hands out `body` in random pieces up to byte `stop`, then ends the
-    connection (`close`: returns 0) or breaks it (`reset`: raises)."""
+    connection (`close`: returns 0) or breaks it (`reset`: raises); at the body's end, 0."""
     at = [0]
 
     def read_into(view: memoryview) -> int:
         if at[0] >= stop:
-            if how == "reset":
+            if how == "reset" and stop < len(body):
                 raise ConnectionResetError("reset by peer")
             return 0
         n = min(len(view), stop - at[0], rng.randint(1, 7))
@@ -173,6 +173,9 @@ def test_a_body_that_answers_other_examples_is_refused():
     same = Assembly(np.array(LENGTHS), [2, 0], 4, "float32")
     with pytest.raises(StoreError, match=f"its header says {len(body)} bytes, its Content-Length"):
         same.receive(_reader(body, len(body), "close", rng), 0, 6, len(body) + 1)
+    longer = Assembly(np.array(LENGTHS), [2, 0], 4, "float32")
+    with pytest.raises(StoreError, match="longer than its header says"):
+        longer.receive(_reader(body + b"x", len(body) + 1, "close", rng), 0, 6, None)
     layers = Assembly(np.array(LENGTHS), [0, 2], 4, "float32")
     with pytest.raises(StoreError, match=r"layers \[2, 0\] and 6 keys, expected layers \[0, 2\]"):
         layers.receive(_reader(body, len(body), "close", rng), 0, 6, len(body))
