@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def read_capped(
     unreduced = request.mix is None and request.pool == "none"
     dtype = "int8" if raw and unreduced and store.get_featureset(fs_id).dtype == "int8" else None
     by_index = request.indices is not None
-    selection = request.indices if by_index else request.keys
+    selection: list[Any] | None = request.indices if by_index else request.keys  # ints or keys
     assert selection is not None  # FeaturesRequest guarantees exactly one
     parts, total = [], 0
     for start in range(0, max(len(selection), 1), chunk):
@@ -191,6 +192,7 @@ def stream_features(store: Store, fs_id: str, request: FeaturesRequest, settings
             ahead = None
             if k + 1 < len(pieces):
                 ahead = loop.run_in_executor(None, plan.features, *pieces[k + 1])
+            assert current is not None  # pieces[k] was read before its turn
             yield array_bytes(current)
             if ahead is not None:
                 current = await ahead

@@ -29,11 +29,12 @@ from pathlib import Path
 import numpy as np
 import report
 import torch
-from rest_vs_inprocess import free_port, start_server
+from rest_vs_inprocess import start_server
 from store_read import L, build
 
 from snowfire.cache import RemoteStore
 from snowfire.heads import FeatureSource, build_head, collate
+from snowfire.jobs import free_port, stop_process
 
 
 def epoch(source: FeatureSource, head, optim, labels: np.ndarray, seed: int) -> int:
@@ -86,8 +87,7 @@ def main() -> int:
             report.interleaved(cases, 1)  # warm-up: maps, connections, allocator
             times = report.interleaved(cases, args.repeats)
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            stop_process(server, grace=30)
     med = {k: report.median(v) for k, v in times.items()}
     rows = [
         {

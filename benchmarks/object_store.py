@@ -32,7 +32,6 @@ def local_s3():
     request handling would share our GIL) on loopback; the AWS_* environment set."""
     import atexit
     import shutil
-    import socket
     import subprocess
     import sys
     import time
@@ -40,9 +39,9 @@ def local_s3():
 
     import boto3
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    from snowfire.jobs import free_port
+
+    port = free_port()
     exe = shutil.which("moto_server") or str(Path(sys.executable).parent / "moto_server")
     proc = subprocess.Popen(
         [exe, "-H", "127.0.0.1", "-p", str(port)],

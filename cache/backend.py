@@ -29,6 +29,7 @@ copy beyond the one into its answer.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -46,8 +47,11 @@ class Backend(Protocol):
 
     #: Where the objects live, for messages: a directory or an s3:// URL.
     location: str
-    #: The directory whose files are the objects, or None when they are not local files.
-    root: Path | None
+
+    @property
+    def root(self) -> Path | None:
+        """The directory whose files are the objects, or None when they are not local files."""
+        ...
 
     def get(self, key: str) -> bytes:
         """The object's bytes; `ObjectNotFoundError` (a FileNotFoundError) when there is none."""
@@ -76,7 +80,7 @@ class Backend(Protocol):
         """{key: size in bytes} of every object under `prefix`, at any depth."""
         ...
 
-    def list_dir(self, prefix: str) -> list[str]:
+    def list_dir(self, prefix: str) -> builtins.list[str]:
         """The names one level under `prefix`, sorted: its objects' and its sub-prefixes'."""
         ...
 

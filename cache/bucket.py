@@ -34,6 +34,7 @@ those of the same object.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import re
 import tempfile
@@ -180,7 +181,7 @@ def connect(url: str, retry: RetryPolicy | None = None):
         from obstore.store import from_url
     except ImportError:
         raise RuntimeError(
-            f"{url}: a store on object storage needs obstore: pip install 'snowfire[s3]'"
+            f"{url}: a store on object storage needs obstore: pip install -e '.[s3]'"
         ) from None
     policy = RetryPolicy.from_env() if retry is None else retry
     return from_url(url, retry_config=policy.obstore())
@@ -349,7 +350,7 @@ class ObjectBackend:
         )
         return {k: v for k, v in sorted(found.items()) if not _hidden(k)}
 
-    def list_dir(self, prefix: str) -> list[str]:
+    def list_dir(self, prefix: str) -> builtins.list[str]:
         import obstore
 
         check_key(prefix, prefix=True)

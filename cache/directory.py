@@ -13,6 +13,7 @@ Reads of a segment's features do not come through here: the store maps the shard
 
 from __future__ import annotations
 
+import builtins
 import fcntl
 import os
 import shutil
@@ -94,7 +95,7 @@ class DirectoryBackend:
                     out[key] = os.stat(os.path.join(dirpath, name)).st_size
         return dict(sorted(out.items()))
 
-    def list_dir(self, prefix: str) -> list[str]:
+    def list_dir(self, prefix: str) -> builtins.list[str]:
         """The names in the folder `prefix`. A folder holding no object is named too (one
         emptied by other hands, or holding only a lock): object storage has no such prefix."""
         try:

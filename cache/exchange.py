@@ -142,7 +142,7 @@ def read_into(response) -> Callable[[memoryview], int]:
     itself, where urllib3's own reads into a temporary and copies (the body is never
     content-encoded here); 0 at the body's end, a failure raised as an OSError."""
     raw = getattr(response, "_fp", None)
-    readinto = raw.readinto if hasattr(raw, "readinto") else response.readinto
+    readinto = getattr(raw, "readinto", None) or response.readinto
     network = transient()
 
     def into(view: memoryview) -> int:
@@ -164,7 +164,7 @@ def body_into_buffer(response) -> memoryview | bytes:
     length = response.headers.get("Content-Length")
     if length is None:
         return response.data
-    buf = memoryview(np.empty(int(length), dtype=np.uint8))
+    buf = np.empty(int(length), dtype=np.uint8).data  # a memoryview of it
     into, got = read_into(response), 0
     while got < len(buf):
         n = into(buf[got:])

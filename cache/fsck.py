@@ -100,8 +100,8 @@ def check(store: Store, progress: bool = False) -> Report:
         if got.keys is None or got.manifest is None:
             continue  # its keys are damaged: reported above
         keys, pool = got.keys, got.manifest["encoder_id"]
-        for where in {bad_keys[k] for k in keys if k in bad_keys}:
-            damage[where].featuresets.append(fs)
+        for seg_at in {bad_keys[k] for k in keys if k in bad_keys}:
+            damage[seg_at].featuresets.append(fs)
         healthy = {
             k
             for where, seg_keys in keys_of.items()
@@ -140,7 +140,7 @@ def quarantine(store: Store, damage: list[Damage]) -> list[str]:
     stamp = time.strftime("%Y%m%dT%H%M%S")
     out = []
     for d in damage:
-        if d.segment is not None:
+        if d.pool is not None and d.segment is not None:
             name = f"quarantine/{d.pool}-{d.segment}-{stamp}"
             store.backend.rename(segment_prefix(d.pool, d.segment), name, CHECKSUMS)
             out.append(f"{store.backend.location}/{name}")

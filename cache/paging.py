@@ -20,7 +20,7 @@ connection therefore always finishes a read.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -46,16 +46,17 @@ def check_page_bytes(value: object, where: str = "page_bytes") -> int:
     return value
 
 
-def page_bytes_from_env(environ: dict[str, str] | None = None) -> int:
+def page_bytes_from_env(environ: Mapping[str, str] | None = None) -> int:
     """SNOWFIRE_PAGE_BYTES when set (ValueError naming it when it is no page bound), else
     DEFAULT_PAGE_BYTES."""
     text = (os.environ if environ is None else environ).get(PAGE_ENV, "").strip()
     if not text:
         return DEFAULT_PAGE_BYTES
+    value: object = text
     try:
         value = int(text)
     except ValueError:
-        value = text
+        pass  # refused below, by its text
     return check_page_bytes(value, f"{PAGE_ENV}={text!r}")
 
 

@@ -130,10 +130,11 @@ class ReadPlan:
 
     def _scales(self, lo: int, hi: int) -> np.ndarray:
         """(N', Lsel) float32 scales of examples lo:hi of an int8 pool."""
-        parts = [
-            seg.scales[s:e] if self.layers is None else seg.scales[s:e][:, self.layers]
-            for seg, s, e in self.spans[lo:hi]
-        ]
+        parts = []
+        for seg, s, e in self.spans[lo:hi]:
+            assert seg.scales is not None  # every segment of an int8 pool has its scales
+            scales = seg.scales[s:e]  # (n, L)
+            parts.append(scales if self.layers is None else scales[:, self.layers])
         return np.concatenate(parts or [np.empty((0, self.num_layers), np.float32)])
 
 

@@ -36,7 +36,7 @@ def open_segment(backend, prefix: str, table: dict[str, list]) -> Segment:
     small = sorted(n for n in table if not n.startswith(SHARDS))
     try:
         got = backend.get_ranges({f"{prefix}/{n}": [(0, table[n][1])] for n in small})
-        blobs = {n: bytes(got[f"{prefix}/{n}"][0]) for n in small}
+        blobs: dict[str, bytes | None] = {n: bytes(got[f"{prefix}/{n}"][0]) for n in small}
     except (FileNotFoundError, ByteRangeError):  # damaged: each object whole, to name each
         blobs = {n: _get_or_none(backend, f"{prefix}/{n}") for n in small}
     problems = [
@@ -50,14 +50,15 @@ def open_segment(backend, prefix: str, table: dict[str, list]) -> Segment:
     ]
     if problems:
         raise StoreCorruptError(f"segment {where} is damaged: {'; '.join(problems)}")
-    lay = layout_of(json.loads(blobs["features/zarr.json"]))
+    whole = {n: b for n, b in blobs.items() if b is not None}  # none missing: checked above
+    lay = layout_of(json.loads(whole["features/zarr.json"]))
     if lay is None:
         raise StoreCorruptError(
             f"segment {where}: its features are not in the layout snowfire writes; "
             "a store on object storage is read only in that layout"
         )
     sizes = {n.removeprefix("features/"): table[n][1] for n in table if n.startswith(SHARDS)}
-    memory = zarr.storage.MemoryStore({n: cpu.Buffer.from_bytes(b) for n, b in blobs.items()})
+    memory = zarr.storage.MemoryStore({n: cpu.Buffer.from_bytes(b) for n, b in whole.items()})
     reader = RangeReader(backend, f"{prefix}/features", lay, sizes)
     return Segment.from_parts(where, zarr.open_group(memory, mode="r"), reader)
 
@@ -113,7 +114,7 @@ class RangeReader:
             cols, within = groups.setdefault(layer // lc, ([], []))
             cols.append(j)
             within.append(layer % lc)
-        groups = {g: (_columns(tuple(c)), _columns(tuple(w))) for g, (c, w) in groups.items()}
+        picks = {g: (_columns(tuple(c)), _columns(tuple(w))) for g, (c, w) in groups.items()}
         wanted: dict[str, list] = {}
         for k, a, b, i in shard_spans(start, end, st):  # tokens a:b of shard k: out[i:]
             offsets = _shard_index(self, k)
@@ -121,13 +122,13 @@ class RangeReader:
             for c in range(a // tc, -(-b // tc)):
                 t0, t1 = max(a, c * tc), min(b, (c + 1) * tc)
                 rows = out[i + t0 - a : i + t1 - a]  # (t1-t0, Lsel, D)
-                for g, (cols, within) in groups.items():
+                for g, (take, place) in picks.items():
                     off = EMPTY if offsets is None else offsets[c][g]
                     if off == EMPTY:
-                        rows[:, cols] = lay.fill_value
+                        rows[:, take] = lay.fill_value
                     else:
                         start_byte = off + (t0 - c * tc) * row
-                        ranges.append((start_byte, (t1 - t0) * row, rows, cols, within))
+                        ranges.append((start_byte, (t1 - t0) * row, rows, take, place))
         return {key: r for key, r in wanted.items() if r}
 
 

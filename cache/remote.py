@@ -162,7 +162,9 @@ class RemoteStore:
         if dtype is not None:
             read_dtype(dtype, self.get_featureset(fs_id).dtype)
         field = "indices" if indices is not None else "keys"
-        selection = [_plain(x) for x in (indices if indices is not None else keys)]
+        given = indices if indices is not None else keys
+        assert given is not None  # exactly one of them, checked above
+        selection = [_plain(x) for x in given]
         if indices is not None:  # checked here, as the local store does (JSON's 1.0 is 1)
             for i in selection:
                 check_index_type(i)

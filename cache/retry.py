@@ -32,7 +32,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import timedelta
 from email.utils import parsedate_to_datetime
@@ -78,14 +78,14 @@ class RetryPolicy:
             )
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> RetryPolicy:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RetryPolicy:
         """The defaults, with each field given as SNOWFIRE_RETRY_<FIELD> taken from the
         environment; ValueError naming the variable when its value is not a number."""
-        environ = os.environ if environ is None else environ
+        env = os.environ if environ is None else environ
         changes: dict[str, Any] = {}
         for f in fields(cls):
             name = ENV_PREFIX + f.name.upper()
-            text = environ.get(name)
+            text = env.get(name)
             if text is None or not text.strip():
                 continue
             kind = int if f.type in (int, "int") else float

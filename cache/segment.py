@@ -117,7 +117,7 @@ def write_segment(
         shards.write(path / "features", layout, features)
     else:  # a zarr whose defaults differ from the layout shards.py writes
         arr[:] = features
-    small = {
+    small: dict[str, np.ndarray] = {
         "offsets": offsets,
         "word_ids": np.concatenate([p[1] for p in parts]).astype(np.int32),
         "type_ids": np.concatenate([p[2] for p in parts]).astype(np.int8),
@@ -277,7 +277,7 @@ class Segment:
         """table: its CHECKSUMS, when the caller has read them (else they are read here)."""
         import zarr
 
-        self.path = path
+        self.path: Path | str = path  # a folder, or where the ranges come from (from_parts)
         table = read_checksums(path) if table is None else table
         shard_files = {n for n in table if n.startswith("features/c/")}
         layout = shards.layout(path / "features")

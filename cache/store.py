@@ -63,22 +63,25 @@ class Store:
     picks the backend for a directory or an s3:// URL."""
 
     def __init__(self, location: Backend | str | os.PathLike):
+        backend: Backend
         if isinstance(location, (str, os.PathLike)):
             if is_bucket(location):
                 raise ValueError(
                     f"Store({str(location)!r}): a bucket URL; open it with "
                     "cache.open_store(url), or Store(ObjectBackend(url))"
                 )
-            location = DirectoryBackend(location)
-        elif not isinstance(location, Backend):
+            backend = DirectoryBackend(location)
+        elif isinstance(location, Backend):
+            backend = location
+        else:
             raise TypeError(
                 f"Store: expected a directory or a cache.Backend, got {type(location).__name__}"
             )
-        self.backend = location
+        self.backend = backend
         #: where its segments' files are mapped from; None: read by ranges (ranged.py)
-        self._files: Path | None = location.root
+        self._files: Path | None = backend.root
         #: a directory (a Path) or the backend's URL
-        self.path = location.root if location.root is not None else location.location
+        self.path = backend.root if backend.root is not None else backend.location
         self.manifest_ttl = MANIFEST_TTL["files" if self._files is not None else "objects"]
         self._lock = threading.Lock()
         self._segments: dict[tuple[str, str], Segment] = {}
@@ -339,6 +342,7 @@ class Store:
                         f"0..{len(all_keys) - 1}"
                     )
             keys = [all_keys[i] for i in indices]
+        assert keys is not None  # exactly one of them, checked above
         return self._plan(info.encoder_id, list(keys), layer_list, dtype)
 
     def read_keys(

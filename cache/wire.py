@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 
@@ -43,7 +44,7 @@ from .types import STORED_DTYPES, ExampleBatch, token_bytes
 SAFETENSORS = "application/x-safetensors"
 JSON = "application/json"
 #: Bumped when the tensors or metadata of a features body change meaning.
-WIRE_FORMAT = "snowfire-features/1"
+WIRE_FORMAT: Final = "snowfire-features/1"
 #: name -> dtype of every index tensor (features keep the store's dtype).
 _INDEX_DTYPES = {
     "offsets": np.int64,
@@ -158,7 +159,7 @@ def body_layout(
 
 def array_bytes(array: np.ndarray) -> memoryview:
     """A C-contiguous array's own buffer as bytes (no copy)."""
-    return memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B")
+    return np.ascontiguousarray(array).reshape(-1).data.cast("B")
 
 
 def encode_parts(

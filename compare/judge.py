@@ -73,6 +73,7 @@ def _predictions(cells: list[Cell], split: str, kind: str) -> tuple[list, list[l
                 f"{split}: the cells did not score the same examples"
             )
         preds.append(p)
+    assert gold is not None  # one cell at least: each side has its seeds
     return gold, preds
 
 

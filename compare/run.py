@@ -43,28 +43,24 @@ def task_fields(spec) -> dict[str, Any]:
 
 
 def check_tasks(cfg: CompareConfig) -> None:
-    """Read every split of every task (each row checked) before anything is written: a bad
-    row stops the comparison with its file and line, the store and OUT untouched."""
-    from snowfire.tasks import TASK_NAMES, available_splits, get_task, read_split
+    """Read every split of every task as its runs will (`tasks.read_training`: each row
+    checked, train and dev with gold labels) before anything is written: a bad row stops the
+    comparison with its file and line, the store and OUT untouched."""
+    from snowfire.tasks import TASK_NAMES, get_task, read_training
 
     specs = list(cfg.specs.values())
     if cfg.intermediate in TASK_NAMES:  # arm seq fine-tunes on it first
         specs.append(get_task(cfg.intermediate))
     for spec in specs:
-        splits = available_splits(spec, cfg.data)
-        for needed in ("train", "dev"):
-            if needed not in splits:
-                raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
-        for split in splits:
-            read_split(spec, cfg.data, split)
+        read_training(spec, cfg.data)
 
 
 def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     """The task's feature sets (every split in the data directory), extracted where missing."""
     from snowfire.cache import FeatureSetNotFoundError, open_reader
-    from snowfire.extractor import ExtractConfig, run_extract
+    from snowfire.extractor import ExtractConfig, current_featureset, run_extract
     from snowfire.rundir import write_json
-    from snowfire.tasks import available_splits, split_source
+    from snowfire.tasks import available_splits
 
     record_path = Path(cfg.out) / "extract" / f"{task}.json"
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
@@ -73,16 +69,8 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     reader = open_reader(_store(cfg))
     missing, splits = [], available_splits(spec, cfg.data)
     for split in splits:
-        source = split_source(spec, cfg.data, split)
         try:
-            reader.find_featureset(
-                encoder=cfg.encoder,
-                task=task,
-                split=split,
-                pair_encoding=pair_encoding,
-                sha256=source["sha256"],
-                read=source.get("read"),
-            )
+            current_featureset(reader, cfg.encoder, spec, cfg.data, split, pair_encoding)
         except (FeatureSetNotFoundError, ValueError):
             missing.append(split)
     if missing:
@@ -124,21 +112,13 @@ def find_or_extract(
     """The feature set of one task split (`task`: a TaskSpec or a registered name) made from
     its current file, extracted first when the store lacks it."""
     from snowfire.cache import FeatureSetNotFoundError, open_reader
-    from snowfire.extractor import ExtractConfig, run_extract
-    from snowfire.tasks import as_spec, split_source
+    from snowfire.extractor import ExtractConfig, current_featureset, run_extract
+    from snowfire.tasks import as_spec
 
     spec = as_spec(task)
-    source = split_source(spec, data, split)
 
     def find():
-        return open_reader(store).find_featureset(
-            encoder=encoder,
-            task=spec.name,
-            split=split,
-            pair_encoding=pair,
-            sha256=source["sha256"],
-            read=source.get("read"),
-        )
+        return current_featureset(open_reader(store), encoder, spec, data, split, pair)
 
     try:
         return find()

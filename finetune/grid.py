@@ -58,7 +58,7 @@ def _cell(cfg: FinetuneConfig, lr: float, epochs: int, run: Path) -> dict[str, A
     """Train the run of one rate up to `epochs` (no early stop before): its metrics."""
     from .trainer import train
 
-    plain = dict.fromkeys(GRID_FIELDS)  # the cell's run is one run, not a grid
+    plain: dict[str, Any] = dict.fromkeys(GRID_FIELDS)  # the cell's run is one run, not a grid
     return train(replace(cfg, **plain, lr=lr, epochs=epochs, patience=epochs, out=str(run)))
 
 

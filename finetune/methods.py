@@ -75,7 +75,11 @@ def insert_lora(encoder: nn.Module, rank: int, alpha: float) -> None:
     from peft import LoraConfig, inject_adapter_in_model
 
     config = LoraConfig(
-        r=rank, lora_alpha=alpha, lora_dropout=0.0, target_modules=list(LORA_TARGETS), bias="none"
+        r=rank,
+        lora_alpha=alpha,  # type: ignore[arg-type]  # peft says int; it scales by alpha / r
+        lora_dropout=0.0,
+        target_modules=list(LORA_TARGETS),
+        bias="none",
     )
     inject_adapter_in_model(config, encoder)
 

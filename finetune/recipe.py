@@ -106,10 +106,9 @@ GRID_EPOCHS = (2, 3, 4)
 #: layer trains at it too): adapters 1e-3 (Houlsby et al. 2019 swept 3e-5..3e-3), LoRA 5e-4
 #: (Hu et al. 2021, RoBERTa-base on GLUE: 4e-4..5e-4), BitFit 1e-3 (Ben Zaken et al. 2022:
 #: 1e-4..1e-3). full keeps its recipe's.
-#: What a run trains besides its output layer (finetune/methods.py), and the methods that save
-#: only what they trained (RUN/trained.safetensors, reloaded on the shared pretrained encoder).
+#: What a run trains besides its output layer (finetune/methods.py); every one but full keeps
+#: only what it trained (in RUN/best.pt, reloaded on the shared pretrained encoder).
 METHODS = ("full", "bitfit", "adapter", "lora")
-PARTIAL = ("bitfit", "adapter", "lora")
 METHOD_LR = {"adapter": 1e-3, "lora": 5e-4, "bitfit": 1e-3}
 #: How a grid is filled (finetune/grid.py): one run per rate, or one run per cell.
 GRID_MODES = ("shared", "exact")

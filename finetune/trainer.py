@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from snowfire.cache import versions
+from snowfire.extractor import default_device
 from snowfire.rundir import (
     BEST,
     CHECKPOINT,
@@ -47,14 +48,20 @@ from snowfire.rundir import (
     write_json,
     write_lines,
 )
-from snowfire.tasks import decode, describe, example_length, gold_of, write_predictions
+from snowfire.tasks import (
+    decode,
+    describe,
+    epoch_batches,
+    example_length,
+    gold_of,
+    write_predictions,
+)
 
 from .base import FireModel
 from .config import FinetuneConfig
 from .model import (
     build_model,
     check_start,
-    epoch_batches,
     predict,
     saved_start,
     start_hashes,
@@ -158,7 +165,7 @@ def train(
 def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str, float]]:
     started = clock()
     torch.manual_seed(cfg.seed)
-    device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = default_device(cfg.device)
     out_dir = Path(cfg.out)
     finished = finished_or_refuse(out_dir, cfg, "finetune")
     if finished is not None:  # and started from the weights the config's paths hold now
@@ -273,23 +280,13 @@ def _epochs(fit: _Fit, cfg, spec, examples, state, out_dir, clock, zero, checkpo
         checkpoint()
 
 
-def _examples(cfg: FinetuneConfig):
-    """The task's examples per split present (train and dev needed, with gold labels), every
-    row checked; `max_train_examples` drawn at random with the seed, kept in file order."""
-    from snowfire.tasks import available_splits, read_split, train_subset
+def _examples(cfg: FinetuneConfig) -> dict[str, list]:
+    """The examples a run trains on, scores and predicts, per split (`tasks.read_training`,
+    ❄️ heads' path too: every row checked; train and dev needed, with gold labels; train cut
+    to the `max_train_examples` drawn with the seed, in file order)."""
+    from snowfire.tasks import read_training
 
-    spec = cfg.spec
-    splits = available_splits(spec, cfg.data)
-    for needed in ("train", "dev"):
-        if needed not in splits:
-            raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
-    examples = {s: read_split(spec, cfg.data, s) for s in splits}
-    keep = train_subset(len(examples["train"]), cfg.max_train_examples, cfg.seed)
-    if keep is not None:  # the same draw as a ❄️ head's with this cap and seed
-        examples["train"] = [examples["train"][i] for i in keep]
-    if gold_of(spec, examples["train"]) is None or gold_of(spec, examples["dev"]) is None:
-        raise ValueError(f"{spec.name}: the train and dev splits in {cfg.data} need gold labels")
-    return examples
+    return read_training(cfg.spec, cfg.data, cap=cfg.max_train_examples, seed=cfg.seed).trained()
 
 
 def _run_info(cfg: FinetuneConfig, spec, fit: _Fit, identity, examples, total_steps: int):
@@ -352,7 +349,7 @@ def _train_epoch(
         with torch.autocast(device.type, dtype=torch.float16, enabled=fit.amp):
             _, loss = model(batch)
         task_loss = loss.item()
-        if pulled:  # L2-SP: λ ||θ − θ₀||² over the trained encoder weights
+        if pulled and fit.anchors is not None:  # L2-SP: λ ||θ − θ₀||² over the trained encoder
             loss = loss + cfg.l2sp * l2sp_penalty(pulled, fit.anchors)
         fit.optimizer.zero_grad(set_to_none=True)
         fit.scaler.scale(loss).backward()
@@ -387,7 +384,9 @@ def _curve_point(fit: _Fit, cfg, dev_set, at: float) -> dict[str, Any]:
     spec = cfg.spec
     preds = decode(spec, predict(fit.model, dev_set, cfg.batch_size, fit.device))
     fit.model.train()
-    return {"epoch": round(at, 4), "dev": evaluate(spec, gold_of(spec, dev_set), preds)}
+    gold = gold_of(spec, dev_set)
+    assert gold is not None  # dev is labelled: read with its answers
+    return {"epoch": round(at, 4), "dev": evaluate(spec, gold, preds)}
 
 
 def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out_dir: Path):
@@ -396,11 +395,12 @@ def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out
     from snowfire.tasks import evaluate
 
     preds = decode(spec, predict(fit.model, dev_set, cfg.batch_size, fit.device))
-    dev = evaluate(spec, gold_of(spec, dev_set), preds)
-    score = dev[spec.metric]
-    key = -math.inf if math.isnan(score) else score  # a constant prediction has no pearson
-    if key > state.best or state.best_epoch is None:
-        state.best, state.best_epoch, state.bad = key, epoch, 0
+    gold = gold_of(spec, dev_set)
+    assert gold is not None  # dev is labelled: read with its answers
+    dev = evaluate(spec, gold, preds)
+    score = dev[spec.metric]  # finite: every metric is (a constant prediction's pearson is 0)
+    if score > state.best or state.best_epoch is None:
+        state.best, state.best_epoch, state.bad = score, epoch, 0
         save_torch(out_dir / BEST, fit.model.trained_state())
     else:
         state.bad += 1

@@ -1,5 +1,5 @@
-"""Where a trainer's features come from: a feature set, preloaded when small, else streamed;
-and the targets a head trains on (`task_targets`)."""
+"""Where a trainer's features come from: a feature set, preloaded when small, else streamed.
+(The targets a head trains on are `tasks.task_targets`, the 🔥 models' too.)"""
 
 from __future__ import annotations
 
@@ -10,23 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from snowfire.cache import ExampleBatch, FeatureSetInfo, Reader, split_pages
-from snowfire.tasks import gold_of, length_batches
+from snowfire.tasks import length_batches
 
 log = logging.getLogger(__name__)
-
-
-def task_targets(spec, examples) -> np.ndarray | list | None:
-    """What a head trains on, per example: class indices (in `spec.labels` order), float
-    scores, or per word an array of tag indices; None for a split without gold labels."""
-    if gold_of(spec, examples) is None:
-        return None  # an unlabelled split (a test file without gold): predictions only
-    if spec.kind == "regression":
-        return np.array([float(e.label) for e in examples], dtype=np.float32)
-    if spec.kind == "classification":
-        lookup = {label: i for i, label in enumerate(spec.labels)}
-        return np.array([lookup[str(e.label)] for e in examples], dtype=np.int64)
-    lookup = {tag: i for i, tag in enumerate(spec.labels)}
-    return [np.array([lookup[t] for t in e.tags], dtype=np.int64) for e in examples]
 
 
 def take(eb: ExampleBatch, indices: Sequence[int]) -> ExampleBatch:
@@ -134,6 +120,7 @@ class FeatureSource:
             blocks = [blocks[b] for b in rng.permutation(len(blocks))]
         pending = self._pool.submit(self._read, blocks[0]) if blocks else None
         for b, block in enumerate(blocks):
+            assert pending is not None  # block b was submitted before its turn
             data = pending.result()
             if b + 1 < len(blocks):
                 pending = self._pool.submit(self._read, blocks[b + 1])

@@ -14,8 +14,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-
+from snowfire.extractor import current_featureset, default_device
 from snowfire.rundir import (
     CONFIG,
     HEAD,
@@ -31,10 +30,9 @@ from snowfire.rundir import (
     write_json,
     write_lines,
 )
-from snowfire.tasks import decode, gold_of, write_predictions
+from snowfire.tasks import TrainingSplits, decode, gold_of, read_training, write_predictions
 
 from .config import TrainConfig
-from .data import task_targets
 
 log = logging.getLogger(__name__)
 
@@ -58,22 +56,15 @@ def _same_text(reader, cfg: TrainConfig, split: str, source: dict):
 
 
 def _featureset(reader, cfg: TrainConfig, split: str, n_examples: int):
-    """The feature set of one split of the task: made by the encoder from this very file
-    (its sha256 and, for a user task, how it is read), so an edited file is never trained on
-    with the features of its old texts."""
+    """The feature set of one split of the task: the current one of this very file
+    (extractor.current_featureset), else the one --featureset names, else one of another task
+    read from the same file the same way."""
     from snowfire.cache import FeatureSetNotFoundError
     from snowfire.tasks import split_source
 
     source = split_source(cfg.spec, cfg.data, split)
     try:
-        info = reader.find_featureset(
-            encoder=cfg.encoder,
-            task=cfg.spec.name,
-            split=split,
-            pair_encoding=cfg.pair_encoding,
-            sha256=source["sha256"],
-            read=source.get("read"),
-        )
+        info = current_featureset(reader, cfg.encoder, cfg.spec, cfg.data, split, cfg.pair_encoding)
     except FeatureSetNotFoundError:
         if cfg.featureset is not None:
             hits = [
@@ -125,7 +116,8 @@ def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
     attempt left (no metrics.json) is cleared first, so a run never continues on top of
     half-written files.
     """
-    examples = _examples(cfg)  # every row checked before anything is written
+    # every row checked before anything is written; the subsample 🔥 draws with this cap and seed
+    data = read_training(cfg.spec, cfg.data, cap=cfg.max_train_examples, seed=cfg.seed)
     out = Path(cfg.out)
     with hold_run(out):
         done = finished_or_refuse(out, cfg, "train")
@@ -137,34 +129,22 @@ def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
                 shutil.rmtree(target)
             else:
                 target.unlink(missing_ok=True)
-        return _fit(cfg, examples)
+        return _fit(cfg, data)
 
 
-def _examples(cfg: TrainConfig) -> dict[str, list]:
-    """The examples of every split present (train and dev needed), each row checked."""
-    from snowfire.tasks import available_splits, read_split
-
-    spec = cfg.spec
-    splits = available_splits(spec, cfg.data)
-    for needed in ("train", "dev"):
-        if needed not in splits:
-            raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
-    return {s: read_split(spec, cfg.data, s) for s in splits}
-
-
-def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, float]]:
+def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
     import torch
     from tqdm import tqdm
 
     from snowfire.cache import open_reader
-    from snowfire.tasks import evaluate, train_subset
+    from snowfire.tasks import epoch_rng, evaluate, task_targets
 
     from .batch import collate
     from .registry import build_head
 
     torch.manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
-    device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    examples, keep = data.examples, data.keep  # every example: the feature sets hold them all
+    device = default_device(cfg.device)
     spec = cfg.spec
     splits = list(examples)
 
@@ -182,7 +162,6 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
     budget = int(cfg.max_memory_gb * 1e9)
     from .data import FeatureSource
 
-    keep = train_subset(len(examples["train"]), cfg.max_train_examples, cfg.seed)
     sources = {
         s: FeatureSource(reader, infos[s], layers, budget, subset=keep if s == "train" else None)
         for s in splits
@@ -191,7 +170,7 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
     word_level = spec.kind == "tagging"  # word-piece taggers: hparams {"over_pieces": true}
 
     # -- model
-    num_labels = 1 if spec.kind == "regression" else len(spec.labels)
+    num_labels = 1 if spec.kind == "regression" else len(spec.labels or ())
     hparams = dict(cfg.hparams)
     if cfg.head == "probe" and cfg.layer is not None:
         hparams.setdefault("layer", 0)  # the store returns just that layer
@@ -221,6 +200,7 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
         bar = tqdm(
             total=n_train, desc=f"epoch {epoch}", unit="ex", disable=not cfg.progress, leave=False
         )
+        rng = epoch_rng(cfg.seed, epoch)  # the epoch's example order, as 🔥 draws it
         for idx, eb in sources["train"].iterate(cfg.batch_size, rng, cfg.bucket_pool):
             batch = collate(
                 eb, _subset(targets["train"], idx), kind=spec.kind, word_level=word_level
@@ -236,7 +216,9 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
         preds = _predict(
             head, sources["dev"], targets["dev"], spec.kind, cfg.batch_size, word_level, device
         )
-        dev = evaluate(spec, gold_of(spec, examples["dev"]), decode(spec, preds))
+        gold = gold_of(spec, examples["dev"])
+        assert gold is not None  # dev is labelled: read with its answers
+        dev = evaluate(spec, gold, decode(spec, preds))
         score = dev[spec.metric]
         record = {
             "epoch": epoch,
@@ -255,12 +237,12 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
             bad += 1
             if bad >= cfg.patience:
                 break
+    assert best_state is not None  # epochs >= 1, and epoch 1 scores above -inf (finite metrics)
     head.load_state_dict(best_state)
 
     # -- evaluate every split, write the run
     metrics = {}
-    if keep is not None:  # the train split's scores and predictions: the examples trained on
-        examples["train"] = [examples["train"][i] for i in keep]
+    examples = data.trained()  # the train split's scores and predictions: the examples trained on
     for split in splits:
         preds = decode(
             spec,

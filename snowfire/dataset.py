@@ -70,7 +70,8 @@ class _Features:
         """The task's kind where the set is a task's split (what collate pads labels as)."""
         from snowfire.tasks import TASKS
 
-        return TASKS[self.info.task].kind if self.info.task in TASKS else "classification"
+        task = self.info.task
+        return TASKS[task].kind if task is not None and task in TASKS else "classification"
 
     def _targets(self, data, labels) -> list | np.ndarray | None:
         if data is not None and labels is not None:
@@ -82,8 +83,7 @@ class _Features:
             return labels
         if data is None:
             return None
-        from snowfire.heads import task_targets
-        from snowfire.tasks import get_task, read_split
+        from snowfire.tasks import get_task, read_split, task_targets
 
         if self.info.task is None or self.info.split is None:
             raise ValueError(
@@ -156,9 +156,9 @@ class _Features:
         has = ["label" in it for it in items]
         if any(has) and not all(has):
             raise ValueError("collate: some items have labels and some not")
-        targets = [it["label"].numpy() for it in items] if all(has) else None
-        if targets is not None and self.kind != "tagging":
-            targets = np.stack(targets)  # (B,)
+        labels = [it["label"].numpy() for it in items] if all(has) else None
+        tagging = self.kind == "tagging"
+        targets = labels if labels is None or tagging else np.stack(labels)  # (B,) but tagging
         return collate(eb, targets, kind=self.kind)
 
 

@@ -12,15 +12,17 @@ from typing import Any
 Metrics = dict[str, dict[str, float]]  # {split: {metric: value}}
 
 
-def _score(metrics: Metrics, split: str, metric: str | None, task: str) -> float:
+def _score(metrics: Metrics, split: str, metric: str | None, task: str | None) -> float:
     from snowfire.tasks import get_task
 
     if split not in metrics:
         raise KeyError(f"no {split!r} scores; splits scored: {', '.join(metrics) or 'none'}")
-    try:
-        name = metric or get_task(task).metric
-    except (ValueError, TypeError):  # a user's task (task_spec): its first metric is primary
-        name = metric or next(iter(metrics[split]))
+    if metric is None and task is not None:
+        try:
+            metric = get_task(task).metric
+        except (ValueError, TypeError):
+            pass
+    name = metric or next(iter(metrics[split]))  # a user's task (task_spec): its first is primary
     if name not in metrics[split]:
         raise KeyError(f"no {name!r} on {split}; metrics: {', '.join(metrics[split])}")
     return metrics[split][name]

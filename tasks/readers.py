@@ -39,11 +39,12 @@ def read_file(spec: TaskSpec, split: str, path: Path | str, answers: Answers | N
         examples, _ = read_tsv(answers, LAYOUTS[source.options["layout"]], path)
     elif source.format == "conll":
         tokens, tags = source.columns.get("tokens", 0), source.columns.get("tags", -1)
+        assert isinstance(tokens, int) and isinstance(tags, int)  # spec_file: field indices
         fields = source.options.get("fields", 0)
         examples = read_conll(answers, path, tokens=tokens, tags=tags, fields=fields)
     else:
         text_roles, answer_role = roles(spec.pair, spec.kind == "tagging")
-        wanted = [source.columns[r] for r in (*text_roles, answer_role)]
+        wanted = [str(source.columns[r]) for r in (*text_roles, answer_role)]  # header names
         options = dict(source.options, task_split=split)
         table = read_table(path, source.format, wanted, options)
         return examples_from_table(

@@ -20,7 +20,7 @@ def _glue(layout: str, train: str, dev: str, test: str) -> dict[str, Source]:
 
 def _conll(train: str, dev: str, test: str) -> dict[str, Source]:
     # token, part of speech, syntactic chunk, named-entity tag: every line has all four
-    columns = {"tokens": 0, "tags": 3}
+    columns: dict[str, str | int] = {"tokens": 0, "tags": 3}
     files = (train, dev, test)
     return {
         s: Source(f, "conll", columns, {"fields": 4}) for s, f in zip(SPLITS, files, strict=True)

@@ -78,11 +78,17 @@ def selection_size(total: int) -> int:
     return max(1, min(size, total // 4)) if total >= 4 else 0
 
 
+def _score(example: Example) -> float:
+    assert example.label is not None  # a train split's regression example has its score
+    return float(example.label)
+
+
 def _stratum(example: Example, kind: str, cuts: np.ndarray | None) -> object:
     if kind == "classification":
         return example.label
     if kind == "regression":
-        return int(np.searchsorted(cuts, float(example.label), side="right"))
+        assert cuts is not None  # selection_slice cuts a regression task's scores
+        return int(np.searchsorted(cuts, _score(example), side="right"))
     # tagging: the entity types a sentence holds (its tag profile, prefixes dropped)
     return tuple(sorted({t.split("-", 1)[-1] for t in example.tags or () if t != "O"}))
 
@@ -98,7 +104,7 @@ def selection_slice(
         return []
     cuts = None
     if kind == "regression":
-        scores = np.array([float(e.label) for e in examples])  # (N,)
+        scores = np.array([_score(e) for e in examples])  # (N,)
         cuts = np.quantile(scores, [0.2, 0.4, 0.6, 0.8])  # quintile edges
     strata: dict[object, list[int]] = defaultdict(list)
     for i, example in enumerate(examples):

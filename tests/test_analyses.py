@@ -30,7 +30,7 @@ def test_each_analysis_flags_are_its_config_fields(name):
     config = analysis_config(name)
     assert config.name == name and dataclasses.is_dataclass(config)
     assert _flags(name) == {f.name for f in dataclasses.fields(config)}
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'dims'"):
         analysis_config("mi")(**WHERE).dims = 3
 
 
@@ -96,8 +96,9 @@ def test_a_bad_analysis_config_is_refused_with_the_field(build, message):
 
 
 def test_flags_an_analysis_does_not_have_are_refused(capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as refused:
         main(["analyze", "mi", "--encoder", "minilm", "--data", "d", "--out", "o", "--seeds", "2"])
+    assert refused.value.code == 2  # argparse's usage error
     assert "unrecognized arguments: --seeds 2" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown analysis 'nope': expected one of pairs, probes"):
         analysis_config("nope")

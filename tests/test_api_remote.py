@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -145,12 +144,14 @@ def test_a_large_read_goes_out_as_parallel_requests(server, local, monkeypatch):
         transport = Counting(remote)
         in_flight, peak, lock = [0], [0], threading.Lock()
         send = transport.send
+        together = threading.Barrier(3)  # no part goes on before all three are out
 
         def slow_send(method, url, body, headers):
             with lock:
                 in_flight[0] += 1
                 peak[0] = max(peak[0], in_flight[0])
-            time.sleep(0.2)  # long enough for the other requests to start
+            if url.endswith("/features"):  # BrokenBarrierError: the parts went one by one
+                together.wait(timeout=60)
             try:
                 return send(method, url, body, headers)
             finally:
@@ -210,11 +211,9 @@ def test_unreachable_service_says_where():
 
 
 def test_an_unreachable_service_is_a_connection_error_naming_it():
-    import socket
+    from snowfire.jobs import free_port
 
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # a port nobody listens on
     with RemoteStore(f"http://127.0.0.1:{port}", retry=THREE_TRIES) as remote:
         with pytest.raises(ConnectionError, match=f"cannot reach the snowfire service at .*{port}"):
             remote.list_featuresets()

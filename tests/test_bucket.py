@@ -16,7 +16,8 @@ from snowfire.cache.bucket import ObjectBackend
 from snowfire.cli.main import main as snowfire
 from snowfire.extractor import ExtractConfig, extract
 from snowfire.extractor.hf import HFEncoder
-from tests.helpers import REPO, free_port, tree_bytes, wait_healthy
+from snowfire.jobs import free_port, stop_process, wait_healthy
+from tests.helpers import REPO, tree_bytes
 from tests.helpers.store import bucket_objects, extract_texts, texts, tiny_sst2, train_cli
 
 pytestmark = pytest.mark.subprocess  # a server thread, and a `snowfire serve` process
@@ -161,7 +162,7 @@ def test_without_obstore_the_message_says_what_to_install(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "obstore.store", None)  # import fails as if not installed
     with pytest.raises(
-        RuntimeError, match=r"s3://x/y: .* needs obstore: pip install 'snowfire\[s3\]'"
+        RuntimeError, match=r"s3://x/y: .* needs obstore: pip install -e '\.\[s3\]'"
     ):
         connect("s3://x/y")
 
@@ -216,8 +217,7 @@ def test_serve_and_train_from_a_bucket(tiny_bert_dir, local_s3, tmp_path):
                 b = Store(local).read(info.id, indices=idx, layers=[0, 2])
                 np.testing.assert_array_equal(a.features, b.features)
     finally:
-        proc.terminate()
-        proc.wait(30)
+        stop_process(proc, grace=30)
 
 
 def test_manifest_is_the_last_object_a_set_writes(tiny_bert_dir, local_s3, monkeypatch):

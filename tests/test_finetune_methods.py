@@ -234,9 +234,9 @@ def test_lp_ft_starts_at_the_probes_weights(tiny_bert_dir, data_dir, tmp_path):
 
     def kill(step, model):
         if step == 2:
-            raise KeyboardInterrupt
+            raise KeyboardInterrupt("Ctrl-C at step 2")
 
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match="Ctrl-C at step 2"):
         finetune(killed, on_step=kill)
     assert (tmp_path / "killed" / "checkpoint.pt").is_file()
     retrained = {k: v + 0.5 for k, v in weights.items()}
