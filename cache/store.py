@@ -87,7 +87,6 @@ class Store:
         self._segments: dict[tuple[str, str], Segment] = {}
         self._index: dict[str, dict[str, tuple[str, int]]] = {}  # pool -> key -> (seg, row)
         self._keys_cache: dict[str, list[str]] = {}
-        self._lengths_cache: dict[str, list[int]] = {}
         self._meta_cache: dict[str, dict[str, Any]] = {}
         # fs_id -> (its manifest's bytes, when they were read, info): a read parses the
         # manifest once, and reads it again at most every manifest_ttl seconds
@@ -253,7 +252,6 @@ class Store:
     def _forget(self, fs_id: str) -> None:
         self._info_cache.pop(fs_id, None)
         self._keys_cache.pop(fs_id, None)
-        self._lengths_cache.pop(fs_id, None)
 
     def find_featureset(
         self,
@@ -285,12 +283,11 @@ class Store:
         return self._keys_cache[fs_id]
 
     def featureset_lengths(self, fs_id: str) -> list[int]:
-        """Tokens of each example, in the set's order (what a paged reader sizes pages by)."""
-        if fs_id not in self._lengths_cache:
-            info = self.get_featureset(fs_id)
-            ends = self._plan(info.encoder_id, self.featureset_keys(fs_id), None, None).ends
-            self._lengths_cache[fs_id] = [b - a for a, b in zip(ends, ends[1:], strict=False)]
-        return self._lengths_cache[fs_id]
+        """Tokens of each example, in the set's order (what a paged reader sizes pages by):
+        its keys located in the pool, no feature read."""
+        info = self.get_featureset(fs_id)
+        ends = self._plan(info.encoder_id, self.featureset_keys(fs_id), None, None).ends
+        return [b - a for a, b in zip(ends, ends[1:], strict=False)]
 
     def storage_order(self, fs_id: str) -> list[int]:
         """Feature-set indices sorted by where their examples sit on disk (segment, row)."""
