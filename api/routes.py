@@ -23,6 +23,7 @@ from .schemas import (
     ErrorBody,
     FeatureSetDetail,
     FeatureSetKeys,
+    FeatureSetLengths,
     FeatureSetOrder,
     FeatureSetSummary,
     FeatureSetTexts,
@@ -115,6 +116,11 @@ def get_featureset(fs_id: str, store: StoreDep) -> FeatureSetDetail:
 @router.get("/v1/featuresets/{fs_id}/keys", response_model=FeatureSetKeys, responses=_ERRORS)
 def featureset_keys(fs_id: str, store: StoreDep) -> FeatureSetKeys:
     return FeatureSetKeys(id=fs_id, keys=store.featureset_keys(fs_id))
+
+
+@router.get("/v1/featuresets/{fs_id}/lengths", response_model=FeatureSetLengths, responses=_ERRORS)
+def featureset_lengths(fs_id: str, store: StoreDep) -> FeatureSetLengths:
+    return FeatureSetLengths(id=fs_id, lengths=store.featureset_lengths(fs_id))
 
 
 @router.get("/v1/featuresets/{fs_id}/order", response_model=FeatureSetOrder, responses=_ERRORS)

@@ -137,6 +137,14 @@ class FeatureSetKeys(BaseModel):
     keys: list[str] = Field(description="example keys, in feature-set order")
 
 
+class FeatureSetLengths(BaseModel):
+    id: str
+    lengths: list[int] = Field(
+        description="tokens of each example, in the set's order: what a client sizes its "
+        "pages of features by (cache/paging.py)"
+    )
+
+
 class FeatureSetOrder(BaseModel):
     id: str
     order: list[int] = Field(

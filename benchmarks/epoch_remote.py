@@ -12,9 +12,12 @@ for `--repeats` epochs each; medians are compared:
     ratio remote/local = epoch time fed over REST / epoch time fed locally  (1.0: free)
 
 also printed: the same epoch with the features already in memory (no reads at all), so the
-share of the epoch spent waiting on features shows.
+share of the epoch spent waiting on features shows. Over REST each block is read in pages
+(cache/paging.py; a block of 512 examples is about 96 MB: two pages at the default 64 MiB,
+`--page-bytes` for another bound).
 
     python benchmarks/epoch_remote.py [--examples 3000] [--repeats 3] [--head mlp] [--json]
+                                      [--page-bytes N]
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--block", type=int, default=512, help="examples per streamed read")
     p.add_argument("--head", default="mlp")
+    p.add_argument("--page-bytes", type=int, default=None, help="RemoteStore's page bound")
     args = p.parse_args()
     torch.manual_seed(args.seed)
     with tempfile.TemporaryDirectory(prefix="snowfire-bench-") as tmp:
@@ -68,7 +72,7 @@ def main() -> int:
         port = free_port()
         server = start_server(store.path, port, root / "serve.log")
         try:
-            remote = RemoteStore(f"http://127.0.0.1:{port}")
+            remote = RemoteStore(f"http://127.0.0.1:{port}", page_bytes=args.page_bytes)
             block = args.block
             sources = {
                 "local store": FeatureSource(store, info, None, max_bytes=0, block_examples=block),

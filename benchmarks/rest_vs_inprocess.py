@@ -15,9 +15,12 @@ rest/bare (what snowfire's HTTP path adds on top of moving the bytes). A fourth 
 bytes as two halves over two connections at once (a sending thread each, a receiving thread
 each): what spreading one read over both cores would gain.
 
-MB/s counts the feature bytes delivered (N tokens x L x D x 2).
+MB/s counts the feature bytes delivered (N tokens x L x D x 2). RemoteStore reads in pages
+(cache/paging.py): at the default bound (64 MiB) a read of 256 examples is one page;
+`--page-bytes` sets another, to see what smaller pages cost.
 
     python benchmarks/rest_vs_inprocess.py [--examples 3000] [--batch 256] [--repeats 11]
+                                           [--page-bytes N]
 """
 
 from __future__ import annotations
@@ -104,6 +107,7 @@ def main() -> int:
     p.add_argument("--examples", type=int, default=3000)
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--repeats", type=int, default=11)
+    p.add_argument("--page-bytes", type=int, default=None, help="RemoteStore's page bound")
     args = p.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="snowfire-bench-") as tmp:
@@ -113,7 +117,7 @@ def main() -> int:
         port = free_port()
         server = start_server(store.path, port, root / "serve.log")
         try:
-            remote = RemoteStore(f"http://127.0.0.1:{port}")
+            remote = RemoteStore(f"http://127.0.0.1:{port}", page_bytes=args.page_bytes)
             rng = np.random.default_rng(args.seed + 2)
             batches = [
                 rng.choice(args.examples, args.batch, replace=False).tolist()

@@ -30,6 +30,7 @@ from .keys import (
     file_sha256,
     identity_content,
 )
+from .paging import DEFAULT_PAGE_BYTES, split_pages
 from .provenance import versions
 from .quant import QUANTIZATION
 from .reader import Reader, open_reader, open_store
@@ -39,9 +40,19 @@ from .retry import RetryPolicy
 from .segment import DEFAULT_TILES, TILES
 from .store import Store
 from .types import STORED_DTYPES, ExampleBatch, FeatureSetInfo, token_bytes
-from .wire import JSON, SAFETENSORS, WIRE_FORMAT, array_bytes, body_bytes, body_layout, encode_parts
+from .wire import (
+    JSON,
+    SAFETENSORS,
+    WIRE_FORMAT,
+    array_bytes,
+    body_bytes,
+    body_layout,
+    encode_parts,
+    example_bytes,
+)
 
 __all__ = [
+    "DEFAULT_PAGE_BYTES",
     "DEFAULT_TILES",
     "JSON",
     "POOLS",
@@ -82,6 +93,7 @@ __all__ = [
     "digest",
     "encode_parts",
     "encoder_id",
+    "example_bytes",
     "example_key",
     "export_hdf5",
     "file_sha256",
@@ -94,6 +106,7 @@ __all__ = [
     "quarantine",
     "repair_files",
     "reduce_batch",
+    "split_pages",
     "token_bytes",
     "versions",
     "migration",

@@ -23,7 +23,13 @@ Segments are content-addressed and extraction is deterministic, so two writers o
 put identical bytes: no lock is needed, and `lock` takes none.
 
 `get_ranges` makes one obstore call per object for all its ranges (obstore merges ranges less
-than `COALESCE` apart into one request) and fetches the objects concurrently.
+than `COALESCE` apart into one request) and fetches the objects concurrently. When that call
+is cut short (obstore itself resumes a cut body up to its max_retries, then reports it), the
+ranges are read again the way obstore merged them, each merged span by a streamed GET from
+its first byte not yet received: a cut span resumes from the last byte that came, never from
+its start, and each try that brings bytes is progress (retry.py). Ranges are read from
+segments, which are content-addressed and never rewritten, so the bytes of a resumed span are
+those of the same object.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .backend import Range, check_key, check_ranges, past_end
 from .errors import ByteRangeError, ObjectNotFoundError, StoreUnreachableError
 from .retry import RetryPolicy, Tries
@@ -50,6 +58,9 @@ CONCURRENCY = 16
 #: of transfer). Measured on moto (benchmarks/object_store.py), 256 random examples: 0.73 s at
 #: 1 MiB, 1.6 s at 256 KiB, 4.4 s at 64 KiB, 11.9 s with no merging.
 COALESCE = 1 << 20
+#: The least obstore gathers before handing bytes over while a cut span is resumed: any, so a
+#: cut loses none that arrived (obstore holds back what it gathers when the body breaks).
+RESUME_CHUNK = 1
 
 
 @contextmanager
@@ -100,15 +111,20 @@ def attempt(url: str, retry: RetryPolicy, what: str, call: Callable[[], Any]) ->
     tries = Tries(retry, f"{url}: {what}", StoreUnreachableError)
     while True:
         try:
-            with reaching(url, what):
-                try:
-                    return call()
-                except Exception as err:
-                    if _from_obstore(err) and (what_cut := _cut(str(err))):
-                        raise _Cut(f"{what_cut} ({_why(err)})") from None
-                    raise
+            return once(url, what, call)
         except _Cut as cut:
             tries.failed(str(cut))
+
+
+def once(url: str, what: str, call: Callable[[], Any]) -> Any:
+    """`call()` inside `reaching`; _Cut when it was cut short in a way asking again mends."""
+    with reaching(url, what):
+        try:
+            return call()
+        except Exception as err:
+            if _from_obstore(err) and (what_cut := _cut(str(err))):
+                raise _Cut(f"{what_cut} ({_why(err)})") from None
+            raise
 
 
 def _cut(text: str) -> str:
@@ -139,6 +155,18 @@ def _why(err: BaseException) -> str:
     code = re.search(r"<Code>([^<]+)</Code>", text)
     message = re.search(r"<Message>([^<]+)</Message>", text)
     return f"{code[1]}: {message[1]}" if code and message else text.splitlines()[0][:300]
+
+
+def merge_ranges(ranges: Sequence[Range], gap: int) -> list[tuple[int, int]]:
+    """[start, end) spans covering `ranges` (start, length), ranges less than `gap` bytes
+    apart in one span (object_store's merging), in order."""
+    spans: list[list[int]] = []
+    for start, length in sorted(ranges):
+        if spans and start - spans[-1][1] < gap:
+            spans[-1][1] = max(spans[-1][1], start + length)
+        else:
+            spans.append([start, start + length])
+    return [(a, b) for a, b in spans]
 
 
 def is_bucket(location: Any) -> bool:
@@ -224,8 +252,14 @@ class ObjectBackend:
 
         got: list = []
         if wanted:
+            what = f"reading {len(wanted)} ranges of {key}"
             try:
-                got = self._call(f"reading {len(wanted)} ranges of {key}", call)
+                try:
+                    got = once(self.location, what, call)
+                except _Cut as cut:  # what came is resumed, not asked for again
+                    tries = Tries(self.retry, f"{where}: {what}", StoreUnreachableError)
+                    tries.failed(str(cut))
+                    got = self._resume(key, wanted, tries)
             except FileNotFoundError:
                 raise self._missing(key) from None
             except _Unsatisfiable as refused:
@@ -243,6 +277,47 @@ class ObjectBackend:
                     raise ByteRangeError(past_end(where, start, length, size))
         parts = iter(got)
         return key, [memoryview(next(parts)) if n else b"" for _, n in asked]
+
+    def _resume(self, key: str, wanted: list[Range], tries: Tries) -> list[memoryview]:
+        """The bytes of `wanted` ranges of `key`, their spans merged as obstore merges them
+        (COALESCE) and each read by streamed GETs, every one from the first byte not yet
+        received; a try that brings bytes is progress."""
+        import obstore
+
+        where = f"{self.location}/{key}"
+        spans = merge_ranges(wanted, COALESCE)
+        bufs = [np.empty(end - start, dtype=np.uint8) for start, end in spans]
+        for (start, end), buf in zip(spans, bufs, strict=True):
+            got = 0
+            while got < len(buf):
+                before = got
+                try:
+                    with reaching(self.location, f"reading bytes {start + got}..{end} of {key}"):
+                        try:
+                            options = {"range": (start + got, end)}
+                            answer = obstore.get(self.client, key, options=options)
+                            for chunk in answer.stream(min_chunk_size=RESUME_CHUNK):
+                                n = min(len(chunk), len(buf) - got)
+                                buf[got : got + n] = np.frombuffer(chunk, np.uint8, n)
+                                got += n
+                        except Exception as err:
+                            if _from_obstore(err) and (what_cut := _cut(str(err))):
+                                why = f"{what_cut} after byte {start + got} ({_why(err)})"
+                                raise _Cut(why) from None
+                            raise
+                except _Cut as cut:
+                    if got > before:
+                        tries.progressed()
+                    tries.failed(str(cut))
+                    continue
+                if got < len(buf):  # S3 ends a range at the object's end
+                    check_ranges(where, wanted, self._size(key))
+                    raise ByteRangeError(f"{where}: {got} bytes of span {start}..{end}")
+        out = []
+        for start, length in wanted:
+            k = next(i for i, (s, e) in enumerate(spans) if s <= start and start + length <= e)
+            out.append(memoryview(bufs[k])[start - spans[k][0] : start - spans[k][0] + length])
+        return out
 
     def _size(self, key: str) -> int:
         import obstore

@@ -61,6 +61,11 @@ class Reader(Protocol):
         """The set's example keys, in its order."""
         ...
 
+    def featureset_lengths(self, fs_id: str) -> list[int]:
+        """Tokens of each example, in the set's order: the size of each one's features (a
+        paged reader cuts its pages by them, cache/paging.py)."""
+        ...
+
     def storage_order(self, fs_id: str) -> list[int]:
         """The set's indices sorted by where their examples are stored (fast to read so)."""
         ...

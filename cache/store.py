@@ -282,6 +282,13 @@ class Store:
             self._keys_cache[fs_id] = sidecars.load_keys(self, info)  # checked, whole
         return self._keys_cache[fs_id]
 
+    def featureset_lengths(self, fs_id: str) -> list[int]:
+        """Tokens of each example, in the set's order (what a paged reader sizes pages by):
+        its keys located in the pool, no feature read."""
+        info = self.get_featureset(fs_id)
+        ends = self._plan(info.encoder_id, self.featureset_keys(fs_id), None, None).ends
+        return [b - a for a, b in zip(ends, ends[1:], strict=False)]
+
     def storage_order(self, fs_id: str) -> list[int]:
         """Feature-set indices sorted by where their examples sit on disk (segment, row)."""
         info = self.get_featureset(fs_id)

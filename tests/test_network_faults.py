@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +24,8 @@ from snowfire.cache import (
     open_store,
 )
 from tests.helpers.proxy import FaultProxy, Faults
-from tests.helpers.service import Server, build_featureset
-from tests.helpers.store import bucket_objects, tiny_sst2
+from tests.helpers.service import Restart, Server, build_featureset
+from tests.helpers.store import bucket_objects, extract_tiny_sst2
 
 #: Quick retries, many of them: a fault that passes always passes within them (the waits
 #: add up to 25 s at least, the longest outage here a server restart of a second or two)
@@ -37,8 +36,8 @@ PATIENT = {
     "SNOWFIRE_RETRY_DEADLINE": "120",
 }
 THREE_TRIES = RetryPolicy(attempts=3, backoff=0.01, backoff_max=0.02)
-#: About 4 examples per features request (2 KB each): 20 requests an epoch, not 2
-BODY_CAP = 16_000
+#: About 4 examples per features page (2 KB each, pages fill the cap): 20 requests an epoch
+BODY_CAP = 8_000
 
 #: Each fault the proxy makes, and the count that says it happened.
 REST_FAULTS = {
@@ -57,24 +56,7 @@ REST_FAULTS = {
 @pytest.fixture(scope="module")
 def sst2_store(tiny_bert_dir, tmp_path_factory):
     """A tiny sst2 folder extracted with the tiny BERT into a local store."""
-    from snowfire.cli.main import main as snowfire
-
-    root = tmp_path_factory.mktemp("net")
-    data = tiny_sst2(root / "data")
-    argv = [
-        "extract",
-        "--encoder",
-        f"hf:{tiny_bert_dir}",
-        "--task",
-        "sst2",
-        "--data",
-        str(data),
-        "--store",
-        str(root / "store"),
-        "--quiet",
-    ]
-    assert snowfire(argv) == 0
-    return data, root / "store"
+    return extract_tiny_sst2(tmp_path_factory.mktemp("net"), tiny_bert_dir)
 
 
 @pytest.fixture(scope="module")
@@ -156,23 +138,6 @@ def test_an_epoch_over_rest_through_each_fault_is_the_same(
         for name in ("features", "offsets", "word_ids", "type_ids", "pair_starts"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     assert_same_run(run, clean_run)
-
-
-class Restart:
-    """Stops the service behind the proxy and starts a new one on its port (a new app: what
-    a restarted process holds) when request `at` arrives."""
-
-    def __init__(self, server: Server, settings: Settings, at: int):
-        self.server, self.settings, self.at = server, settings, at
-        self.done = threading.Event()
-
-    def __call__(self, n: int) -> None:
-        if n != self.at:
-            return
-        old = self.server
-        old.__exit__(None, None, None)
-        self.server = Server(self.settings, port=old.port).__enter__()
-        self.done.set()
 
 
 def test_a_restart_mid_epoch_behind_a_proxy_resetting_every_50th_connection_is_the_same(

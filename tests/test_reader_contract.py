@@ -231,8 +231,9 @@ def test_find_by_source(reader, local):
         )
 
 
-def test_keys_order_and_texts(reader, local, written):
-    for fs_id, *_ in SETS:
+def test_keys_order_lengths_and_texts(reader, local, written):
+    for fs_id, *_, lengths, _ in SETS:
+        assert reader.featureset_lengths(fs_id) == lengths  # as written: the sizes of pages
         keys = reader.featureset_keys(fs_id)
         assert keys == local.featureset_keys(fs_id)
         assert len(keys) == len(written[1][fs_id]) == reader.get_featureset(fs_id).num_examples
@@ -288,6 +289,7 @@ NOT_FOUND = [
     ("featureset_keys", {}),
     ("featureset_texts", {}),
     ("storage_order", {}),
+    ("featureset_lengths", {}),
     ("read", {"indices": [0]}),
     ("read", {"keys": ["abc"]}),
 ]
@@ -304,7 +306,7 @@ def test_an_id_no_feature_set_can_have(reader, fs_id):
     """Names that are paths or empty are unknown sets, not files or the listing."""
     # the set named, or (REST, an id with a slash) the router's own 404: no route matches it
     unknown = re.escape(f"no feature set {fs_id!r}") + ("|^Not Found$" if "/" in fs_id else "")
-    for method in ("get_featureset", "featureset_keys"):
+    for method in ("get_featureset", "featureset_keys", "featureset_lengths"):
         with pytest.raises(FeatureSetNotFoundError, match=unknown):
             getattr(reader, method)(fs_id)
     with pytest.raises(FeatureSetNotFoundError, match=unknown):
