@@ -58,6 +58,7 @@ class BertFinetuner(FireModel):
         adapter_size: int = 64,
         lora_rank: int = 8,
         lora_alpha: float = 8.0,
+        lora_targets: str = "attention",
     ) -> None:
         """model_dir: a HF folder (or hub name); labels: class names or tags (index order),
         None for regression; max_length: pieces per input, capped at the model's limit;
@@ -99,7 +100,7 @@ class BertFinetuner(FireModel):
         if method == "adapter":
             self.adapters = insert_adapters(self.encoder, adapter_size)
         elif method == "lora":
-            insert_lora(self.encoder, lora_rank, lora_alpha)
+            insert_lora(self.encoder, lora_rank, lora_alpha, lora_targets)
 
     # ------------------------------------------------------------------ data
     def collate(self, examples: Sequence[Any]) -> dict[str, torch.Tensor]:

@@ -19,6 +19,7 @@ from .recipe import (
     FAMILY_RECIPE,
     GRID_EPOCHS,
     GRID_MODES,
+    LORA_TARGETS,
     METHOD_LR,
     METHODS,
     RECIPE_FIELDS,
@@ -177,6 +178,13 @@ class FinetuneConfig(TaskFields):
     lora_rank: int = option(8, "method lora: the rank r (Hu et al. GLUE: 8)", ge=1)
     lora_alpha: float = option(
         8.0, "method lora: the update is scaled by alpha / r (Hu et al. GLUE: 8)", gt=0
+    )
+    lora_targets: str = option(
+        "attention",
+        "method lora: the linear maps adapted: attention (query and value, Hu et al.) or "
+        "all-linear (every linear map of every layer, the MLP's too)",
+        choices=tuple(LORA_TARGETS),
+        absent="attention",
     )
     l2sp: float = option(
         0.0,

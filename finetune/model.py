@@ -37,6 +37,7 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[FireModel, dict]:
             adapter_size=cfg.adapter_size,
             lora_rank=cfg.lora_rank,
             lora_alpha=cfg.lora_alpha,
+            lora_targets=cfg.lora_targets,
         )
         # the extractor's identity of the starting encoder: the same hashes a store keys on
         config = model.encoder.config

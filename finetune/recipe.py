@@ -110,6 +110,15 @@ GRID_EPOCHS = (2, 3, 4)
 #: only what it trained (in RUN/best.pt, reloaded on the shared pretrained encoder).
 METHODS = ("full", "bitfit", "adapter", "lora")
 METHOD_LR = {"adapter": 1e-3, "lora": 5e-4, "bitfit": 1e-3}
+#: The linear maps LoRA adapts, by name: `attention` the query and value projections (Hu et al.
+#: 2021, sec. 7.1: W_q and W_v); `all-linear` every linear map of every layer, the MLP's too
+#: ("LoRA Without Regret", Schulman et al. 2025: attention-only LoRA falls behind), as a
+#: regular expression peft matches against each module's full name.
+LORA_TARGETS = {
+    "attention": ["query", "value"],
+    "all-linear": r".*layer\.\d+\.(attention\.self\.(query|key|value)|attention\.output\.dense"
+    r"|intermediate\.dense|output\.dense)",
+}
 #: How a grid is filled (finetune/grid.py): one run per rate, or one run per cell.
 GRID_MODES = ("shared", "exact")
 #: The recipe of each encoder family ("hf": every BERT-family spec, the bundled minilm too).

@@ -83,6 +83,30 @@ def test_each_method_trains_exactly_its_parameters_and_leaves_the_rest_bitwise(
     assert method == "lora" or changed  # lora's B starts at 0, A moves only through B's update
 
 
+def test_lora_on_every_linear_map_adapts_the_mlp_too(tiny_bert_dir):
+    """lora_targets all-linear: query, key, value, the attention's output and both feed-forward
+    maps of each of the 2 layers (6 × 2 = 12 maps), rank 8: A (8, in) and B (out, 8) each; the
+    tiny BERT is 32 wide with a 64-wide feed-forward layer."""
+    model = _model(tiny_bert_dir, "lora", lora_targets="all-linear")
+    adapted = {n.rsplit(".lora_", 1)[0] for n in model.encoder.state_dict() if ".lora_A." in n}
+    assert len(adapted) == 12
+    assert {n.split("layer.0.", 1)[1] for n in adapted if "layer.0." in n} == {
+        "attention.self.query",
+        "attention.self.key",
+        "attention.self.value",
+        "attention.output.dense",
+        "intermediate.dense",
+        "output.dense",
+    }
+    ffn = model.encoder.config.intermediate_size
+    sizes = {"intermediate.dense": (32, ffn), "output.dense": (ffn, 32)}  # (in, out)
+    expected = 2 * sum(8 * i + o * 8 for i, o in [*[(32, 32)] * 4, *sizes.values()])
+    trained = [n for n in _step(model) if ".lora_" in n]
+    assert sum(dict(model.named_parameters())[n].numel() for n in trained) == expected
+    with pytest.raises(ValueError, match=r"lora targets: expected one of attention, all-linear"):
+        _model(tiny_bert_dir, "lora", lora_targets="mlp")
+
+
 def test_a_partial_method_counts_only_what_it_trains(tiny_bert_dir):
     full = sum(p.numel() for _, ps in _model(tiny_bert_dir, "full").layer_groups() for p in ps)
     for method in ("bitfit", "adapter", "lora"):
