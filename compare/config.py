@@ -65,6 +65,13 @@ class CompareConfig(TaskListFields):
         "🔥 tuned on the selection split (table.md prints the caps)",
         choices=tuple(BUDGETS),
     )
+    trials: int | None = option(
+        None,
+        "tune every arm with N configurations drawn from its search space (compare/search.py: "
+        "the same draws for every task and seed); each arm keeps its best on the selection "
+        "split, and every trial draws its budget curve; default: each arm's one recipe",
+        ge=1,
+    )
     selection: str = option(
         "auto",
         "the split every choice is made on, for every arm: auto: dev where a labelled test "

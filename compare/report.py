@@ -25,11 +25,14 @@ from snowfire.rundir import (
 from .arms import fine_tuning_arms
 from .arms_report import cost_file, plot_cost
 from .budget import BUDGETS
+from .budget_report import budget_file, budget_section, plot_budget
 from .cell import Cell, Mode
 from .config import CompareConfig
 from .judge import cell_roles, judge
 from .plots import plot_bars, plot_layers, plot_task_curves
+from .search import draw
 from .table import curves_file, table
+from .trials import choose
 from .verdict import mean_sd
 
 
@@ -125,15 +128,25 @@ def summarise(
         def side(cs, shown=shown):
             return {s: mean_sd(scores(cs, s)) for s in shown if scores(cs, s)}
 
-        heads = {}
-        for head in cfg.heads_for(task):
-            heads[head] = side([c for c in mine if c.mode is Mode.SNOW and c.head == head])
         chosen_on = protocol["selection"]
-        best = max(heads, key=lambda h: heads[h][chosen_on][0])  # the selection split's call
-        snow = [c for c in mine if c.mode is Mode.SNOW and c.head == best]
-        fire = [c for c in mine if c.mode is Mode.FIRE]
         arms = {a: [c for c in mine if c.mode == Mode(a)] for a in fine_tuning_arms(cfg.arms)}
         arms = {a: cs for a, cs in arms.items() if cs}  # seq: not after its own task
+        search: dict[str, Any] = {}
+        if cfg.trials:  # each arm's best trial on the selection split (compare/trials.py)
+            every = {"snow": [c for c in mine if c.mode is Mode.SNOW]}
+            every |= {"fire": [c for c in mine if c.mode is Mode.FIRE]} | arms
+            search = {a: choose(cs, chosen_on, metric) for a, cs in every.items()}
+            snow, fire = search["snow"]["cells"], search["fire"]["cells"]
+            arms = {a: search[a]["cells"] for a in arms}
+            best = snow[0].head
+            heads = {best: side(snow)}
+        else:
+            heads = {}
+            for head in cfg.heads_for(task):
+                heads[head] = side([c for c in mine if c.mode is Mode.SNOW and c.head == head])
+            best = max(heads, key=lambda h: heads[h][chosen_on][0])  # the selection's call
+            snow = [c for c in mine if c.mode is Mode.SNOW and c.head == best]
+            fire = [c for c in mine if c.mode is Mode.FIRE]
         sides = {"snow": side(snow), "fire": side(fire)} | {a: side(cs) for a, cs in arms.items()}
         out[task] = {
             "metric": metric,
@@ -153,6 +166,17 @@ def summarise(
                 s: base[s][metric] for s in ("dev", "test") if s in base
             }
         out[task]["verdict"] = judge(cfg.specs[task], snow, fire, base, arms=arms)
+        if search:
+            probes = [c for c in cells if c.task == task and c.mode is Mode.PROBE]
+            out[task]["search"] = {
+                a: {"chosen": r["chosen"], "config": draw(a, r["chosen"]), "trials": r["trials"]}
+                for a, r in search.items()
+            }
+            out[task]["budget_curves"] = budget_section(
+                search, every, probes, protocol, (extraction or {}).get(task, {})
+            )
+            if out[task]["budget_curves"]["poles"]:
+                out[task]["verdict"]["budget"] = out[task]["budget_curves"]["poles"]
         out[task]["hours"] = task_hours(mine, (extraction or {}).get(task, {}))
     return out
 
@@ -200,6 +224,8 @@ def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[
     plot_layers(cfg, summary, cells, out / LAYER_PLOT)
     for task, s in summary.items():
         plot_task_curves(cfg, task, s, out / curves_file(task))
+        if "budget_curves" in s:
+            plot_budget(task, s["metric"], s["budget_curves"], out / budget_file(task))
         if len(cfg.arms) > 2:
             plot_cost(cfg, task, s, out / cost_file(task))
     return {

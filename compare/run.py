@@ -156,12 +156,16 @@ def plan(cfg: CompareConfig) -> list[Cell]:
     from snowfire.tasks import TASK_NAMES
 
     from .arms import PROBE, fine_tuning_arms
+    from .trials import probe_run, trial_cells
 
     out = Path(cfg.out)
-    cells = []
+    cells: list[Cell] = []
     if cfg.intermediate in TASK_NAMES:  # arm seq's first stage, before every task
         cells.append(Cell(Mode.INTERMEDIATE, cfg.intermediate, None, 0, intermediate_run(cfg)))
     for task in cfg.names:
+        if cfg.trials:
+            cells += trial_cells(cfg, task)
+            continue
         for seed in range(cfg.seeds):
             for head in cfg.heads_for(task):
                 run = out / "snow" / task / head / f"seed{seed}"
@@ -175,8 +179,8 @@ def plan(cfg: CompareConfig) -> list[Cell]:
                 continue  # a task after itself is just more epochs
             for seed in range(cfg.seeds_fire):
                 if arm is Mode.LPFT:
-                    probe = out / "snow" / task / PROBE["dir"] / f"seed{seed}"
-                    cells.append(Cell(Mode.PROBE, task, PROBE["head"], seed, str(probe)))
+                    probe = probe_run(cfg, task, seed, None)
+                    cells.append(Cell(Mode.PROBE, task, PROBE["head"], seed, probe))
                 run = out / arm.value / task / f"seed{seed}"
                 cells.append(Cell(arm, task, None, seed, str(run)))
     return cells
@@ -185,14 +189,18 @@ def plan(cfg: CompareConfig) -> list[Cell]:
 def run_cell(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> dict[str, Any]:
     """Train one cell (or return its finished run): {split: {metric: value}}."""
     from .arms import ARM_OPTIONS, PROBE
+    from .trials import fire_options, probe_run, snow_options
 
-    caps = cfg.caps(cell.mode, cell.task).options()
+    caps: dict[str, Any] = cfg.caps(cell.mode, cell.task).options()
     spec = cfg.specs.get(cell.task)
     task = task_fields(spec) if spec is not None else {"task": cell.task}
     if cell.mode.side is Mode.SNOW:
         from snowfire.heads import TrainConfig, train
 
         hparams = PROBE["hparams"] if cell.mode is Mode.PROBE else cfg.hparams
+        if cell.trial is not None:  # the trial's draw (compare/search.py)
+            caps = snow_options(cell, caps)
+            hparams = {**hparams, **caps.pop("hparams", {})}
         return train(
             TrainConfig(
                 store=_store(cfg),
@@ -218,12 +226,14 @@ def run_cell(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> dict[str, An
     options = dict(ARM_OPTIONS.get(cell.mode.value, {}))
     encoder = cfg.encoder
     if cell.mode is Mode.LPFT:
-        probe = Path(cfg.out) / "snow" / cell.task / PROBE["dir"] / f"seed{cell.seed}"
-        options["init_head"] = str(probe)
+        options["init_head"] = probe_run(cfg, cell.task, cell.seed, cell.trial)
     if cell.mode is Mode.SEQ:
         encoder = f"hf:{Path(intermediate_run(cfg)) / 'encoder'}"
     if options.get("method") or cell.mode is Mode.INTERMEDIATE:
         grid = None  # a grid tunes 🔥 alone; the other arms run their papers' recipes
+    if cell.trial is not None:  # the trial's draw, not a grid: every arm tuned alike
+        grid, caps = None, fire_options(cell, caps)
+        options = {k: v for k, v in options.items() if k not in caps}
     return finetune(
         FinetuneConfig(
             encoder=encoder,

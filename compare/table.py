@@ -47,6 +47,41 @@ def _pair(scores: dict[str, tuple], protocol: dict[str, Any]) -> str:
     return f"{left} | {right if protocol['honest'] else right + ' (same split)'}"
 
 
+def search_lines(cfg: CompareConfig, summary: dict[str, Any]) -> list[str]:
+    """Under --trials: how each arm was tuned, which trial won on the selection split, and the
+    answer as a function of budget (the leader's crossings, the curves' plot)."""
+    from .budget_report import budget_file
+
+    if not cfg.trials:
+        return []
+    out = [
+        "",
+        f"Tuned with {cfg.trials} trials each: every arm's configurations drawn from its "
+        "search space (compare/search.py, the same draws for every task and seed), each arm "
+        "kept at its best trial on the selection split. The budget curves give the expected "
+        "report-split score of the trial a user tuning n trials would keep (Tang et al.'s "
+        "unbiased estimator, a 95% bootstrap band), against trials and against compute.",
+        "",
+    ]
+    for t in cfg.names:
+        s = summary[t]
+        won = "; ".join(
+            f"{ARM_NAMES[a]}: trial {r['chosen']} ("
+            + ", ".join(
+                f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in r["config"].items()
+            )
+            + ")"
+            for a, r in s["search"].items()
+        )
+        curves = s["budget_curves"]
+        out.append(
+            f"- **{t}**: {won}. Budget: {curves['poles'] or '–'}"
+            + (f"; among every arm, {curves['leader']}" if len(curves["curves"]) > 2 else "")
+            + f". ![{t} budget curves]({budget_file(t)})"
+        )
+    return out
+
+
 def _gap(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:+.1f}"
 
@@ -259,6 +294,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
             f"Cost: {spent} (extraction and every cell). "
             f"![{t} learning curves]({curves_file(t)})"
         ]
+    lines += search_lines(cfg, summary)
     lines += arm_lines(cfg, summary)
     lines += ["", f"![❄️ vs 🔥]({TABLE_PLOT})", "", f"![layer weights]({LAYER_PLOT})", ""]
     return "\n".join(lines)

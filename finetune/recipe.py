@@ -114,7 +114,7 @@ METHOD_LR = {"adapter": 1e-3, "lora": 5e-4, "bitfit": 1e-3}
 #: 2021, sec. 7.1: W_q and W_v); `all-linear` every linear map of every layer, the MLP's too
 #: ("LoRA Without Regret", Schulman et al. 2025: attention-only LoRA falls behind), as a
 #: regular expression peft matches against each module's full name.
-LORA_TARGETS = {
+LORA_TARGETS: dict[str, list[str] | str] = {
     "attention": ["query", "value"],
     "all-linear": r".*layer\.\d+\.(attention\.self\.(query|key|value)|attention\.output\.dense"
     r"|intermediate\.dense|output\.dense)",

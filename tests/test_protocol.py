@@ -7,37 +7,20 @@ where."""
 from __future__ import annotations
 
 import json
-import random
-import shutil
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
 from snowfire.cli.main import main as run_cli
-from tests.helpers.tasks import finetune_config, write_sst2
-
-
-def _permuted(src, dst, split="dev"):
-    """A copy of an sst2 folder whose `split` labels are shuffled (the texts as they were)."""
-    shutil.copytree(src, dst)
-    path = dst / "sst2" / f"{split}.tsv"
-    header, *rows = path.read_text().splitlines()
-    labels = [r.rsplit("\t", 1)[1] for r in rows]
-    random.Random(0).shuffle(labels)
-    assert labels != [r.rsplit("\t", 1)[1] for r in rows]
-    texts = [r.rsplit("\t", 1)[0] for r in rows]
-    path.write_text(
-        "\n".join([header, *(f"{t}\t{lab}" for t, lab in zip(texts, labels, strict=True))]) + "\n"
-    )
-    return dst
+from tests.helpers.tasks import finetune_config, permute_labels, write_sst2
 
 
 @pytest.fixture(scope="module")
 def two_data(tmp_path_factory):
     root = tmp_path_factory.mktemp("protocol")
     data = write_sst2(root / "data", sizes=(("train", 60), ("dev", 20)))
-    return data, _permuted(data, root / "permuted")
+    return data, permute_labels(data, root / "permuted")
 
 
 @pytest.fixture(scope="module")

@@ -198,3 +198,22 @@ def check_run(run: Path, task: str, data: Path, metrics: dict) -> None:
     # a labelled test split reports, so dev selects (tasks/selection.py)
     assert config["roles"] == {"selection": "dev", "report": "test", "carved": False}
     assert all(spec.metric in r["selection"] and r["split"] == "dev" for r in log)
+
+
+def permute_labels(src: Path, dst: Path, task: str = "sst2", split: str = "dev") -> Path:
+    """A copy of a data folder whose `split` labels of `task` (a one-text TSV task: text, tab,
+    label) are shuffled, the texts as they were: what no choice may notice (the honest
+    protocol's black-box check)."""
+    import random
+    import shutil
+
+    shutil.copytree(src, dst)
+    path = dst / task / f"{split}.tsv"
+    header, *rows = path.read_text().splitlines()
+    texts, labels = zip(*(r.rsplit("\t", 1) for r in rows), strict=True)
+    shuffled = list(labels)
+    random.Random(0).shuffle(shuffled)
+    assert shuffled != list(labels)
+    lines = [f"{t}\t{lab}" for t, lab in zip(texts, shuffled, strict=True)]
+    path.write_text("\n".join([header, *lines]) + "\n")
+    return dst
