@@ -100,7 +100,9 @@ if (form) form.addEventListener('submit', async (e) => {
 """
 
 
-def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
+def _table(
+    headers: list[str], rows: list[list[str]], numeric: frozenset[int] | set[int] = frozenset()
+) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join(
         "<tr>"

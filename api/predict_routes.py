@@ -4,7 +4,7 @@ Thin: the predictor does the work, errors map to statuses in errors.py."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 
@@ -18,7 +18,7 @@ from .schemas import ErrorBody
 
 router = APIRouter(tags=["predict"])
 
-_ERRORS = {
+_ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": text}
     for code, text in {
         403: "API keys are on and this key may not predict (a predict or write key can)",

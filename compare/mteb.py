@@ -56,15 +56,12 @@ def _scores(cells: list[Cell], metric: str) -> dict[str, list[dict[str, Any]]]:
     """{split: [one score entry]}: the mean of each metric over seeds, and every seed's."""
     scores = {}
     for split in ("dev", "test"):
-        runs = [c for c in cells if split in c.metrics]
+        runs = [(c.seed, c.metrics[split]) for c in cells if c.metrics and split in c.metrics]
         if not runs:
             continue
-        names = list(runs[0].metrics[split])
-        per_seed = [
-            {"seed": c.seed, "main_score": c.metrics[split][metric], **c.metrics[split]}
-            for c in runs
-        ]
-        mean = {n: sum(c.metrics[split][n] for c in runs) / len(runs) for n in names}
+        names = list(runs[0][1])
+        per_seed = [{"seed": seed, "main_score": m[metric], **m} for seed, m in runs]
+        mean = {n: sum(m[n] for _, m in runs) / len(runs) for n in names}
         scores[split] = [
             {
                 "main_score": mean[metric],
@@ -105,6 +102,7 @@ def export_mteb(out: str | Path, directory: str | Path) -> list[Path]:
     from snowfire.rundir import RESULTS, write_json
 
     from .budget import BUDGETS
+    from .config import named_budget
     from .report import _cost
 
     out = Path(out)
@@ -160,7 +158,7 @@ def export_mteb(out: str | Path, directory: str | Path) -> list[Path]:
                 "arm": mode.value,
                 "head": mine[0].head,
                 "budget": cfg["budget"],
-                "caps": BUDGETS[cfg["budget"]].side(mode).to_json(),
+                "caps": BUDGETS[named_budget(cfg["budget"])].side(mode).to_json(),
                 "metric": summary["metric"],
                 "seeds": [c.seed for c in mine],
                 "runs": [c.run for c in mine],

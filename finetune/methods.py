@@ -27,13 +27,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from .recipe import METHODS
+from .recipe import LORA_TARGETS, METHODS
 
 #: Houlsby et al.'s two insertion points in a BERT/RoBERTa layer.
 _ADAPTER_AFTER = re.compile(r"(?:^|\.)layer\.(\d+)\.(attention\.output|output)\.dense$")
 _NORM = re.compile(r"LayerNorm|layer_norm|layernorm")
-#: The attention projections LoRA adapts (Hu et al. 2021, sec. 7.1: W_q and W_v).
-LORA_TARGETS = ("query", "value")
 
 
 class Adapter(nn.Module):
@@ -79,16 +77,26 @@ def insert_adapters(encoder: nn.Module, size: int) -> nn.ModuleDict:
     return adapters
 
 
-def insert_lora(encoder: nn.Module, rank: int, alpha: float, name: str = "default") -> None:
-    """LoRA (Hu et al. 2021) on the query and value projections, injected in place by peft as
-    the adapter `name` (peft's default "default": the name a run's weights are saved under;
-    finetune/shared.py adds one named adapter per served run to one encoder)."""
+def insert_lora(
+    encoder: nn.Module, rank: int, alpha: float, targets: str = "attention", name: str = "default"
+) -> None:
+    """LoRA (Hu et al. 2021) on the `targets` linear maps (LORA_TARGETS), injected in place by
+    peft as the adapter `name` (peft's default "default": the name a run's weights are saved
+    under; finetune/shared.py adds one named adapter per served run to one encoder)."""
     import warnings
 
     from peft import LoraConfig, inject_adapter_in_model
 
+    if targets not in LORA_TARGETS:
+        raise ValueError(
+            f"lora targets: expected one of {', '.join(LORA_TARGETS)}, got {targets!r}"
+        )
     config = LoraConfig(
-        r=rank, lora_alpha=alpha, lora_dropout=0.0, target_modules=list(LORA_TARGETS), bias="none"
+        r=rank,
+        lora_alpha=alpha,  # type: ignore[arg-type]  # peft says int; it scales by alpha / r
+        lora_dropout=0.0,
+        target_modules=LORA_TARGETS[targets],
+        bias="none",
     )
     with warnings.catch_warnings():  # a second named adapter is what finetune/shared.py means
         warnings.filterwarnings("ignore", message="Already found a `peft_config`")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from snowfire.extractor import default_device
 from snowfire.rundir import BEST, CONFIG, METRICS
 
 #: What says an encoder is the one a run trained on: its weights, config and tokenizer files'
@@ -68,11 +69,11 @@ def load_run(run: str | Path, device: str | None = None):
 
     from .model import build_model
 
-    run, record, cfg, spec = read_run(run)
+    path, record, cfg, spec = read_run(run)
     model, identity = build_model(cfg, spec)
-    check_encoder(run, record["encoder"], identity, ("weights_sha256", "options_sha256"))
-    target = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    model.load_trained(torch.load(run / BEST, map_location=target, weights_only=True))
+    check_encoder(path, record["encoder"], identity, ("weights_sha256", "options_sha256"))
+    target = default_device(device)
+    model.load_trained(torch.load(path / BEST, map_location=target, weights_only=True))
     return model.to(target).eval(), spec
 
 

@@ -100,6 +100,7 @@ class SharedEncoder:
         adapter_size: int,
         lora_rank: int,
         lora_alpha: float,
+        lora_targets: str = "attention",
     ) -> Slot:
         """Switch a run's trained tensors onto the encoder: `state` is its RUN/best.pt less
         its output layer (keys as the solo model's: "encoder.…", "adapters.…"). Every tensor
@@ -112,7 +113,7 @@ class SharedEncoder:
         with self._lock:
             slot = next(self._names)
             if method == "lora":
-                insert_lora(self.encoder, lora_rank, lora_alpha, name=slot)
+                insert_lora(self.encoder, lora_rank, lora_alpha, lora_targets, name=slot)
                 self._lora.add(slot)
             own = dict(self.encoder.named_parameters())
             lora = {n for n in own if f".{slot}." in n}  # the slot's LoRA, filled below
@@ -129,10 +130,11 @@ class SharedEncoder:
                     lora.discard(name)
                 elif key.startswith("encoder.") and self._is_base(name):
                     module, leaf = self._owner(name)
-                    if module._parameters[leaf].shape != tensor.shape:
+                    held = module._parameters[leaf]
+                    if held is None or held.shape != tensor.shape:
                         raise ValueError(
                             f"{key}: shape {tuple(tensor.shape)}, the shared encoder's "
-                            f"{tuple(module._parameters[leaf].shape)}"
+                            f"{None if held is None else tuple(held.shape)}"
                         )
                     swapped = nn.Parameter(tensor.to(self.device), requires_grad=False)
                     swaps[name] = (module, leaf, swapped)  # where it goes, found once
@@ -266,11 +268,11 @@ def load_shared_run(run: str | Path, shared: SharedEncoder):
     from .model import build_model
     from .predict import IDENTITY_KEYS, check_encoder, read_run
 
-    run, record, cfg, spec = read_run(run)
+    path, record, cfg, spec = read_run(run)
     if cfg.method not in SHARED_METHODS:
-        raise ValueError(f"{run}: a {cfg.method} run carries its whole encoder (load_run)")
-    check_encoder(run, record["encoder"], shared.identity, IDENTITY_KEYS)
-    state = torch.load(run / BEST, map_location=shared.device, weights_only=True)
+        raise ValueError(f"{path}: a {cfg.method} run carries its whole encoder (load_run)")
+    check_encoder(path, record["encoder"], shared.identity, IDENTITY_KEYS)
+    state = torch.load(path / BEST, map_location=shared.device, weights_only=True)
     output = {k.removeprefix("output."): v for k, v in state.items() if k.startswith("output.")}
     rest = {k: v for k, v in state.items() if not k.startswith("output.")}
     slot = shared.add(
@@ -279,6 +281,7 @@ def load_shared_run(run: str | Path, shared: SharedEncoder):
         adapter_size=cfg.adapter_size,
         lora_rank=cfg.lora_rank,
         lora_alpha=cfg.lora_alpha,
+        lora_targets=cfg.lora_targets,
     )
     model, _ = build_model(cfg, spec, shared=slot)
     model.output.load_state_dict(output)

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from snowfire.cache import identity_content
 from snowfire.rundir import METRICS
 
 from .errors import RunEncoderError
 from .registry import RunInfo
+
+if TYPE_CHECKING:
+    from snowfire.finetune import SharedEncoder
 
 
 @dataclass
@@ -70,7 +73,7 @@ class Models:
 
     def __init__(self, encoder: str, identity: dict, device: str | None = None) -> None:
         self.encoder, self.identity, self.device = encoder, identity, device
-        self.shared = None  # finetune.SharedEncoder, once a partial-method run is asked for
+        self.shared: SharedEncoder | None = None  # once a partial-method run is asked for
         self._loaded: dict[str, Loaded] = {}
         self._lock = threading.Lock()
 
@@ -109,7 +112,7 @@ class Models:
 
     def _drop(self, loaded: Loaded) -> None:
         del self._loaded[loaded.info.name]
-        if loaded.slot is not None:
+        if loaded.slot is not None and self.shared is not None:
             self.shared.remove(loaded.slot.name)
 
     def _load(self, info: RunInfo, stamp: int) -> Loaded:
@@ -136,8 +139,9 @@ class Models:
 
         if self.shared is None:
             self.shared = SharedEncoder(self.encoder, self.device)
-        model, spec, slot = load_shared_run(info.path, self.shared)
-        own = self.shared.slot_bytes(slot.name) + _bytes(model.output)
+        shared = self.shared
+        model, spec, slot = load_shared_run(info.path, shared)
+        own = shared.slot_bytes(slot.name) + _bytes(model.output)
         return Loaded(info, model, spec, own, stamp, slot=slot)
 
     def memory(self) -> dict[str, int]:

@@ -220,7 +220,7 @@ class Predictor:
         from snowfire.extractor import TextInput
 
         inputs = [TextInput(e.words_a, e.words_b) for e in examples]
-        groups: dict[tuple[str, str], list[Loaded]] = {}
+        groups: dict[tuple[str, str | None], list[Loaded]] = {}
         for run in snow:
             groups.setdefault((run.pair_encoding, run.dtype), []).append(run)
         features, cached, encoded = {}, [True] * len(examples), 0
@@ -250,7 +250,7 @@ class Predictor:
             layers = (
                 None
                 if any(r.layers is None for r in runs)
-                else sorted({x for r in runs for x in r.layers})
+                else sorted({x for r in runs for x in r.layers or ()})
             )
             pool = self.embedder.pool(pair_encoding, dtype)
             features[pair_encoding, dtype] = self.store.read_keys(pool, keys, layers)
@@ -259,11 +259,12 @@ class Predictor:
     def _outputs(self, run: Loaded, examples: list[Example], features) -> tuple[list, list | None]:
         """(predictions, probabilities) of one run: the commands' own loops."""
         if run.info.side == "snow":
-            from snowfire.heads import PREDICT_BATCH, batches_in_order, head_predictions
+            from snowfire.heads import PREDICT_BATCH as HEAD_BATCH
+            from snowfire.heads import batches_in_order, head_predictions
 
             batch = _layers(features[run.pair_encoding, run.dtype], run.layers)
             return head_predictions(
-                run.model, run.spec.kind, batches_in_order(batch, PREDICT_BATCH), len(examples)
+                run.model, run.spec.kind, batches_in_order(batch, HEAD_BATCH), len(examples)
             )
         import torch
 

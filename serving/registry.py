@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from snowfire.rundir import BEST, CONFIG, GRID, HEAD, METRICS, RESULTS, WEIGHTS
+from snowfire.rundir import BEST, CONFIG, GRID, HEAD, METRICS, PAUSED, RESULTS, WEIGHTS
 
 from .errors import RunNotFoundError, RunNotReadyError
 
@@ -76,6 +76,17 @@ def _score(metrics: dict | None, metric: str | None) -> tuple[float | None, str 
     return None, None
 
 
+def _unfinished(path: Path, missing: list[str]) -> str | None:
+    """Why a run is not finished (None when it is): the files it lacks, and whether it was
+    paused (pause_at: a race's rung; the same config run again continues it)."""
+    if not missing:
+        return None
+    paused = _json(path / PAUSED)
+    if isinstance(paused, dict) and "epoch" in paused:
+        return f"paused after epoch {paused['epoch']} (no {', '.join(missing)})"
+    return f"no {', '.join(missing)}: not finished"
+
+
 def _snow(name: str, path: Path, config: dict) -> RunInfo:
     from snowfire.heads import run_task
 
@@ -107,7 +118,7 @@ def _snow(name: str, path: Path, config: dict) -> RunInfo:
         identity=(meta or {}).get("encoder") or {},
         dtype=(meta or {}).get("dtype"),
         finished=not missing,
-        reason=f"no {', '.join(missing)}: not finished" if missing else None,
+        reason=_unfinished(path, missing),
     )
 
 
@@ -142,7 +153,7 @@ def _fire(name: str, path: Path, config: dict) -> RunInfo:
         encoder=record.get("finetune", cfg).get("encoder"),
         identity=record.get("encoder") or {},
         finished=not missing,
-        reason=f"no {', '.join(missing)}: not finished" if missing else None,
+        reason=_unfinished(path, missing),
     )
 
 
@@ -195,10 +206,16 @@ class RunRegistry:
         path = self._path(name)
         info = describe_run(name, path)
         if info is None:
+            if (path / PAUSED).is_file():  # a ❄️ run writes config.json when it finishes
+                raise RunNotReadyError(
+                    f"run {name!r} is not finished: {_unfinished(path, [CONFIG])} (the same "
+                    "config run again continues it)"
+                )
             if (path / RESULTS).is_file():
                 raise RunNotFoundError(
                     f"run {name!r} is a comparison, not a run: name one of its runs "
-                    f"({name}/snow/TASK/HEAD/seedN, {name}/fire/TASK/seedN; GET /v1/runs)"
+                    f"({name}/snow/TASK/HEAD/seedN, {name}/fire/TASK/seedN, under --trials "
+                    f"{name}/ARM/TASK/trialK/seedN; GET /v1/runs)"
                 )
             raise RunNotReadyError(
                 f"run {name!r} is not finished: its directory holds no {CONFIG} yet "

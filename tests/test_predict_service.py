@@ -171,7 +171,7 @@ def test_a_full_run_holds_its_whole_model(client):
     assert listed["sst2-full"]["memory_bytes"] == whole
 
 
-def test_every_refusal_names_its_problem(client, home):
+def test_every_refusal_names_its_problem(client, home, tiny_bert_dir, data_dir):
     texts = ["a man plays"]
     r = client.post("/v1/predict", json={"runs": ["no-such-run"], "texts": texts})
     assert r.status_code == 404 and "no run named 'no-such-run' under" in r.json()["detail"]
@@ -201,6 +201,13 @@ def test_every_refusal_names_its_problem(client, home):
     r = client.post("/v1/predict", json={"runs": ["half"], "texts": texts})
     assert r.status_code == 409
     assert r.json()["detail"].startswith("run 'half' is not finished: no metrics.json")
+    paused = home / "runs" / "paused"  # a race's rung: stopped after epoch 1 of 2
+    train_runs(home, tiny_bert_dir, data_dir, names=["sst2-linear"], out=paused, pause_at=1)
+    r = client.post("/v1/predict", json={"runs": ["paused"], "texts": texts})
+    assert r.status_code == 409
+    assert r.json()["detail"].startswith(
+        "run 'paused' is not finished: paused after epoch 1 (no config.json)"
+    )
     (home / "runs" / "queued").mkdir()
     r = client.post("/v1/predict", json={"runs": ["queued"], "texts": texts})
     assert r.status_code == 409 and "holds no config.json yet" in r.json()["detail"]

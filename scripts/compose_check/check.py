@@ -29,12 +29,13 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+
+from snowfire.jobs import free_port
 
 from .base_image import base_image, cache_dir
 from .engine import COMPOSE_PACKAGE, TOOLS, Engine, compose_command, install_missing
@@ -213,7 +214,7 @@ class Check:
     def negative(self) -> None:
         service = "trainer"
         with self.log.timed(f"negative test: a broken {service} command is named"):
-            stack = self.stack("broken", [self.broken_file(service)], _free_port())
+            stack = self.stack("broken", [self.broken_file(service)], free_port())
             try:
                 stack.up(SCALE, "up -d")
                 stack.wait_healthy(SCALE, "up: wait for health")
@@ -230,7 +231,7 @@ class Check:
 
     def up(self, broken: str | None) -> tuple[Stack, Api]:
         files = [self.broken_file(broken)] if broken else [REPO / "docker-compose.yml"]
-        port = _free_port()
+        port = free_port()
         stack = self.stack("", files, port)
         with self.log.timed(f"up -d ({', '.join(f'{s} x{n}' for s, n in SCALE.items())})"):
             stack.up(SCALE, "up -d")
@@ -440,12 +441,6 @@ class Check:
 def _interrupt(signum, frame) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the clean-up
     raise KeyboardInterrupt
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class _lock:

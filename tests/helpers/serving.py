@@ -34,9 +34,12 @@ _SMALL = {
 }
 
 
-def train_runs(home: Path, bert: Path, data: Path, names=None) -> dict[str, Path]:
+def train_runs(
+    home: Path, bert: Path, data: Path, names=None, out: Path | None = None, **extra
+) -> dict[str, Path]:
     """Extract the tasks into HOME/store, then train the runs `names` of RUNS (default all;
-    1-2 epochs each)."""
+    1-2 epochs each) into HOME/runs/<name> (one run: `out` if given), with `extra` config
+    fields (pause_at=1: a run paused after its first epoch)."""
     from snowfire.extractor import ExtractConfig, run_extract
     from snowfire.finetune import FinetuneConfig
     from snowfire.finetune import train as finetune
@@ -51,14 +54,15 @@ def train_runs(home: Path, bert: Path, data: Path, names=None) -> dict[str, Path
         )
     runs = {}
     for name, (side, task, kind) in chosen.items():
-        out = home / "runs" / name
-        common = dict(encoder=encoder, task=task, data=str(data), out=str(out), progress=False)
+        where = out or home / "runs" / name
+        common = dict(encoder=encoder, task=task, data=str(data), out=str(where), progress=False)
+        common |= extra
         if side == "snow":
             hparams = _SMALL.get(kind, {})
             train_head(TrainConfig(store=store, head=kind, epochs=2, hparams=hparams, **common))
         else:
             finetune(FinetuneConfig(method=kind, epochs=1, batch_size=8, lr=1e-3, **common))
-        runs[name] = out
+        runs[name] = where
     return runs
 
 
