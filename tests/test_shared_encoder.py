@@ -17,13 +17,15 @@ METHODS = ("adapter", "lora", "bitfit")
 
 @pytest.fixture(scope="module")
 def runs(tiny_bert_dir, data_dir, tmp_path_factory):
-    """One finished run per partial method (STS-B: floats show every bit), and a LoRA run of
-    another rank (two LoRA adapters on one encoder)."""
+    """One finished run per partial method (STS-B: floats show every bit), a LoRA run of
+    another rank (two LoRA adapters on one encoder) and one on every linear map (all-linear:
+    LoRA layers where the other runs have none, and around the biases BitFit swaps)."""
     root = tmp_path_factory.mktemp("shared-runs")
     made = {}
     for name, method, extra in (
         *((m, m, {}) for m in METHODS),
         ("lora-r4", "lora", {"lora_rank": 4, "lora_alpha": 16.0}),
+        ("lora-all", "lora", {"lora_rank": 2, "lora_targets": "all-linear"}),
     ):
         cfg = finetune_config(
             f"hf:{tiny_bert_dir}", "stsb", data_dir, root / name, epochs=1, method=method, **extra
