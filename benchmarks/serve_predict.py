@@ -43,7 +43,8 @@ from pathlib import Path
 import numpy as np
 import report
 from load import WORDS
-from rest_vs_inprocess import free_port
+
+from snowfire.jobs import free_port, stop_process, wait_healthy
 
 REPO = Path(__file__).resolve().parents[1]
 #: The task files cut to their first lines (a header counts), train and dev.
@@ -121,17 +122,11 @@ class Service:
         self._stop = threading.Event()
 
     def __enter__(self) -> Service:
-        import httpx
-
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the service exited: {self.log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).is_success:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.3)
+        try:
+            wait_healthy(self.url, self.proc, self.log, timeout=300)
+        except RuntimeError:
+            stop_process(self.proc)
+            raise
         threading.Thread(target=self._watch, daemon=True).start()
         return self
 
@@ -155,8 +150,7 @@ class Service:
         if kind is not None:
             print(f"the service's log ({self.log}):\n{self.log.read_text()[-3000:]}")
         self._stop.set()
-        self.proc.terminate()
-        self.proc.wait(timeout=60)
+        stop_process(self.proc, grace=60)
 
 
 def item_latency(http, url: str, rng: random.Random) -> float:
