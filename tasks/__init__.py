@@ -27,6 +27,7 @@ from .predictions import decode, gold_of, read_predictions, write_predictions
 from .readers import as_spec, available_splits, read_split, split_path
 from .registry import TASK_NAMES, TASKS, get_task
 from .scoring import evaluate
+from .selection import SELECTIONS, SplitRoles, split_off, split_roles
 from .spans import span_scores, tag_spans
 from .spec import FORMATS, KINDS, METRICS, SPLITS, USER_FORMATS, Source, TaskSpec
 from .spec_file import (
@@ -46,6 +47,7 @@ __all__ = [
     "FORMATS",
     "KINDS",
     "METRICS",
+    "SELECTIONS",
     "SPEC_SUFFIXES",
     "SPLITS",
     "TASKS",
@@ -53,6 +55,7 @@ __all__ = [
     "USER_FORMATS",
     "Example",
     "Source",
+    "SplitRoles",
     "TaskReport",
     "TaskSpec",
     "accuracy",
@@ -83,7 +86,9 @@ __all__ = [
     "spearman",
     "spec_from_dict",
     "spec_from_record",
+    "split_off",
     "split_path",
+    "split_roles",
     "split_source",
     "tag_spans",
     "train_subset",
