@@ -11,7 +11,8 @@ statistics of the verdict:
 interval.py (Δ's paired bootstrap interval over examples and seeds), convergence.py (a cell
 still improving at its cap), restarts.py (the seeds' spread, degenerate restarts), curves.py
 (a task's learning curves as a plot); analyses/ the paper's analyses
-(`snowfire analyze NAME`: `run_analysis(analysis_config(NAME)(...))`).
+(`snowfire analyze NAME`: `run_analysis(analysis_config(NAME)(...))`); layers/ the layer sweep
+(`snowfire layers`: `run_layers(LayersConfig(...))`).
 
     boot = weigh("pearson", gold, snow=[preds_seed0, ...], fire=[...], baseline=cosine_preds)
     cells = [mark_curve(read_curve(run, "pearson"), cap=epochs) for run in runs]
@@ -48,6 +49,10 @@ _WHERE = {
     "plot_curves": "curves",
     "EXPORT_FORMATS": "mteb",
     "export_mteb": "mteb",
+    "LayersConfig": "layers",
+    "layers_key": "layers",
+    "read_answer": "layers",
+    "run_layers": "layers",
 }
 
 __all__ = sorted(_WHERE)

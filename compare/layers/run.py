@@ -1,0 +1,169 @@
+"""`snowfire layers`: which layer should I use? A sweep over one encoder's stored features of one
+task, from the store alone (the encoder never runs).
+
+resolve the splits' roles and feature sets (inputs.py) -> the content key (key.py); a finished
+sweep of that key in OUT is read back -> read every role's features once, pooled (data.py) ->
+train every probe of every layer and seed at once (probes.py, fit.py) -> scores, intervals,
+selectivity, expected layer, center of gravity (summary.py) and the words (words.py) ->
+OUT/layers.md, layers.png, then layers.json last (its presence says the sweep is finished).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from snowfire.cache import digest, open_reader
+from snowfire.rundir import LAYERS, LAYERS_PLOT, LAYERS_TABLE, hold_run, write_json
+from snowfire.tasks import read_split, split_off, train_subset
+
+from .config import LayersConfig
+from .inputs import Inputs, resolve_inputs
+from .key import key_record
+
+log = logging.getLogger(__name__)
+
+
+def layers_key(cfg: LayersConfig) -> str:
+    """The content key of `cfg`'s sweep (key.py): reads the store's manifests and hashes the
+    task's files, trains nothing."""
+    return digest(key_record(cfg, resolve_inputs(cfg, open_reader(cfg.store))), 32)
+
+
+def read_answer(out: str | Path) -> dict[str, Any] | None:
+    """OUT/layers.json when the sweep there is finished, else None."""
+    path = Path(out) / LAYERS
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def run_layers(cfg: LayersConfig) -> dict[str, Any]:
+    """The sweep's answer (OUT/layers.json's content); written to `cfg.out` when given, where a
+    finished sweep of the same key is returned as it is and one of another key refused."""
+    reader = open_reader(cfg.store)
+    inputs = resolve_inputs(cfg, reader)
+    record = key_record(cfg, inputs)
+    key = digest(record, 32)
+    if cfg.out is None:
+        return _sweep(cfg, inputs, reader, record, key)
+    out = Path(cfg.out)
+    with hold_run(out):
+        saved = read_answer(out)
+        if saved is not None:
+            if saved.get("key") == key:
+                log.info("%s: the sweep of key %s is finished; read back", out, key)
+                return saved
+            raise ValueError(
+                f"{out / LAYERS} holds another sweep (key {saved.get('key')}: "
+                f"{json.dumps(saved.get('identity', {}).get('config'))}); this one is key {key} "
+                f"({json.dumps(record['config'])}): give another --out"
+            )
+        answer = _sweep(cfg, inputs, reader, record, key)
+        from .report import plot, table
+
+        (out / LAYERS_TABLE).write_text(table(answer))
+        plot(answer, out / LAYERS_PLOT)
+        write_json(out / LAYERS, answer)  # last: the sweep is finished
+        return answer
+
+
+def _sweep(
+    cfg: LayersConfig, inputs: Inputs, reader, record: dict[str, Any], key: str
+) -> dict[str, Any]:
+    import torch
+
+    from .data import Probed, control_targets, pooled, targets
+    from .fit import fit
+    from .probes import GROUPS, LayerProbes
+    from .scoring import scorer
+    from .summary import summarise
+    from .words import recommendation
+
+    started = time.perf_counter()
+    spec, roles = cfg.spec, inputs.roles
+    budget = int(cfg.max_memory_gb * 1e9)
+    train_all = read_split(spec, cfg.data, "train")
+    chosen: dict[str, tuple[list, list[int]]] = {}  # role -> (examples, indices in its set)
+    keep = list(range(len(train_all)))
+    if roles.carved:
+        _, held, taken = split_off(train_all, spec.kind)
+        chosen["selection"] = (held, taken)
+        keep = sorted(set(keep) - set(taken))
+    cap = train_subset(len(keep), cfg.max_train_examples, 0)
+    keep = keep if cap is None else [keep[i] for i in cap]
+    chosen["train"] = ([train_all[i] for i in keep], keep)
+    for role in ("selection", "report"):
+        if role not in chosen:
+            examples = read_split(spec, cfg.data, inputs.split_of(role))
+            chosen[role] = (examples, list(range(len(examples))))
+    counts = {"train": len(train_all)}  # each split file's examples, its set's must match
+    for role in ("selection", "report"):
+        if not (role == "selection" and roles.carved):
+            counts[inputs.split_of(role)] = len(chosen[role][0])
+    for split, info in inputs.sets.items():
+        if info.num_examples != counts[split]:
+            raise ValueError(
+                f"feature set {info.id} holds {info.num_examples} examples but {spec.name}/"
+                f"{split} has {counts[split]}: re-extract this split"
+            )
+    control = cfg.control and spec.kind != "regression"
+    data: dict[str, Probed] = {}
+    train_y = None
+    for role in ("train", "selection", "report"):
+        examples, indices = chosen[role]
+        y, lengths = targets(spec, examples)
+        train_y = y if role == "train" else train_y
+        x = pooled(reader, inputs.sets[inputs.split_of(role)], indices, lengths, budget)
+        yc = control_targets(spec, examples, train_y) if control else None
+        data[role] = Probed(x, y, yc, lengths)
+        what = "words" if lengths else "examples"
+        log.info("%s: %d %s pooled (%s)", role, len(x), what, spec.name)
+    info = inputs.train
+    layers = list(range(info.num_layers))
+    groups = GROUPS if control else ("linear", "mlp", "mix")
+    device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model = LayerProbes(
+        seeds=list(range(cfg.seeds)),
+        layers=layers,
+        tops=layers,
+        num_layers=info.num_layers,
+        dim=info.dim,
+        num_labels=1 if spec.kind == "regression" else len(spec.labels),
+        hidden=cfg.hidden,
+        kind=spec.kind,
+        groups=groups,
+    )
+    fitted = fit(
+        model,
+        data["train"],
+        data["selection"],
+        data["report"],
+        scorer(spec),
+        epochs=cfg.epochs,
+        patience=cfg.patience,
+        batch_size=cfg.batch_size,
+        lr=cfg.lr,
+        device=device,
+        progress=cfg.progress,
+    )
+    summary = summarise(spec, fitted, data["report"], layers, layers, control)
+    answer: dict[str, Any] = {
+        "key": key,
+        "task": {"name": spec.name, "kind": spec.kind, "metric": spec.metric},
+        "kind": spec.kind,
+        "encoder": info.encoder.get("name") or info.encoder.get("spec"),
+        "featuresets": inputs.featureset_ids(),
+        "num_layers": info.num_layers,
+        "dim": info.dim,
+        "roles": roles.to_json(),
+        "examples": {role: len(chosen[role][0]) for role in ("train", "selection", "report")},
+        "config": cfg.answer_fields(),
+        "epochs_run": fitted.epochs,
+        **summary,
+    }
+    answer["recommendation"] = recommendation(answer)
+    answer["identity"] = record
+    log.info("%s: %s (%.1f s)", spec.name, answer["recommendation"], time.perf_counter() - started)
+    return answer

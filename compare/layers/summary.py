@@ -1,0 +1,158 @@
+"""The sweep's statistics, from every probe's report-split predictions.
+
+Scores and intervals: compare's paired bootstrap (compare/interval.py) over the report
+examples with the seeds' restarts added: each probe's seed-averaged score with its 95% interval
+(`Bootstrap.score`), and differences between probes on the same draws (`Bootstrap.interval`).
+
+    best layer b      the linear probe with the best mean *selection* score (a choice, so it is
+                      made where every choice is made; its score is the report split's)
+    carrying          the layers l whose difference b − l has an interval reaching 0 or below:
+                      no worse than b on the report split by the evidence
+    mix gain          score(mix of all layers) − score(layer b alone), with its interval
+    selectivity_l     accuracy_l(task) − accuracy_l(control) (Hewitt & Liang 2019), paired on
+                      the report examples; accuracy as the mean of a per-example (per-word, for
+                      tagging) indicator of a right answer, so the two differ in their gold only
+    expected layer    E[ℓ] = Σ_ℓ ℓ s̄_ℓ, s̄ the seeds' mean softmax weights of the mix of all
+                      layers (Tenney et al. ACL 2019, sec. 3)
+    gains             Δ_c = score(mix 0..c) − score(mix 0..c−1), c ≥ 1 (cumulative scoring)
+    center of gravity Σ_c c Δ_c / Σ_c Δ_c over c ≥ 1; none when Σ Δ_c ≤ 0 (nothing gained
+                      after layer 0)
+    carries           the best layer's selectivity interval above 0 (no control task, for
+                      regression: its score's interval above 0)
+
+A tagging task scored by accuracy is bootstrapped over words (the bootstrap's accuracy takes one
+answer per unit); span F1 over sentences, as the task's metric is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..interval import REPLICATES, Bootstrap, bootstrap
+from .data import Probed
+from .fit import Fitted
+from .scoring import answers, correct, gold
+
+LEVEL = 0.95
+
+
+def _score(boot: Bootstrap, side: str, selection: float) -> dict[str, Any]:
+    iv = boot.score(side, LEVEL)
+    return {
+        "score": iv.estimate,
+        "low": iv.low,
+        "high": iv.high,
+        "seeds": boot.scores[side],
+        "selection": selection,
+    }
+
+
+def _task_bootstrap(spec, metric: str, fitted: Fitted, report: Probed, sides: dict) -> Bootstrap:
+    """One bootstrap of every task probe: sides {name: (group, index)}."""
+    truth = gold(spec, report)
+    preds = {
+        name: [answers(spec, report, row[p]) for row in fitted.report[g]]
+        for name, (g, p) in sides.items()
+    }
+    if spec.kind == "tagging" and metric == "accuracy":  # one answer per unit: words
+        truth = [t for sent in truth for t in sent]
+        preds = {k: [[t for sent in seed for t in sent] for seed in v] for k, v in preds.items()}
+    return bootstrap(metric, truth, preds, replicates=REPLICATES, seed=0)
+
+
+def _accuracy_bootstrap(fitted: Fitted, report: Probed, layers: list[int]) -> Bootstrap:
+    """Task and control accuracy of every per-layer probe as right/wrong indicators against
+    one gold ("1"), so both are scored on the same draws of report examples."""
+    sides = {}
+    for group in ("linear", "mlp"):
+        for p, layer in enumerate(layers):
+            right = correct(fitted.report[group][:, p], report.y)  # (S, N)
+            mock = correct(fitted.report[f"control-{group}"][:, p], report.yc)  # (S, N)
+            sides[f"{group}{layer}"] = [["1" if c else "0" for c in row] for row in right]
+            sides[f"control-{group}{layer}"] = [["1" if c else "0" for c in row] for row in mock]
+    return bootstrap("accuracy", ["1"] * len(report.y), sides, replicates=REPLICATES, seed=0)
+
+
+def summarise(
+    spec, fitted: Fitted, report: Probed, layers: list[int], tops: list[int], control: bool
+) -> dict[str, Any]:
+    """The sweep's JSON answer but its words (words.py) and its identity (run.py)."""
+    metric = spec.metric
+    sides = {f"linear{layer}": ("linear", p) for p, layer in enumerate(layers)}
+    sides |= {f"mlp{layer}": ("mlp", p) for p, layer in enumerate(layers)}
+    sides |= {f"mix{c}": ("mix", p) for p, c in enumerate(tops)}
+    boot = _task_bootstrap(spec, metric, fitted, report, sides)
+    picked = fitted.selection["linear"].mean(axis=0)  # (P,) mean selection score per layer
+    best = layers[int(np.argmax(picked))]
+    chosen = {g: fitted.selection[g].mean(axis=0).tolist() for g in fitted.selection}
+    acc = _accuracy_bootstrap(fitted, report, layers) if control else None
+    rows = []
+    for p, layer in enumerate(layers):
+        row: dict[str, Any] = {"layer": layer}
+        for group in ("linear", "mlp"):
+            row[group] = _score(boot, f"{group}{layer}", chosen[group][p])
+        if acc is not None:
+            row["accuracy"] = {g: acc.point[f"{g}{layer}"] for g in ("linear", "mlp")}
+            row["control"] = {g: acc.point[f"control-{g}{layer}"] for g in ("linear", "mlp")}
+            row["selectivity"] = {
+                g: acc.interval(f"control-{g}{layer}", f"{g}{layer}", LEVEL).to_json()
+                for g in ("linear", "mlp")
+            }
+        rows.append(row)
+    cumulative = []
+    for p, top in enumerate(tops):
+        entry = {"top": top, **_score(boot, f"mix{top}", chosen["mix"][p]), "gain": None}
+        if p > 0 and tops[p - 1] == top - 1:
+            entry["gain"] = boot.interval(f"mix{top - 1}", f"mix{top}", LEVEL).to_json()
+        cumulative.append(entry)
+    weights = fitted.mix_weights[:, -1, :] if tops and tops[-1] == max(layers) else None
+    carrying = [
+        layer
+        for layer in layers
+        if layer == best or boot.interval(f"linear{layer}", f"linear{best}", LEVEL).low <= 0
+    ]
+    out = {
+        "metric": metric,
+        "layers": rows,
+        "cumulative": cumulative,
+        "best_layer": best,
+        "carrying": carrying,
+        "mix_gain": None,
+        "mix_weights": None,
+        "mix_weights_per_seed": None,
+        "expected_layer": None,
+        "center_of_gravity": center_of_gravity([c["gain"] for c in cumulative], tops),
+    }
+    if weights is not None:  # (S, L): the mix of all layers
+        mean = weights.mean(axis=0)  # (L,)
+        out["mix_gain"] = boot.interval(f"linear{best}", f"mix{tops[-1]}", LEVEL).to_json()
+        out["mix_weights"] = mean.tolist()
+        out["mix_weights_per_seed"] = weights.tolist()
+        out["expected_layer"] = expected_layer(mean)
+    out["carries"] = _carries(rows, best, layers, boot, acc)
+    return out
+
+
+def expected_layer(weights) -> float:
+    """E[ℓ] = Σ_ℓ ℓ s_ℓ under layer weights s (L,) summing to 1."""
+    w = np.asarray(weights, dtype=np.float64)  # (L,)
+    return float(np.arange(len(w)) @ w)
+
+
+def center_of_gravity(gains: list[dict | None], tops: list[int]) -> float | None:
+    """Σ_c c Δ_c / Σ_c Δ_c over the cumulative gains (Δ_c = each gain's "delta"); None without
+    gains or when they sum to 0 or less."""
+    pairs = [(top, g["delta"]) for top, g in zip(tops, gains, strict=True) if g is not None]
+    total = sum(d for _, d in pairs)
+    if not pairs or total <= 0:
+        return None
+    return float(sum(top * d for top, d in pairs) / total)
+
+
+def _carries(rows, best: int, layers, boot: Bootstrap, acc: Bootstrap | None) -> bool:
+    if acc is not None:
+        row = rows[layers.index(best)]
+        return row["selectivity"]["linear"]["low"] > 0
+    return boot.score(f"linear{best}", LEVEL).low > 0
