@@ -51,6 +51,7 @@ _WHERE = {
     "export_mteb": "mteb",
     "LayersConfig": "layers",
     "layers_key": "layers",
+    "layers_table": "layers",
     "read_answer": "layers",
     "run_layers": "layers",
 }

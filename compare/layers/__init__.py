@@ -20,6 +20,7 @@ _WHERE = {
     "LayersConfig": "config",
     "LAYERS_VERSION": "key",
     "layers_key": "run",
+    "layers_table": "report",
     "read_answer": "run",
     "run_layers": "run",
 }

@@ -17,7 +17,7 @@ def _cell(entry: dict[str, Any] | None) -> str:
     return f"{points(value)} {bracket(entry)}"
 
 
-def table(answer: dict[str, Any]) -> str:
+def layers_table(answer: dict[str, Any]) -> str:
     """The markdown page: title, the words, a row per layer, the plot."""
     metric = answer["metric"]
     control = any("selectivity" in r for r in answer["layers"])

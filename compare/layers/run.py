@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from snowfire.cache import digest, open_reader
-from snowfire.rundir import LAYERS, LAYERS_PLOT, LAYERS_TABLE, hold_run, write_json
+from snowfire.rundir import LAYERS, LAYERS_PLOT, LAYERS_TABLE, atomic_write, hold_run, write_json
 from snowfire.tasks import read_split, split_off, train_subset
 
 from .config import LayersConfig
@@ -61,9 +61,9 @@ def run_layers(cfg: LayersConfig) -> dict[str, Any]:
                 f"({json.dumps(record['config'])}): give another --out"
             )
         answer = _sweep(cfg, inputs, reader, record, key)
-        from .report import plot, table
+        from .report import layers_table, plot
 
-        (out / LAYERS_TABLE).write_text(table(answer))
+        atomic_write(out / LAYERS_TABLE, layers_table(answer))
         plot(answer, out / LAYERS_PLOT)
         write_json(out / LAYERS, answer)  # last: the sweep is finished
         return answer

@@ -15,8 +15,11 @@ examples with the seeds' restarts added: each probe's seed-averaged score with i
     expected layer    E[ℓ] = Σ_ℓ ℓ s̄_ℓ, s̄ the seeds' mean softmax weights of the mix of all
                       layers (Tenney et al. ACL 2019, sec. 3)
     gains             Δ_c = score(mix 0..c) − score(mix 0..c−1), c ≥ 1 (cumulative scoring)
-    center of gravity Σ_c c Δ_c / Σ_c Δ_c over c ≥ 1; none when Σ Δ_c ≤ 0 (nothing gained
-                      after layer 0)
+    total gain        score(mix 0..L−1) − score(mix 0..0) = Σ_c Δ_c, with its interval
+    center of gravity Σ_c c Δ_c / Σ_c Δ_c over c ≥ 1, only where the total gain's interval is
+                      above 0: a sum of noise in the denominator would send it anywhere (a
+                      store whose label is in no layer gave 12 of layers 0..4); none otherwise
+                      (nothing gained after layer 0)
     carries           the best layer's selectivity interval above 0 (no control task, for
                       regression: its score's interval above 0)
 
@@ -123,8 +126,14 @@ def summarise(
         "mix_weights": None,
         "mix_weights_per_seed": None,
         "expected_layer": None,
-        "center_of_gravity": center_of_gravity([c["gain"] for c in cumulative], tops),
+        "total_gain": None,
+        "center_of_gravity": None,
     }
+    if len(tops) > 1 and tops == list(range(len(tops))):
+        total = boot.interval(f"mix{tops[0]}", f"mix{tops[-1]}", LEVEL).to_json()
+        out["total_gain"] = total
+        if total["low"] > 0:
+            out["center_of_gravity"] = center_of_gravity([c["gain"] for c in cumulative], tops)
     if weights is not None:  # (S, L): the mix of all layers
         mean = weights.mean(axis=0)  # (L,)
         out["mix_gain"] = boot.interval(f"linear{best}", f"mix{tops[-1]}", LEVEL).to_json()
@@ -142,8 +151,8 @@ def expected_layer(weights) -> float:
 
 
 def center_of_gravity(gains: list[dict | None], tops: list[int]) -> float | None:
-    """Σ_c c Δ_c / Σ_c Δ_c over the cumulative gains (Δ_c = each gain's "delta"); None without
-    gains or when they sum to 0 or less."""
+    """Σ_c c Δ_c / Σ_c Δ_c over the cumulative gains (Δ_c = each gain's "delta"; None: no
+    gain, as at c = 0); None without gains or when they sum to 0 or less."""
     pairs = [(top, g["delta"]) for top, g in zip(tops, gains, strict=True) if g is not None]
     total = sum(d for _, d in pairs)
     if not pairs or total <= 0:

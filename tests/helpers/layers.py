@@ -36,13 +36,17 @@ def planted(
     root: Path,
     carrier: int | None,
     sizes: tuple[tuple[str, int], ...] = (("train", 320), ("dev", 200)),
-    signal: float = 1.5,
+    signal: float = 0.7,
     seed: int = 0,
     store_dir: Path | None = None,
+    identity: dict | None = None,
 ) -> tuple[Path, Path]:
     """(the spec file, the store): a classification task (labels pos/neg, balanced at random)
     whose every token holds N(0, 1) noise at every layer, plus ±`signal` along one direction
-    at layer `carrier` (none: the label is in no layer)."""
+    at layer `carrier` (none: the label is in no layer), recorded as made by the encoder
+    `identity` (default IDENTITY) in `store_dir` (default ROOT/store). The default signal
+    leaves a pooled probe about 96% right: not separable at once, so a mix keeps moving onto
+    the carrier."""
     rng = np.random.default_rng(seed)
     data = root / "planted"
     data.mkdir(parents=True, exist_ok=True)
@@ -69,7 +73,8 @@ def planted(
     )
     spec = resolve_task(str(spec_file))
     store = Store(store_dir or root / "store")
-    pool = store.ensure_pool(IDENTITY, "float32", LAYERS, DIM)
+    identity = identity or IDENTITY
+    pool = store.ensure_pool(identity, "float32", LAYERS, DIM)
     direction = rng.normal(size=DIM)  # (D,)
     direction /= np.linalg.norm(direction)
     for split, (texts, labels) in splits.items():
@@ -90,7 +95,7 @@ def planted(
             "name": f"planted-{split}",
             "task": "planted",
             "split": split,
-            "encoder": IDENTITY,
+            "encoder": identity,
             "encoder_id": pool,
             "dtype": "float32",
             "num_layers": LAYERS,
