@@ -51,20 +51,24 @@ class LayersConfig:
         volatile=True,
     )
     seeds: int = option(
-        3, "seeds per probe (initialisation and data order): the interval's restarts", ge=1
+        3,
+        "seeds per probe (initialisation and data order): the interval's restarts",
+        ge=1,
+        le=20,
     )
     epochs: int = option(
         30,
         "passes over the training data (the maximum: each probe keeps its epoch of lowest "
         "selection loss and stops after --patience epochs without a lower one)",
         ge=1,
+        le=1000,
     )
     patience: int = option(
         3, "epochs without a lower selection loss before a probe stops improving", ge=1
     )
     batch_size: int = option(64, "examples (words, for tagging) per optimiser step", ge=1)
     lr: float = option(1e-2, "learning rate of every probe and mix (Adam)", gt=0)
-    hidden: int = option(64, "width of the MLP probe's hidden layer", ge=1)
+    hidden: int = option(64, "width of the MLP probe's hidden layer", ge=1, le=4096)
     control: bool = option(
         True,
         "train every per-layer probe on a control task too (labels drawn per text, or per "
