@@ -29,6 +29,7 @@ CHANGED = {
     "seeds": 2,
     "epochs": 5,
     "patience": 1,
+    "check_every": 7,
     "batch_size": 8,
     "lr": 0.5,
     "hidden": 3,

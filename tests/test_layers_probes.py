@@ -106,7 +106,7 @@ def test_a_probes_start_does_not_depend_on_the_others_built_beside_it():
     assert torch.equal(full.probes["mix"].gamma, torch.ones(S, L))
 
 
-def _fit(model: LayerProbes, epochs: int = 6):
+def _fit(model: LayerProbes, epochs: int = 6, **kw):
     train, selection, report = _data(96, 0), _data(40, 1), _data(30, 2)
 
     def accuracy(group, preds, data):
@@ -119,8 +119,8 @@ def _fit(model: LayerProbes, epochs: int = 6):
         selection,
         report,
         accuracy,
+        **({"patience": 2, "check_every": 10**6} | kw),
         epochs=epochs,
-        patience=2,
         batch_size=16,
         lr=1e-2,
         device=torch.device("cpu"),
@@ -151,7 +151,7 @@ def test_batched_training_gives_each_probe_the_weights_it_gets_alone(group, seed
     )
     alone = _fit(one)
     p = index  # the probe's position in the batched model: its layer (or top)
-    assert batched.best_epoch[group][seed, p] == alone.best_epoch[group][0, 0] > 0
+    assert batched.best_check[group][seed, p] == alone.best_check[group][0, 0] > 0
     names = [k for k in alone.state if k.startswith(f"probes.{group}.")]
     assert names
     for name in names:
@@ -173,6 +173,17 @@ def test_the_probes_learn_the_layer_that_decides_and_not_the_control():
     assert float(right[:, [0, 2, 3]].max()) < 0.7
     control = (torch.from_numpy(fitted.report["control-linear"]) == report.yc).double().mean(-1)
     assert float(control.max()) < 0.7  # random labels of unseen examples: no better than luck
+
+
+def test_checks_come_every_pass_or_every_check_every_examples():
+    """96 training examples in batches of 16: six steps a pass; never stopping (patience
+    100), two passes check twice, or six times when a check comes every 32 examples."""
+    assert (_fit(_probes(), epochs=2, patience=100).checks, _fit(_probes(), 2).passes) == (2, 2.0)
+    often = _fit(_probes(), epochs=2, patience=100, check_every=32)
+    assert (often.checks, often.passes) == (6, 2.0)
+    # probes of random labels stop early: their selection loss soon rises
+    stops = _fit(_probes(groups=("control-linear",)), epochs=50, patience=1, check_every=32)
+    assert stops.passes < 50 and stops.checks == stops.passes * 3  # stopped before the cap
 
 
 def test_bad_probes_are_refused_by_name():

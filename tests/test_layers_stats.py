@@ -112,5 +112,10 @@ def test_the_words_name_the_layers_the_mix_and_the_selectivity():
         "no layer carries it: the best probe's score (layer 4: pearson 3.0 [-4.0, 10.0]) is "
         "not above 0 by its interval"
     )
+    rows = [{**ANSWER["layers"][0], "layer": layer} for layer in (3, 4)]
+    flat = ANSWER | {"carrying": [3, 4], "layers": rows}
+    assert recommendation(flat).startswith(
+        "every layer does about as well (layer 4: accuracy 91.2 [90.1, 92.3], the best); a mix"
+    )
     assert layer_ranges([5]) == "layer 5"
     assert layer_ranges([0, 3, 4, 5, 7]) == "layers 0, 3–5, 7"

@@ -58,13 +58,19 @@ class LayersConfig:
     )
     epochs: int = option(
         30,
-        "passes over the training data (the maximum: each probe keeps its epoch of lowest "
-        "selection loss and stops after --patience epochs without a lower one)",
+        "passes over the training data at most (each probe keeps its state of lowest "
+        "selection loss and stops after --patience checks without a lower one)",
         ge=1,
         le=1000,
     )
     patience: int = option(
-        3, "epochs without a lower selection loss before a probe stops improving", ge=1
+        3, "checks without a lower selection loss before a probe stops improving", ge=1
+    )
+    check_every: int = option(
+        20000,
+        "examples (words, for tagging) between two checks of every probe's selection loss: "
+        "after every pass, or every N examples on a larger set",
+        ge=1,
     )
     batch_size: int = option(64, "examples (words, for tagging) per optimiser step", ge=1)
     lr: float = option(1e-2, "learning rate of every probe and mix (Adam)", gt=0)

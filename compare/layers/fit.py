@@ -1,17 +1,21 @@
 """The sweep's one training loop: every probe of every layer and seed on the same feature
 batches, read once from memory.
 
-build data (data.py: pooled vectors, targets) -> build LayerProbes -> for each epoch: for each
-step, each seed's batch (its own shuffled order), `out = probes(x)`, every probe's loss summed,
-backward, step -> every probe's loss on the selection split: keep its best epoch's parameters
-until its patience runs out (then it keeps that epoch, as it would have stopped alone) -> stop
-when every probe has stopped -> every probe at its best epoch predicts the report split.
+build data (data.py: pooled vectors, targets) -> build LayerProbes -> for each step: each
+seed's batch (its own shuffled order of each pass), `out = probes(x)`, every probe's loss
+summed, backward, step; every `check_every` examples (or every pass, on a smaller set) a
+*check*: every live probe's loss on the selection split, each one keeping its parameters of its
+lowest check until `patience` checks pass without a lower one (then it keeps them, as it would
+have stopped alone) -> stop when every probe has stopped, or after `epochs` passes -> every
+probe at its kept state predicts the report split.
 
-Epochs are chosen by the selection split's *loss*, the quantity each probe minimises, not its
-metric: once a probe separates the selection examples its accuracy ties from epoch to epoch
-while its mix weights go on settling (a constructed store whose label sits in one layer: the
-metric stopped the mixes with under half their weight on that layer). The task's metric on the
-selection split at each probe's chosen epoch is kept: it chooses the best layer.
+Probes are kept by the selection split's *loss*, the quantity each minimises, not its metric:
+once a probe separates the selection examples its accuracy ties from check to check while its
+mix weights go on settling (a constructed store whose label sits in one layer: the metric
+stopped the mixes with under half their weight on that layer). The task's metric on the
+selection split at each probe's kept check is recorded: it chooses the best layer. Checks come
+every `check_every` examples rather than every pass because on a large set a probe settles
+within one pass, and waiting `patience` more passes would multiply the sweep's cost.
 """
 
 from __future__ import annotations
@@ -32,17 +36,19 @@ Scorer = Callable[[str, torch.Tensor, Probed], float]
 @dataclass(frozen=True)
 class Fitted:
     """What the loop returns. report: {group: (S, P, N) predictions on the report split (class
-    or tag indices, or scores)}; selection: {group: (S, P) each probe's best selection score};
-    best_epoch: {group: (S, P)}; mix_weights: (S, C, L) each mix's weights at its best epoch
-    (None without mixes); epochs: how many ran; state: every parameter at its probe's best
-    epoch (LayerProbes' names)."""
+    or tag indices, or scores)}; selection: {group: (S, P) the task's selection score at each
+    probe's kept check}; selection_loss: {group: (S, P) its selection loss there}; best_check:
+    {group: (S, P) which check}; mix_weights: (S, C, L) each mix's weights there (None without
+    mixes); passes: the passes over the training data made; checks: how many; state: every
+    parameter as kept (LayerProbes' names)."""
 
     report: dict[str, np.ndarray]
     selection: dict[str, np.ndarray]
     selection_loss: dict[str, np.ndarray]
-    best_epoch: dict[str, np.ndarray]
+    best_check: dict[str, np.ndarray]
     mix_weights: np.ndarray | None
-    epochs: int
+    passes: float
+    checks: int
     state: dict[str, torch.Tensor]
 
 
@@ -82,30 +88,26 @@ def fit(
     patience: int,
     batch_size: int,
     lr: float,
+    check_every: int,
     device: torch.device,
     progress: bool = False,
 ) -> Fitted:
-    """Train every probe of `model` (module docstring); each keeps its best selection epoch."""
+    """Train every probe of `model` (module docstring); each keeps its best checked state."""
     from tqdm import tqdm
 
     model.to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    # fused: one kernel updates every parameter, by the same elementwise maths as the loop
+    opt = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
     rngs = [np.random.default_rng(seed) for seed in model.seeds]  # each seed's own order
-    shapes = {
-        g: (len(model.seeds), len(model.tops if g == "mix" else model.layers)) for g in model.groups
-    }
-    lowest = {g: np.full(shape, np.inf) for g, shape in shapes.items()}  # (S, P) selection loss
-    best = {g: np.full(shape, -np.inf) for g, shape in shapes.items()}  # its epoch's score
-    best_epoch = {g: np.zeros(shape, dtype=np.int64) for g, shape in shapes.items()}
-    bad = {g: np.zeros(shape, dtype=np.int64) for g, shape in shapes.items()}
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    mix_best = model.mix_weights().numpy().copy() if "mix" in model.groups else None
-    n, epoch = len(train), 0
-    steps = -(-n // batch_size)
-    bar = tqdm(total=epochs * steps, desc="layers", unit="step", disable=not progress)
+    keeper = _Keeper(model, patience)
+    n = len(train)
+    period = -(-min(n, check_every) // batch_size)  # steps between two checks
+    total = epochs * -(-n // batch_size)
+    bar = tqdm(total=total, desc="layers", unit="step", disable=not progress)
     live = list(model.groups)  # the groups with a probe still improving
-    for epoch in range(1, epochs + 1):
-        perms = np.stack([rng.permutation(n) for rng in rngs])  # (S, N)
+    step = 0
+    while live and step < total:
+        perms = np.stack([rng.permutation(n) for rng in rngs])  # (S, N): a new pass
         for start in range(0, n, batch_size):
             idx = torch.from_numpy(perms[:, start : start + batch_size])  # (S, B)
             x = train.x[idx].to(device)  # (S, B, L, D)
@@ -115,37 +117,65 @@ def fit(
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            step += 1
             bar.update(1)
-        preds, losses = predict(model, selection, device, live)  # {g: (S, P, N)}, {g: (S, P)}
-        for g, p in preds.items():
-            loss = losses[g].numpy()  # (S, P)
-            running = bad[g] < patience  # a stopped probe keeps the epoch it stopped with
-            better = running & (loss < lowest[g])
-            bad[g] = np.where(better, 0, np.where(running, bad[g] + 1, bad[g]))
-            lowest[g] = np.where(better, loss, lowest[g])
-            if better.any():  # the task's score of the epochs kept
-                scores = np.array([[score(g, q, selection) for q in row] for row in p])  # (S, P)
-                best[g] = np.where(better, scores, best[g])
-            best_epoch[g] = np.where(better, epoch, best_epoch[g])
-            _keep(model, state, g, better)
-            if g == "mix" and better.any():
-                mix_best[better] = model.mix_weights().numpy()[better]
-        # a group whose probes have all stopped is trained no further (nothing it does counts)
-        live = [g for g in live if bool((bad[g] < patience).any())]
-        if not live:
-            break
+            if step % period == 0 or step == total:
+                live = keeper.check(model, selection, score, device, live)
+                if not live or step == total:
+                    break
     bar.close()
-    model.load_state_dict(state)
+    model.load_state_dict(keeper.state)
     out, _ = predict(model, report, device)
     return Fitted(
         report={g: p.numpy() for g, p in out.items()},
-        selection=best,
-        selection_loss=lowest,
-        best_epoch=best_epoch,
-        mix_weights=mix_best,
-        epochs=epoch,
-        state=state,
+        selection=keeper.best,
+        selection_loss=keeper.lowest,
+        best_check=keeper.best_check,
+        mix_weights=keeper.mix,
+        passes=round(step * batch_size / n, 2),
+        checks=keeper.checks,
+        state=keeper.state,
     )
+
+
+class _Keeper:
+    """Each probe's lowest selection loss, the parameters it had then, its task score there
+    and how many checks have passed since (arrays (S, P) per group)."""
+
+    def __init__(self, model: LayerProbes, patience: int):
+        shape = {
+            g: (len(model.seeds), len(model.tops if g == "mix" else model.layers))
+            for g in model.groups
+        }
+        self.patience, self.checks = patience, 0
+        self.lowest = {g: np.full(s, np.inf) for g, s in shape.items()}
+        self.best = {g: np.full(s, -np.inf) for g, s in shape.items()}
+        self.best_check = {g: np.zeros(s, dtype=np.int64) for g, s in shape.items()}
+        self.bad = {g: np.zeros(s, dtype=np.int64) for g, s in shape.items()}
+        self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self.mix = model.mix_weights().numpy().copy() if "mix" in model.groups else None
+
+    def check(self, model, selection: Probed, score: Scorer, device, live) -> list[str]:
+        """Every live probe's selection loss: keep those that went lower, count a check
+        against the others; the groups with a probe still running."""
+        self.checks += 1
+        preds, losses = predict(model, selection, device, live)  # {g: (S, P, N)}, {g: (S, P)}
+        for g, p in preds.items():
+            loss = losses[g].numpy()  # (S, P)
+            running = self.bad[g] < self.patience  # a stopped probe keeps what it had
+            better = running & (loss < self.lowest[g])
+            self.bad[g] = np.where(better, 0, np.where(running, self.bad[g] + 1, self.bad[g]))
+            self.lowest[g] = np.where(better, loss, self.lowest[g])
+            self.best_check[g] = np.where(better, self.checks, self.best_check[g])
+            if not better.any():
+                continue
+            scores = np.array([[score(g, q, selection) for q in row] for row in p])  # (S, P)
+            self.best[g] = np.where(better, scores, self.best[g])
+            _keep(model, self.state, g, better)
+            if g == "mix":
+                self.mix[better] = model.mix_weights().numpy()[better]
+        # a group whose probes have all stopped is trained no further (nothing it does counts)
+        return [g for g in live if bool((self.bad[g] < self.patience).any())]
 
 
 def _keep(model: LayerProbes, state: dict[str, torch.Tensor], group: str, better) -> None:

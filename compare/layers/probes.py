@@ -4,6 +4,7 @@ layers 0..c. They train together on the same feature batches, each with its own 
 its own loss.
 
     x_{s,b,l}   example b of seed s's batch at layer l (pooled vectors)       (S, B, L, D)
+                (each group's maps are one batched matrix product over (S, P))
     linear      z = W_{s,l}ᵀ x_{s,b,l} + b_{s,l}                               (S, P, B, K)
     mlp         z = V_{s,l}ᵀ relu(U_{s,l}ᵀ x_{s,b,l} + c_{s,l}) + d_{s,l}      (S, P, B, K)
     mix 0..c    m = γ_{s,c} Σ_{l ≤ c} softmax(w_{s,c})_l x_{s,b,l}             (S, C, B, D)
@@ -64,7 +65,7 @@ class _Linear(nn.Module):
         self.bias = _uniform(gens, (k,), dim)  # (S, P, K)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        z = torch.einsum("spbd,spdk->spbk", x, self.weight)  # (S, P, B, K)
+        z = torch.matmul(x, self.weight)  # (S, P, B, K): one batched product over (S, P)
         return z + self.bias[:, :, None]  # (S, P, B, K)
 
 
@@ -78,7 +79,7 @@ class _MLP(nn.Module):
         self.out = _Linear(gens, hidden, k)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = torch.einsum("spbd,spdh->spbh", x, self.weight)  # (S, P, B, H)
+        h = torch.matmul(x, self.weight)  # (S, P, B, H)
         return self.out(torch.relu(h + self.bias[:, :, None]))  # (S, P, B, K)
 
 
@@ -99,8 +100,10 @@ class _Mix(nn.Module):
         return torch.softmax(self.w.masked_fill(self.above, float("-inf")), dim=-1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        m = torch.einsum("sbld,scl->scbd", x, self.weights())  # (S, C, B, D)
-        return self.out(self.gamma[:, :, None, None] * m)  # (S, C, B, K)
+        """x (S, L, B, D): every layer of each seed's batch."""
+        s, n, b, d = x.shape
+        m = torch.bmm(self.weights(), x.reshape(s, n, b * d))  # (S, C, B D): Σ_l s_l x_l
+        return self.out(self.gamma[:, :, None, None] * m.view(s, -1, b, d))  # (S, C, B, K)
 
 
 class LayerProbes(nn.Module):
@@ -129,6 +132,7 @@ class LayerProbes(nn.Module):
         if bad:
             raise ValueError(f"LayerProbes: layers {bad} outside 0..{num_layers - 1}")
         self.seeds, self.layers, self.tops = list(seeds), list(layers), list(tops)
+        self.all_layers = self.layers == list(range(num_layers))
         self.kind, self.groups = kind, tuple(groups)
         self.probes = nn.ModuleDict()
         for group in self.groups:
@@ -148,9 +152,10 @@ class LayerProbes(nn.Module):
         self, x: torch.Tensor, groups: Sequence[str] | None = None
     ) -> dict[str, torch.Tensor]:
         """x (S, B, L, D) -> {group: (S, P, B, K)} of `groups` (default: all)."""
-        per_layer = x[:, :, self.layers].permute(0, 2, 1, 3)  # (S, P, B, D)
+        by_layer = x.transpose(1, 2).contiguous()  # (S, L, B, D)
+        per_layer = by_layer if self.all_layers else by_layer[:, self.layers]  # (S, P, B, D)
         return {
-            g: self.probes[g](x if g == "mix" else per_layer) for g in groups or self.groups
+            g: self.probes[g](by_layer if g == "mix" else per_layer) for g in groups or self.groups
         }  # (S, P, B, K) each
 
     def losses(

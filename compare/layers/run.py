@@ -145,6 +145,7 @@ def _sweep(
         patience=cfg.patience,
         batch_size=cfg.batch_size,
         lr=cfg.lr,
+        check_every=cfg.check_every,
         device=device,
         progress=cfg.progress,
     )
@@ -160,7 +161,8 @@ def _sweep(
         "roles": roles.to_json(),
         "examples": {role: len(chosen[role][0]) for role in ("train", "selection", "report")},
         "config": cfg.answer_fields(),
-        "epochs_run": fitted.epochs,
+        "passes": fitted.passes,
+        "checks": fitted.checks,
         **summary,
     }
     answer["recommendation"] = recommendation(answer)

@@ -55,7 +55,10 @@ def recommendation(answer: dict[str, Any]) -> str:
         )
     carrying = answer["carrying"]
     verb = "carries" if len(carrying) == 1 else "carry"
-    parts = [f"{layer_ranges(carrying)} {verb} most of it ({shown})"]
+    if len(carrying) == len(answer["layers"]) > 1:  # no layer stands out by the intervals
+        parts = [f"every layer does about as well ({shown}, the best)"]
+    else:
+        parts = [f"{layer_ranges(carrying)} {verb} most of it ({shown})"]
     gain = answer.get("mix_gain")
     if gain is not None:
         if gain["low"] > 0:
