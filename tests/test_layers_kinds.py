@@ -51,7 +51,7 @@ def test_tagging_probes_words_and_scores_spans(tiny_bert_dir, data_dir, store):
         assert set(row["selectivity"]) == {"linear", "mlp"}  # per word type
         sel = row["selectivity"]["linear"]
         assert sel["delta"] == pytest.approx(row["accuracy"]["linear"] - row["control"]["linear"])
-    assert answer["kind"] == "tagging" and set(answer["featuresets"]) == {"train", "dev"}
+    assert answer["task"]["kind"] == "tagging" and set(answer["featuresets"]) == {"train", "dev"}
     from snowfire.compare.layers.words import recommendation
 
     assert "at random per word type" in recommendation(answer | {"carries": False})

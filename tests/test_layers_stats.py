@@ -75,7 +75,7 @@ def test_pooled_vectors_are_the_mean_of_each_examples_rows_and_each_words_pieces
 
 ANSWER = {
     "metric": "accuracy",
-    "kind": "classification",
+    "task": {"name": "sst2", "kind": "classification", "metric": "accuracy"},
     "best_layer": 4,
     "carrying": [3, 4],
     "carries": True,

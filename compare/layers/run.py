@@ -21,7 +21,7 @@ from snowfire.rundir import LAYERS, LAYERS_PLOT, LAYERS_TABLE, atomic_write, hol
 from snowfire.tasks import read_split, split_off, train_subset
 
 from .config import LayersConfig
-from .inputs import Inputs, resolve_inputs
+from .inputs import ROLES, Inputs, resolve_inputs
 from .key import key_record
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,6 @@ def _sweep(
 ) -> dict[str, Any]:
     import torch
 
-    from .data import Probed, control_targets, pooled, targets
     from .fit import fit
     from .probes import GROUPS, LayerProbes
     from .scoring import scorer
@@ -82,47 +81,12 @@ def _sweep(
     from .words import recommendation
 
     started = time.perf_counter()
-    spec, roles = cfg.spec, inputs.roles
-    budget = int(cfg.max_memory_gb * 1e9)
-    train_all = read_split(spec, cfg.data, "train")
-    chosen: dict[str, tuple[list, list[int]]] = {}  # role -> (examples, indices in its set)
-    keep = list(range(len(train_all)))
-    if roles.carved:
-        _, held, taken = split_off(train_all, spec.kind)
-        chosen["selection"] = (held, taken)
-        keep = sorted(set(keep) - set(taken))
-    cap = train_subset(len(keep), cfg.max_train_examples, 0)
-    keep = keep if cap is None else [keep[i] for i in cap]
-    chosen["train"] = ([train_all[i] for i in keep], keep)
-    for role in ("selection", "report"):
-        if role not in chosen:
-            examples = read_split(spec, cfg.data, inputs.split_of(role))
-            chosen[role] = (examples, list(range(len(examples))))
-    counts = {"train": len(train_all)}  # each split file's examples, its set's must match
-    for role in ("selection", "report"):
-        if not (role == "selection" and roles.carved):
-            counts[inputs.split_of(role)] = len(chosen[role][0])
-    for split, info in inputs.sets.items():
-        if info.num_examples != counts[split]:
-            raise ValueError(
-                f"feature set {info.id} holds {info.num_examples} examples but {spec.name}/"
-                f"{split} has {counts[split]}: re-extract this split"
-            )
+    spec = cfg.spec
+    chosen = _examples(cfg, inputs)
     control = cfg.control and spec.kind != "regression"
-    data: dict[str, Probed] = {}
-    train_y = None
-    for role in ("train", "selection", "report"):
-        examples, indices = chosen[role]
-        y, lengths = targets(spec, examples)
-        train_y = y if role == "train" else train_y
-        x = pooled(reader, inputs.sets[inputs.split_of(role)], indices, lengths, budget)
-        yc = control_targets(spec, examples, train_y) if control else None
-        data[role] = Probed(x, y, yc, lengths)
-        what = "words" if lengths else "examples"
-        log.info("%s: %d %s pooled (%s)", role, len(x), what, spec.name)
+    data = _data(cfg, inputs, reader, chosen, control)
     info = inputs.train
     layers = list(range(info.num_layers))
-    groups = GROUPS if control else ("linear", "mlp", "mix")
     device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     model = LayerProbes(
         seeds=list(range(cfg.seeds)),
@@ -133,7 +97,7 @@ def _sweep(
         num_labels=1 if spec.kind == "regression" else len(spec.labels),
         hidden=cfg.hidden,
         kind=spec.kind,
-        groups=groups,
+        groups=GROUPS if control else ("linear", "mlp", "mix"),
     )
     fitted = fit(
         model,
@@ -149,23 +113,70 @@ def _sweep(
         device=device,
         progress=cfg.progress,
     )
-    summary = summarise(spec, fitted, data["report"], layers, layers, control)
     answer: dict[str, Any] = {
         "key": key,
         "task": {"name": spec.name, "kind": spec.kind, "metric": spec.metric},
-        "kind": spec.kind,
         "encoder": info.encoder.get("name") or info.encoder.get("spec"),
         "featuresets": inputs.featureset_ids(),
         "num_layers": info.num_layers,
         "dim": info.dim,
-        "roles": roles.to_json(),
-        "examples": {role: len(chosen[role][0]) for role in ("train", "selection", "report")},
+        "roles": inputs.roles.to_json(),
+        "examples": {role: len(chosen[role][0]) for role in ROLES},
         "config": cfg.answer_fields(),
         "passes": fitted.passes,
         "checks": fitted.checks,
-        **summary,
+        **summarise(spec, fitted, data["report"], layers, control),
     }
     answer["recommendation"] = recommendation(answer)
     answer["identity"] = record
     log.info("%s: %s (%.1f s)", spec.name, answer["recommendation"], time.perf_counter() - started)
     return answer
+
+
+def _examples(cfg: LayersConfig, inputs: Inputs) -> dict[str, tuple[list, list[int]]]:
+    """Each role's examples and their indices in its feature set: train less the carved
+    selection slice (tasks.split_off) and capped (tasks.train_subset, seed 0); every split's
+    count checked against its set's."""
+    spec, roles = cfg.spec, inputs.roles
+    train_all = read_split(spec, cfg.data, "train")
+    chosen: dict[str, tuple[list, list[int]]] = {}
+    keep = list(range(len(train_all)))
+    if roles.carved:
+        _, held, taken = split_off(train_all, spec.kind)
+        chosen["selection"] = (held, taken)
+        keep = sorted(set(keep) - set(taken))
+    cap = train_subset(len(keep), cfg.max_train_examples, 0)
+    keep = keep if cap is None else [keep[i] for i in cap]
+    chosen["train"] = ([train_all[i] for i in keep], keep)
+    counts = {"train": len(train_all)}  # each split file's examples: its set's must match
+    for role in ("selection", "report"):
+        if role not in chosen:
+            examples = read_split(spec, cfg.data, inputs.split_of(role))
+            chosen[role] = (examples, list(range(len(examples))))
+            counts[inputs.split_of(role)] = len(examples)
+    for split, info in inputs.sets.items():
+        if info.num_examples != counts[split]:
+            raise ValueError(
+                f"feature set {info.id} holds {info.num_examples} examples but {spec.name}/"
+                f"{split} has {counts[split]}: re-extract this split"
+            )
+    return chosen
+
+
+def _data(cfg: LayersConfig, inputs: Inputs, reader, chosen, control: bool) -> dict:
+    """Each role's pooled vectors (read once), targets and control targets (data.py)."""
+    from .data import Probed, control_targets, pooled, targets
+
+    spec, budget = cfg.spec, int(cfg.max_memory_gb * 1e9)
+    data: dict[str, Probed] = {}
+    for role in ROLES:
+        examples, indices = chosen[role]
+        y, lengths = targets(spec, examples)
+        x = pooled(reader, inputs.sets[inputs.split_of(role)], indices, lengths, budget)
+        yc = None
+        if control:  # labels drawn from train's distribution, per type
+            yc = control_targets(spec, examples, y if role == "train" else data["train"].y)
+        data[role] = Probed(x, y, yc, lengths)
+        what = "words" if lengths else "examples"
+        log.info("%s: %d %s pooled (%s)", role, len(x), what, spec.name)
+    return data

@@ -78,70 +78,71 @@ def _accuracy_bootstrap(fitted: Fitted, report: Probed, layers: list[int]) -> Bo
     return bootstrap("accuracy", ["1"] * len(report.y), sides, replicates=REPLICATES, seed=0)
 
 
-def summarise(
-    spec, fitted: Fitted, report: Probed, layers: list[int], tops: list[int], control: bool
-) -> dict[str, Any]:
-    """The sweep's JSON answer but its words (words.py) and its identity (run.py)."""
-    metric = spec.metric
-    sides = {f"linear{layer}": ("linear", p) for p, layer in enumerate(layers)}
-    sides |= {f"mlp{layer}": ("mlp", p) for p, layer in enumerate(layers)}
-    sides |= {f"mix{c}": ("mix", p) for p, c in enumerate(tops)}
-    boot = _task_bootstrap(spec, metric, fitted, report, sides)
-    picked = fitted.selection["linear"].mean(axis=0)  # (P,) mean selection score per layer
-    best = layers[int(np.argmax(picked))]
-    chosen = {g: fitted.selection[g].mean(axis=0).tolist() for g in fitted.selection}
+def summarise(spec, fitted: Fitted, report: Probed, layers: list[int], control: bool) -> dict:
+    """The sweep's JSON answer but its words (words.py) and its identity (run.py); `layers`:
+    every layer, 0..L−1, each probed alone and as the top of a cumulative mix."""
+    sides = {
+        f"{g}{layer}": (g, p) for g in ("linear", "mlp", "mix") for p, layer in enumerate(layers)
+    }
+    boot = _task_bootstrap(spec, spec.metric, fitted, report, sides)
+    chosen = {g: fitted.selection[g].mean(axis=0).tolist() for g in fitted.selection}  # (P,)
+    best = layers[int(np.argmax(chosen["linear"]))]  # chosen on the selection split
     acc = _accuracy_bootstrap(fitted, report, layers) if control else None
-    rows = []
-    for p, layer in enumerate(layers):
-        row: dict[str, Any] = {"layer": layer}
-        for group in ("linear", "mlp"):
-            row[group] = _score(boot, f"{group}{layer}", chosen[group][p])
-        if acc is not None:
-            row["accuracy"] = {g: acc.point[f"{g}{layer}"] for g in ("linear", "mlp")}
-            row["control"] = {g: acc.point[f"control-{g}{layer}"] for g in ("linear", "mlp")}
-            row["selectivity"] = {
-                g: acc.interval(f"control-{g}{layer}", f"{g}{layer}", LEVEL).to_json()
-                for g in ("linear", "mlp")
-            }
-        rows.append(row)
-    cumulative = []
-    for p, top in enumerate(tops):
-        entry = {"top": top, **_score(boot, f"mix{top}", chosen["mix"][p]), "gain": None}
-        if p > 0 and tops[p - 1] == top - 1:
-            entry["gain"] = boot.interval(f"mix{top - 1}", f"mix{top}", LEVEL).to_json()
-        cumulative.append(entry)
-    weights = fitted.mix_weights[:, -1, :] if tops and tops[-1] == max(layers) else None
-    carrying = [
-        layer
-        for layer in layers
-        if layer == best or boot.interval(f"linear{layer}", f"linear{best}", LEVEL).low <= 0
+    rows = [_row(boot, acc, layer, p, chosen) for p, layer in enumerate(layers)]
+    cumulative = [
+        {
+            "top": top,
+            **_score(boot, f"mix{top}", chosen["mix"][p]),
+            "gain": boot.interval(f"mix{top - 1}", f"mix{top}", LEVEL).to_json() if p else None,
+        }
+        for p, top in enumerate(layers)
     ]
-    out = {
-        "metric": metric,
+    top = layers[-1]
+    total = boot.interval(f"mix{layers[0]}", f"mix{top}", LEVEL).to_json() if top else None
+    weights = fitted.mix_weights[:, -1, :]  # (S, L): the mix of all layers
+    mean = weights.mean(axis=0)  # (L,)
+    gravity = None
+    if total is not None and total["low"] > 0:
+        gravity = center_of_gravity([c["gain"] for c in cumulative], layers)
+    best_row = rows[layers.index(best)]
+    if acc is not None:
+        carries = best_row["selectivity"]["linear"]["low"] > 0
+    else:
+        carries = best_row["linear"]["low"] > 0  # regression: no control task, 0 instead
+    return {
+        "metric": spec.metric,
         "layers": rows,
         "cumulative": cumulative,
         "best_layer": best,
-        "carrying": carrying,
-        "mix_gain": None,
-        "mix_weights": None,
-        "mix_weights_per_seed": None,
-        "expected_layer": None,
-        "total_gain": None,
-        "center_of_gravity": None,
+        "carrying": [
+            layer
+            for layer in layers
+            if layer == best or boot.interval(f"linear{layer}", f"linear{best}", LEVEL).low <= 0
+        ],
+        "carries": carries,
+        "mix_gain": boot.interval(f"linear{best}", f"mix{top}", LEVEL).to_json(),
+        "mix_weights": mean.tolist(),
+        "mix_weights_per_seed": weights.tolist(),
+        "expected_layer": expected_layer(mean),
+        "total_gain": total,
+        "center_of_gravity": gravity,
     }
-    if len(tops) > 1 and tops == list(range(len(tops))):
-        total = boot.interval(f"mix{tops[0]}", f"mix{tops[-1]}", LEVEL).to_json()
-        out["total_gain"] = total
-        if total["low"] > 0:
-            out["center_of_gravity"] = center_of_gravity([c["gain"] for c in cumulative], tops)
-    if weights is not None:  # (S, L): the mix of all layers
-        mean = weights.mean(axis=0)  # (L,)
-        out["mix_gain"] = boot.interval(f"linear{best}", f"mix{tops[-1]}", LEVEL).to_json()
-        out["mix_weights"] = mean.tolist()
-        out["mix_weights_per_seed"] = weights.tolist()
-        out["expected_layer"] = expected_layer(mean)
-    out["carries"] = _carries(rows, best, layers, boot, acc)
-    return out
+
+
+def _row(boot: Bootstrap, acc: Bootstrap | None, layer: int, p: int, chosen) -> dict[str, Any]:
+    """One layer: its probes' scores; with a control task their accuracy, the control's and
+    the selectivity (task − control, paired)."""
+    row: dict[str, Any] = {"layer": layer}
+    for group in ("linear", "mlp"):
+        row[group] = _score(boot, f"{group}{layer}", chosen[group][p])
+    if acc is not None:
+        row["accuracy"] = {g: acc.point[f"{g}{layer}"] for g in ("linear", "mlp")}
+        row["control"] = {g: acc.point[f"control-{g}{layer}"] for g in ("linear", "mlp")}
+        row["selectivity"] = {
+            g: acc.interval(f"control-{g}{layer}", f"{g}{layer}", LEVEL).to_json()
+            for g in ("linear", "mlp")
+        }
+    return row
 
 
 def expected_layer(weights) -> float:
@@ -158,10 +159,3 @@ def center_of_gravity(gains: list[dict | None], tops: list[int]) -> float | None
     if not pairs or total <= 0:
         return None
     return float(sum(top * d for top, d in pairs) / total)
-
-
-def _carries(rows, best: int, layers, boot: Bootstrap, acc: Bootstrap | None) -> bool:
-    if acc is not None:
-        row = rows[layers.index(best)]
-        return row["selectivity"]["linear"]["low"] > 0
-    return boot.score(f"linear{best}", LEVEL).low > 0

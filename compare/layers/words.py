@@ -46,7 +46,7 @@ def recommendation(answer: dict[str, Any]) -> str:
             return (
                 f"no layer carries it: the best probe ({shown}) does no better than on a "
                 f"control task of labels drawn at random per "
-                f"{'word type' if answer.get('kind') == 'tagging' else 'text'} (selectivity "
+                f"{'word type' if answer['task']['kind'] == 'tagging' else 'text'} (selectivity "
                 f"{points(selectivity['delta'])} points {bracket(selectivity)}); these "
                 "features hold no linear trace of the labels"
             )
