@@ -142,6 +142,9 @@ def test_missing_or_foreign_features_are_named_with_the_command_that_makes_them(
         run_layers(_config(other, store))  # the same task name, other files: other texts
     with pytest.raises(ValueError, match=r"snowfire extract --encoder planted --task-spec SPEC"):
         run_layers(_config(other, store))
+    few, few_store = planted(tmp_path / "few", CARRIER, (("train", 3), ("dev", 5)), seed=1)
+    with pytest.raises(ValueError, match=r"planted: 3 training examples leave no selection"):
+        run_layers(_config(few, few_store))
     with pytest.raises(ValueError, match=r"LayersConfig.featureset: .*no-such-set"):
         run_layers(_config(spec, store, encoder=None, featureset="no-such-set"))
     with pytest.raises(ValueError, match=r"no features of planted/train .* by minilm"):

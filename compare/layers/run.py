@@ -141,10 +141,16 @@ def _examples(cfg: LayersConfig, inputs: Inputs) -> dict[str, tuple[list, list[i
     train_all = read_split(spec, cfg.data, "train")
     chosen: dict[str, tuple[list, list[int]]] = {}
     keep = list(range(len(train_all)))
+    taken: list[int] = []
     if roles.carved:
         _, held, taken = split_off(train_all, spec.kind)
         chosen["selection"] = (held, taken)
         keep = sorted(set(keep) - set(taken))
+    if roles.carved and not taken:
+        raise ValueError(
+            f"{spec.name}: {len(train_all)} training examples leave no selection slice to carve "
+            "(tasks.selection_size): give the task a labelled test split, or selection 'dev'"
+        )
     cap = train_subset(len(keep), cfg.max_train_examples, 0)
     keep = keep if cap is None else [keep[i] for i in cap]
     chosen["train"] = ([train_all[i] for i in keep], keep)
