@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
@@ -23,9 +23,7 @@ from .schemas import EmbedJSON, EmbedRequest, ErrorBody
 
 router = APIRouter(tags=["embed"])
 
-EMBED_FORMAT = "snowfire-embed/1"
-
-_ERRORS = {
+_ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": text}
     for code, text in {
         406: "Accept names no format this endpoint serves",
@@ -56,6 +54,7 @@ EmbedderDep = Annotated[EmbedWorker, Depends(get_embedder)]
 
 
 def _texts(body: EmbedRequest) -> list[TextInput]:
+    raw: list[tuple[list[str], list[str] | None]]
     if body.texts is not None:
         raw = [(t.split(), None) for t in body.texts]
     elif body.pairs is not None:

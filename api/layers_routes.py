@@ -139,7 +139,7 @@ def featureset_layers(
         )
     response.status_code = 202
     response.headers["Location"] = f"/v1/jobs/{job.id}"
-    return LayersAnswer(status=job.status, job=JobDetail.of(job, home), **shown)  # type: ignore[arg-type]
+    return LayersAnswer(status=job.status, job=JobDetail.of(job, home), **shown)
 
 
 def _task_name(params: dict[str, Any]) -> str:

@@ -19,49 +19,47 @@ still improving at its cap), restarts.py (the seeds' spread, degenerate restarts
     task_verdict(boot, snow_cells, fire_cells, baseline=BASELINE_WORDS["regression"])
 """
 
+from snowfire.options import lazy_exports
+
+#: name -> where it loads from on first use: CompareConfig (the CLI) loads no plotting
 _WHERE = {
-    "ANALYSES": "analyses",
-    "analysis_config": "analyses",
-    "run_analysis": "analyses",
-    "CompareConfig": "config",
-    "BUDGETS": "budget",
-    "Budget": "budget",
-    "Caps": "budget",
-    "Cell": "cell",
-    "Mode": "cell",
-    "run_compare": "run",
-    "judge": "judge",
-    "BASELINE_WORDS": "verdict",
-    "BUDGET_LIMITED": "verdict",
-    "call": "verdict",
-    "task_verdict": "verdict",
-    "weigh": "verdict",
-    "zero_training_words": "verdict",
-    "Bootstrap": "interval",
-    "Interval": "interval",
-    "bootstrap": "interval",
-    "delta_interval": "interval",
-    "Convergence": "convergence",
-    "mark_curve": "convergence",
-    "curve_of": "convergence",
-    "read_curve": "convergence",
-    "restart_spread": "restarts",
-    "plot_curves": "curves",
-    "EXPORT_FORMATS": "mteb",
-    "export_mteb": "mteb",
-    "LayersConfig": "layers",
-    "layers_key": "layers",
-    "layers_table": "layers",
-    "read_answer": "layers",
-    "run_layers": "layers",
+    "ANALYSES": ".analyses:ANALYSES",
+    "analysis_config": ".analyses:analysis_config",
+    "run_analysis": ".analyses:run_analysis",
+    "CompareConfig": ".config:CompareConfig",
+    "BUDGETS": ".budget:BUDGETS",
+    "Budget": ".budget:Budget",
+    "Caps": ".budget:Caps",
+    "Cell": ".cell:Cell",
+    "Mode": ".cell:Mode",
+    "run_compare": ".run:run_compare",
+    "judge": ".judge:judge",
+    "BASELINE_WORDS": ".verdict:BASELINE_WORDS",
+    "BUDGET_LIMITED": ".verdict:BUDGET_LIMITED",
+    "call": ".verdict:call",
+    "task_verdict": ".verdict:task_verdict",
+    "weigh": ".verdict:weigh",
+    "zero_training_words": ".verdict:zero_training_words",
+    "Bootstrap": ".interval:Bootstrap",
+    "Interval": ".interval:Interval",
+    "bootstrap": ".interval:bootstrap",
+    "delta_interval": ".interval:delta_interval",
+    "Convergence": ".convergence:Convergence",
+    "mark_curve": ".convergence:mark_curve",
+    "curve_of": ".convergence:curve_of",
+    "read_curve": ".convergence:read_curve",
+    "restart_spread": ".restarts:restart_spread",
+    "plot_curves": ".curves:plot_curves",
+    "EXPORT_FORMATS": ".mteb:EXPORT_FORMATS",
+    "export_mteb": ".mteb:export_mteb",
+    "LayersConfig": ".layers:LayersConfig",
+    "layers_key": ".layers:layers_key",
+    "layers_table": ".layers:layers_table",
+    "read_answer": ".layers:read_answer",
+    "run_layers": ".layers:run_layers",
 }
 
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -58,7 +58,7 @@ PLAIN_NAMES = {
     "seq": "sequential fine-tuning",
 }
 #: The ❄️ probe an lpft cell starts from: what a BERT-family 🔥 output layer reads.
-PROBE = {"head": "probe", "hparams": {"pool": "cls"}, "dir": "probe-cls"}
+PROBE: dict[str, Any] = {"head": "probe", "hparams": {"pool": "cls"}, "dir": "probe-cls"}
 
 
 def plain(arm: str) -> str:

@@ -6,11 +6,14 @@ tasks.train_subset), and the seeds run when --seeds is not given.
               epochs, 🔥 2; its cells rarely converge, so its verdicts mostly read
               "budget-limited: no verdict" (compare/judge.py). One seed.
     standard  converges on the smaller tasks on a laptop: every training example (SST-2 and
-              MNLI: 20,000 drawn), ❄️ the paper's head alone, early-stopped on dev (up to 40
-              epochs, patience 4), 🔥 with its family's recipe, up to 6 epochs scored on dev
-              each, the best epoch's weights kept (patience 2); no grid. Three seeds.
-    full      the commands' defaults, and 🔥 with its rate and epochs tuned on dev (`snowfire
-              finetune --grid shared`: 3 rates x 2, 3, 4 epochs). Three seeds.
+              MNLI: 20,000 drawn), ❄️ the paper's head alone, early-stopped (up to 40 epochs,
+              patience 4), 🔥 with its family's recipe, up to 6 epochs scored each, the best
+              epoch's weights kept (patience 2); no grid. Three seeds.
+    full      the commands' defaults, and 🔥 with its rate and epochs tuned (`snowfire finetune
+              --grid shared`: 3 rates x 2, 3, 4 epochs). Three seeds.
+
+Every choice (early stopping, the best epoch, a grid's cell) is made on the selection split
+(tasks/selection.py), never on the split reported.
 
 Every budget scores 🔥's dev twice within each epoch too (curve_points), for its curve. A budget
 meant to give a verdict runs enough restarts for their spread to enter Δ's interval.

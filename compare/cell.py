@@ -3,9 +3,12 @@ which task, with which ❄️ head and seed, and, once it has run, its metrics.
 
     Cell(Mode.SNOW, "stsb", "esim", 0, "OUT/snow/stsb/esim/seed0")
     Cell(Mode.LORA, "stsb", None, 1, "OUT/lora/stsb/seed1")
+    Cell(Mode.LORA, "stsb", None, 0, "OUT/lora/stsb/trial3/seed0", trial=3)   # --trials
     cell.finished(metrics)                 the same cell with {split: {metric: value}}
     cell.to_json() / Cell.from_json(raw)   OUT/results.json's "cells" entries:
         {"mode": "snow", "task": ..., "head": ..., "seed": ..., "run": ..., "metrics": {...}}
+    (and "trial": k for a cell of a search, `compare --trials`: the arm's k-th draw of its
+    search space, compare/search.py)
 
 The JSON form is the dicts compare wrote before cells had a type (same keys, same order), so a
 finished comparison's results.json reads back unchanged (`snowfire compare --export`).
@@ -49,7 +52,8 @@ class Mode(str, Enum):
 class Cell:
     """One run of a comparison. `head`: the ❄️ head of a snow or probe cell, None for 🔥
     runs; `run`: its run directory; `metrics`: None until it has run (not part of the
-    cell's identity: a cell equals its finished self)."""
+    cell's identity: a cell equals its finished self); `trial`: the draw of the arm's search
+    space it runs (`compare --trials`), None for the arm's one default recipe."""
 
     mode: Mode
     task: str
@@ -57,6 +61,7 @@ class Cell:
     seed: int
     run: str
     metrics: dict[str, dict[str, float]] | None = field(default=None, compare=False)
+    trial: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.mode, Mode):
@@ -70,13 +75,15 @@ class Cell:
 
     def to_json(self) -> dict[str, Any]:
         """The record results.json keeps (`metrics` only once the cell has run)."""
-        out = {
+        out: dict[str, Any] = {
             "mode": self.mode.value,
             "task": self.task,
             "head": self.head,
             "seed": self.seed,
             "run": self.run,
         }
+        if self.trial is not None:
+            out["trial"] = self.trial
         return out if self.metrics is None else out | {"metrics": self.metrics}
 
     @classmethod
@@ -84,11 +91,11 @@ class Cell:
         """Read `to_json`'s record back; a missing or unknown key, or an unknown mode, is an
         error naming it."""
         names = [f.name for f in fields(cls)]
-        missing = [n for n in names if n not in raw and n != "metrics"]
+        missing = [n for n in names if n not in raw and n not in ("metrics", "trial")]
         unknown = sorted(set(raw) - set(names))
         if missing or unknown:
             raise ValueError(
-                f"a compare cell: expected the keys {names} (metrics optional), missing "
+                f"a compare cell: expected the keys {names} (metrics, trial optional), missing "
                 f"{missing}, unknown {unknown}"
             )
         try:
@@ -98,4 +105,12 @@ class Cell:
                 f"a compare cell's mode: expected one of {[m.value for m in Mode]}, "
                 f"got {raw['mode']!r}"
             ) from None
-        return cls(mode, raw["task"], raw["head"], raw["seed"], raw["run"], raw.get("metrics"))
+        return cls(
+            mode,
+            raw["task"],
+            raw["head"],
+            raw["seed"],
+            raw["run"],
+            raw.get("metrics"),
+            raw.get("trial"),
+        )

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from functools import cached_property
 from typing import Any
 
-from snowfire.extractor import PAIR_ENCODINGS
+from snowfire.extractor import DEVICE_HELP, PAIR_ENCODINGS
 from snowfire.options import check, option
+from snowfire.tasks import SELECTIONS, TaskListFields
 
 from .budget import BUDGETS, Caps
 from .cell import Mode
@@ -38,25 +38,15 @@ def paper_head(kind: str, pair: bool) -> str:
 
 
 @dataclass(frozen=True)
-class CompareConfig:
-    """One `snowfire compare`: ❄️ heads and 🔥 fine-tuning of one encoder on some tasks."""
+class CompareConfig(TaskListFields):
+    """One `snowfire compare`: ❄️ heads and 🔥 fine-tuning of one encoder on some tasks (the
+    registered `tasks`, and the user's `task_spec` with `data`: tasks.TaskListFields)."""
 
     encoder: str = option(help="the encoder: minilm, hf:NAME_OR_DIR, elmo:OPTIONS,WEIGHTS")
     out: str = option(help="output directory: runs, results.json, table.md, plots")
     tasks: list[str] = option(
         help="registered tasks to compare (repeatable, or comma-separated; all: the paper's seven)",
         factory=list,
-    )
-    task_spec: list[str | dict] | None = option(
-        None,
-        "your own task: a spec file (repeatable; README 'Your own task'); a job may give "
-        "spec objects",
-    )
-    data: str | None = option(
-        None,
-        "task data directory of the registered tasks (train, dev, "
-        "and test where present); a job's spec objects: their relative "
-        "paths",
     )
     seeds: int | None = option(
         None,
@@ -72,8 +62,22 @@ class CompareConfig:
         "quick",
         "quick: a first look in minutes (rarely earns a verdict); "
         "standard: converges on a laptop; full: the commands' defaults and "
-        "🔥 tuned on dev (table.md prints the caps)",
+        "🔥 tuned on the selection split (table.md prints the caps)",
         choices=tuple(BUDGETS),
+    )
+    trials: int | None = option(
+        None,
+        "tune every arm with N configurations drawn from its search space (compare/search.py: "
+        "the same draws for every task and seed); each arm keeps its best on the selection "
+        "split, and every trial draws its budget curve; default: each arm's one recipe",
+        ge=1,
+    )
+    selection: str = option(
+        "auto",
+        "the split every choice is made on, for every arm: auto: dev where a labelled test "
+        "split reports, else a stratified slice of train, dev reporting (tasks/selection.py); "
+        "dev: select and report on dev (the old protocol: optimistic, flagged in table.md)",
+        choices=SELECTIONS,
     )
     store: str | None = option(
         None, "feature store (default OUT/store); features already there are reused"
@@ -103,7 +107,7 @@ class CompareConfig:
         "arm seq: the task fine-tuned first (a registered task, e.g. mnli, read from "
         "--data) or a finished 🔥 run directory",
     )
-    device: str | None = option(None, "cpu, cuda (default: the GPU when present)")
+    device: str | None = option(None, DEVICE_HELP)
     progress: bool = option(True, "show progress bars")
     ray: str | None = option(
         None,
@@ -114,7 +118,6 @@ class CompareConfig:
     def __post_init__(self) -> None:
         check(self)
         from snowfire.extractor import encoder_family
-        from snowfire.tasks import get_task
 
         if encoder_family(self.encoder) == "elmo" and self.pair_encoding == "joint":
             raise ValueError(
@@ -123,26 +126,10 @@ class CompareConfig:
             )
         names = [t for item in self.tasks for t in item.split(",") if t]
         names = list(ALL_TASKS) if names == ["all"] else names
-        for name in names:
-            try:
-                get_task(name)
-            except ValueError as err:
-                raise ValueError(f"CompareConfig.tasks: {err}") from err
-        if not names and not self.task_spec:
-            raise ValueError("CompareConfig.tasks: expected at least one task (or task_spec)")
-        if names and self.data is None:
-            raise ValueError(
-                f"CompareConfig.data: the tasks {', '.join(names)} need their data directory"
-            )
         object.__setattr__(self, "tasks", list(dict.fromkeys(names)))
+        self.specs  # noqa: B018 (resolved and checked now: the errors name the field)
         if self.seeds is None:
             object.__setattr__(self, "seeds", BUDGETS[self.budget].seeds)
-        seen = [spec.name for spec in self.specs.values()]
-        if len(seen) != len(self.tasks) + len(self.task_spec or []):
-            raise ValueError(
-                "CompareConfig.task_spec: expected tasks of distinct names (their runs are "
-                f"OUT/snow/NAME, OUT/fire/NAME), got {self._all_names()}"
-            )
         if self.heads is not None:
             object.__setattr__(self, "heads", [h for item in self.heads for h in item.split(",")])
         from .arms import parse_arms
@@ -189,34 +176,6 @@ class CompareConfig:
                     f"a registered task ({', '.join(TASK_NAMES)}) nor a run "
                     "directory"
                 )
-
-    def _all_names(self) -> list[str]:
-        return list(self.tasks) + [self._user(ref).name for ref in self.task_spec or []]
-
-    def _user(self, ref):
-        from snowfire.tasks import resolve_task
-
-        try:
-            return resolve_task(ref, base=self.data)
-        except (ValueError, TypeError, OSError) as err:
-            raise ValueError(f"CompareConfig.task_spec: {err}") from err
-
-    @cached_property
-    def specs(self) -> dict[str, Any]:
-        """Every task of the comparison by name (`tasks.TaskSpec`): the registered ones, then
-        the user's, in the order given."""
-        from snowfire.tasks import get_task
-
-        specs = {name: get_task(name) for name in self.tasks}
-        for ref in self.task_spec or []:
-            spec = self._user(ref)
-            specs.setdefault(spec.name, spec)
-        return specs
-
-    @property
-    def names(self) -> list[str]:
-        """The names of the tasks compared, in order (the table's columns)."""
-        return list(self.specs)
 
     def caps(self, mode: Mode | str, task: str) -> Caps:
         """The budget's caps of a `mode` cell of `task` (a ❄️ run's for snow and probe, a 🔥

@@ -183,9 +183,9 @@ class Bootstrap:
         pair of sides, so an interval is the same whichever others were asked for first
         (minus == plus: that one side's share, for `score`)."""
         parts = [
-            (self.restart_sd[s] ** 2 / self.seeds[s], self.seeds[s] - 1)
+            (sd**2 / self.seeds[s], self.seeds[s] - 1)
             for s in dict.fromkeys((minus, plus))
-            if self.restart_sd[s]
+            if (sd := self.restart_sd[s])
         ]
         total = sum(v for v, _ in parts)
         if total == 0.0:

@@ -32,9 +32,31 @@ from .verdict import BASELINE_WORDS, task_verdict, weigh
 _ZERO_FLOOR = ("pearson", "spearman", "matthews", "span_f1")
 
 
+def cell_roles(cells: list[Cell]) -> dict[str, Any]:
+    """The split the cells selected on and the one they report (each run's config.json
+    "roles", tasks/selection.py), and whether the two differ ("honest"); every cell must agree.
+    Runs made before the honest protocol selected on dev: they report test when every cell has
+    a labelled test score, else dev (then selected and reported on one split)."""
+    found = set()
+    for cell in cells:
+        config = json.loads((Path(cell.run) / CONFIG).read_text())
+        roles = config.get("roles")
+        if roles is None:
+            every_test = all("test" in (c.metrics or {}) for c in cells)
+            roles = {"selection": "dev", "report": "test" if every_test else "dev"}
+        found.add((roles["selection"], roles["report"]))
+    if len(found) != 1:
+        raise ValueError(
+            f"the cells of one task disagree on their splits (selection, report): "
+            f"{sorted(found)}; rerun them with one --selection"
+        )
+    ((selection, report),) = found
+    return {"selection": selection, "report": report, "honest": selection != report}
+
+
 def eval_split(cells: list[Cell]) -> str:
-    """test when every cell has a labelled test score, else dev."""
-    return "test" if all("test" in (c.metrics or {}) for c in cells) else "dev"
+    """The split a verdict weighs: the cells' report split (`cell_roles`)."""
+    return cell_roles(cells)["report"]
 
 
 def _run_of(cell: Cell) -> tuple[Path, float | None]:
@@ -73,6 +95,7 @@ def _predictions(cells: list[Cell], split: str, kind: str) -> tuple[list, list[l
                 f"{split}: the cells did not score the same examples"
             )
         preds.append(p)
+    assert gold is not None  # one cell at least: each side has its seeds
     return gold, preds
 
 

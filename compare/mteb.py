@@ -56,15 +56,12 @@ def _scores(cells: list[Cell], metric: str) -> dict[str, list[dict[str, Any]]]:
     """{split: [one score entry]}: the mean of each metric over seeds, and every seed's."""
     scores = {}
     for split in ("dev", "test"):
-        runs = [c for c in cells if split in c.metrics]
+        runs = [(c.seed, c.metrics[split]) for c in cells if c.metrics and split in c.metrics]
         if not runs:
             continue
-        names = list(runs[0].metrics[split])
-        per_seed = [
-            {"seed": c.seed, "main_score": c.metrics[split][metric], **c.metrics[split]}
-            for c in runs
-        ]
-        mean = {n: sum(c.metrics[split][n] for c in runs) / len(runs) for n in names}
+        names = list(runs[0][1])
+        per_seed = [{"seed": seed, "main_score": m[metric], **m} for seed, m in runs]
+        mean = {n: sum(m[n] for _, m in runs) / len(runs) for n in names}
         scores[split] = [
             {
                 "main_score": mean[metric],

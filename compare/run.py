@@ -43,28 +43,24 @@ def task_fields(spec) -> dict[str, Any]:
 
 
 def check_tasks(cfg: CompareConfig) -> None:
-    """Read every split of every task (each row checked) before anything is written: a bad
-    row stops the comparison with its file and line, the store and OUT untouched."""
-    from snowfire.tasks import TASK_NAMES, available_splits, get_task, read_split
+    """Read every split of every task as its runs will (`tasks.read_training`: each row
+    checked, train and dev with gold labels) before anything is written: a bad row stops the
+    comparison with its file and line, the store and OUT untouched."""
+    from snowfire.tasks import TASK_NAMES, get_task, read_training
 
     specs = list(cfg.specs.values())
     if cfg.intermediate in TASK_NAMES:  # arm seq fine-tunes on it first
         specs.append(get_task(cfg.intermediate))
     for spec in specs:
-        splits = available_splits(spec, cfg.data)
-        for needed in ("train", "dev"):
-            if needed not in splits:
-                raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
-        for split in splits:
-            read_split(spec, cfg.data, split)
+        read_training(spec, cfg.data)
 
 
 def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     """The task's feature sets (every split in the data directory), extracted where missing."""
     from snowfire.cache import FeatureSetNotFoundError, open_reader
-    from snowfire.extractor import ExtractConfig, run_extract
+    from snowfire.extractor import ExtractConfig, current_featureset, run_extract
     from snowfire.rundir import write_json
-    from snowfire.tasks import available_splits, split_source
+    from snowfire.tasks import available_splits
 
     record_path = Path(cfg.out) / "extract" / f"{task}.json"
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
@@ -73,16 +69,8 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     reader = open_reader(_store(cfg))
     missing, splits = [], available_splits(spec, cfg.data)
     for split in splits:
-        source = split_source(spec, cfg.data, split)
         try:
-            reader.find_featureset(
-                encoder=cfg.encoder,
-                task=task,
-                split=split,
-                pair_encoding=pair_encoding,
-                sha256=source["sha256"],
-                read=source.get("read"),
-            )
+            current_featureset(reader, cfg.encoder, spec, cfg.data, split, pair_encoding)
         except (FeatureSetNotFoundError, ValueError):
             missing.append(split)
     if missing:
@@ -124,21 +112,13 @@ def find_or_extract(
     """The feature set of one task split (`task`: a TaskSpec or a registered name) made from
     its current file, extracted first when the store lacks it."""
     from snowfire.cache import FeatureSetNotFoundError, open_reader
-    from snowfire.extractor import ExtractConfig, run_extract
-    from snowfire.tasks import as_spec, split_source
+    from snowfire.extractor import ExtractConfig, current_featureset, run_extract
+    from snowfire.tasks import as_spec
 
     spec = as_spec(task)
-    source = split_source(spec, data, split)
 
     def find():
-        return open_reader(store).find_featureset(
-            encoder=encoder,
-            task=spec.name,
-            split=split,
-            pair_encoding=pair,
-            sha256=source["sha256"],
-            read=source.get("read"),
-        )
+        return current_featureset(open_reader(store), encoder, spec, data, split, pair)
 
     try:
         return find()
@@ -176,12 +156,16 @@ def plan(cfg: CompareConfig) -> list[Cell]:
     from snowfire.tasks import TASK_NAMES
 
     from .arms import PROBE, fine_tuning_arms
+    from .trials import probe_run, trial_cells
 
     out = Path(cfg.out)
-    cells = []
+    cells: list[Cell] = []
     if cfg.intermediate in TASK_NAMES:  # arm seq's first stage, before every task
         cells.append(Cell(Mode.INTERMEDIATE, cfg.intermediate, None, 0, intermediate_run(cfg)))
     for task in cfg.names:
+        if cfg.trials:
+            cells += trial_cells(cfg, task)
+            continue
         for seed in range(cfg.seeds):
             for head in cfg.heads_for(task):
                 run = out / "snow" / task / head / f"seed{seed}"
@@ -195,8 +179,8 @@ def plan(cfg: CompareConfig) -> list[Cell]:
                 continue  # a task after itself is just more epochs
             for seed in range(cfg.seeds_fire):
                 if arm is Mode.LPFT:
-                    probe = out / "snow" / task / PROBE["dir"] / f"seed{seed}"
-                    cells.append(Cell(Mode.PROBE, task, PROBE["head"], seed, str(probe)))
+                    probe = probe_run(cfg, task, seed, None)
+                    cells.append(Cell(Mode.PROBE, task, PROBE["head"], seed, probe))
                 run = out / arm.value / task / f"seed{seed}"
                 cells.append(Cell(arm, task, None, seed, str(run)))
     return cells
@@ -205,14 +189,18 @@ def plan(cfg: CompareConfig) -> list[Cell]:
 def run_cell(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> dict[str, Any]:
     """Train one cell (or return its finished run): {split: {metric: value}}."""
     from .arms import ARM_OPTIONS, PROBE
+    from .trials import fire_options, probe_run, snow_options
 
-    caps = cfg.caps(cell.mode, cell.task).options()
+    caps: dict[str, Any] = cfg.caps(cell.mode, cell.task).options()
     spec = cfg.specs.get(cell.task)
     task = task_fields(spec) if spec is not None else {"task": cell.task}
     if cell.mode.side is Mode.SNOW:
         from snowfire.heads import TrainConfig, train
 
         hparams = PROBE["hparams"] if cell.mode is Mode.PROBE else cfg.hparams
+        if cell.trial is not None:  # the trial's draw (compare/search.py)
+            caps = snow_options(cell, caps)
+            hparams = {**hparams, **caps.pop("hparams", {})}
         return train(
             TrainConfig(
                 store=_store(cfg),
@@ -221,6 +209,7 @@ def run_cell(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> dict[str, An
                 data=cfg.data,
                 out=cell.run,
                 seed=cell.seed,
+                selection=cfg.selection,
                 pair_encoding=pair_encoding,
                 progress=cfg.progress,
                 device=cfg.device,
@@ -232,23 +221,26 @@ def run_cell(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> dict[str, An
     from snowfire.finetune import FinetuneConfig
     from snowfire.finetune import train as finetune
 
-    # full: the rate and epochs tuned on dev as the paper did (`snowfire finetune --grid shared`)
+    # full: the rate and epochs tuned as the paper did, on the selection split (`--grid shared`)
     grid = "shared" if cfg.budget == "full" else None
     options = dict(ARM_OPTIONS.get(cell.mode.value, {}))
     encoder = cfg.encoder
     if cell.mode is Mode.LPFT:
-        probe = Path(cfg.out) / "snow" / cell.task / PROBE["dir"] / f"seed{cell.seed}"
-        options["init_head"] = str(probe)
+        options["init_head"] = probe_run(cfg, cell.task, cell.seed, cell.trial)
     if cell.mode is Mode.SEQ:
         encoder = f"hf:{Path(intermediate_run(cfg)) / 'encoder'}"
     if options.get("method") or cell.mode is Mode.INTERMEDIATE:
         grid = None  # a grid tunes 🔥 alone; the other arms run their papers' recipes
+    if cell.trial is not None:  # the trial's draw, not a grid: every arm tuned alike
+        grid, caps = None, fire_options(cell, caps)
+        options = {k: v for k, v in options.items() if k not in caps}
     return finetune(
         FinetuneConfig(
             encoder=encoder,
             data=cfg.data,
             out=cell.run,
             seed=cell.seed,
+            selection=cfg.selection,
             progress=cfg.progress,
             device=cfg.device,
             grid=grid,

@@ -1,15 +1,14 @@
 """Which 🔥 model an encoder spec builds (`BertFinetuner` for "minilm" / "hf:...",
-`ElmoFinetuner` for "elmo:..."), the batches of a training epoch, and running a model over
-examples for predictions."""
+`ElmoFinetuner` for "elmo:..."), and running a model over examples for predictions. (The
+batches of a training epoch are `tasks.epoch_batches`, ❄️ heads' order too.)"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from snowfire.tasks import example_length, length_batches
+from snowfire.tasks import example_length
 
 from .base import FireModel
 from .config import FinetuneConfig
@@ -38,6 +37,7 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[FireModel, dict]:
             adapter_size=cfg.adapter_size,
             lora_rank=cfg.lora_rank,
             lora_alpha=cfg.lora_alpha,
+            lora_targets=cfg.lora_targets,
         )
         # the extractor's identity of the starting encoder: the same hashes a store keys on
         config = model.encoder.config
@@ -48,7 +48,7 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[FireModel, dict]:
     from .elmo import ElmoFinetuner
 
     options, weights = resolve_elmo_spec(cfg.encoder.split(":", 1)[1])
-    model = ElmoFinetuner(
+    elmo = ElmoFinetuner(
         ElmoBiLM.from_files(options, weights),
         kind=spec.kind,
         pair=spec.pair,
@@ -65,10 +65,10 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[FireModel, dict]:
         "options_sha256": file_sha256(options),
         "weights_sha256": file_sha256(weights),
         "state_policy": "fixed",
-        "num_layers": model.bilm.num_layers,
-        "dim": model.bilm.output_dim,
+        "num_layers": elmo.bilm.num_layers,
+        "dim": elmo.bilm.output_dim,
     }
-    return model, identity
+    return elmo, identity
 
 
 def start_hashes(cfg: FinetuneConfig, identity: dict | None = None) -> dict[str, str]:
@@ -127,12 +127,6 @@ def check_start(saved: dict[str, str], start: dict[str, str], what: str) -> None
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
     return {k: v.to(device) for k, v in batch.items()}
-
-
-def epoch_batches(lengths, batch_size: int, pool: int, seed: int, epoch: int) -> list[np.ndarray]:
-    """The training batches of `epoch` (tasks.length_batches), a function of seed and epoch
-    only, so that a resumed epoch sees the same batches."""
-    return length_batches(lengths, batch_size, pool, np.random.default_rng([seed, epoch]))
 
 
 def predict(model: FireModel, examples: list, batch_size: int, device: torch.device) -> list:

@@ -55,6 +55,7 @@ class OutputLayer(nn.Module):
             raise ValueError(f"OutputLayer: the BiLSTM is for tagging, not {kind}")
         self.kind, self.pad_tag = kind, pad_tag
         self.dropout = nn.Dropout(dropout)
+        self.lstm: BiLSTM | None
         if lstm:
             self.lstm = BiLSTM(in_dim, lstm)
             in_dim = self.lstm.output_dim  # 2 * lstm
@@ -93,10 +94,11 @@ class OutputLayer(nn.Module):
     @torch.no_grad()
     def predict(self, output: torch.Tensor | TagScores) -> list:
         """Class indices, floats, or one list of tag indices per sentence (its full length)."""
-        if self.kind == "classification":
-            return output.argmax(dim=-1).tolist()
-        if self.kind == "regression":
-            return output.tolist()
+        if isinstance(output, torch.Tensor):  # classification (B, K), regression (B,)
+            return (
+                output.argmax(dim=-1).tolist() if self.kind == "classification" else output.tolist()
+            )
+        assert output.lengths is not None  # forward gives every sentence's length
         paths = decode_tags(output, self.crf)  # the words the encoder saw
         return [
             p + [self.pad_tag] * (int(n) - len(p))

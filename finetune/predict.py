@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from snowfire.extractor import default_device
 from snowfire.rundir import BEST, CONFIG, METRICS
 
 
@@ -43,7 +44,7 @@ def load_run(run: str | Path, device: str | None = None):
                 f"{run}: the encoder {cfg.encoder} is not the one the run trained "
                 f"on ({key} {identity.get(key)} vs {recorded[key]})"
             )
-    target = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    target = default_device(device)
     model.load_trained(torch.load(run / BEST, map_location=target, weights_only=True))
     return model.to(target).eval(), spec
 

@@ -106,11 +106,19 @@ GRID_EPOCHS = (2, 3, 4)
 #: layer trains at it too): adapters 1e-3 (Houlsby et al. 2019 swept 3e-5..3e-3), LoRA 5e-4
 #: (Hu et al. 2021, RoBERTa-base on GLUE: 4e-4..5e-4), BitFit 1e-3 (Ben Zaken et al. 2022:
 #: 1e-4..1e-3). full keeps its recipe's.
-#: What a run trains besides its output layer (finetune/methods.py), and the methods that save
-#: only what they trained (RUN/trained.safetensors, reloaded on the shared pretrained encoder).
+#: What a run trains besides its output layer (finetune/methods.py); every one but full keeps
+#: only what it trained (in RUN/best.pt, reloaded on the shared pretrained encoder).
 METHODS = ("full", "bitfit", "adapter", "lora")
-PARTIAL = ("bitfit", "adapter", "lora")
 METHOD_LR = {"adapter": 1e-3, "lora": 5e-4, "bitfit": 1e-3}
+#: The linear maps LoRA adapts, by name: `attention` the query and value projections (Hu et al.
+#: 2021, sec. 7.1: W_q and W_v); `all-linear` every linear map of every layer, the MLP's too
+#: ("LoRA Without Regret", Schulman et al. 2025: attention-only LoRA falls behind), as a
+#: regular expression peft matches against each module's full name.
+LORA_TARGETS: dict[str, list[str] | str] = {
+    "attention": ["query", "value"],
+    "all-linear": r".*layer\.\d+\.(attention\.self\.(query|key|value)|attention\.output\.dense"
+    r"|intermediate\.dense|output\.dense)",
+}
 #: How a grid is filled (finetune/grid.py): one run per rate, or one run per cell.
 GRID_MODES = ("shared", "exact")
 #: The recipe of each encoder family ("hf": every BERT-family spec, the bundled minilm too).

@@ -11,29 +11,32 @@ own hidden width (each LSTM direction). The blocks they share with the 🔥 mode
 BiLSTM, masked ops, ESIM's enhancement, CRF outputs) are `snowfire.nn`'s.
 """
 
+from snowfire.options import lazy_exports
+
+#: name -> where it loads from on first use: TrainConfig (the CLI) loads no torch
 _WHERE = {
-    "Head": "base",
-    "cosine_scores": "baseline",
-    "collate": "batch",
-    "HeadBatch": "batch",
-    "KINDS": "batch",  # defined in tasks.registry
-    "BCN": "bcn",
-    "TrainConfig": "config",
-    "FeatureSource": "data",
-    "ESIM": "esim",
-    "PredictConfig": "predict",
-    "load_head": "predict",
-    "run_predict": "predict",
-    "task_targets": "data",
-    "PooledHead": "pooled",
-    "predict_featureset": "predict",
-    "predict_texts": "predict",
-    "Probe": "probe",
-    "build_head": "registry",
-    "HEADS": "registry",
-    "HeadSpec": "registry",
-    "Tagger": "tagger",
-    "train": "trainer",
+    "Head": ".base:Head",
+    "cosine_scores": ".baseline:cosine_scores",
+    "collate": ".batch:collate",
+    "HeadBatch": ".batch:HeadBatch",
+    "KINDS": ".batch:KINDS",  # defined in tasks.registry
+    "BCN": ".bcn:BCN",
+    "TrainConfig": ".config:TrainConfig",
+    "FeatureSource": ".data:FeatureSource",
+    "ESIM": ".esim:ESIM",
+    "PredictConfig": ".predict:PredictConfig",
+    "load_head": ".predict:load_head",
+    "run_predict": ".predict:run_predict",
+    "task_targets": "snowfire.tasks:task_targets",  # ❄️ and 🔥 alike
+    "PooledHead": ".pooled:PooledHead",
+    "predict_featureset": ".predict:predict_featureset",
+    "predict_texts": ".predict:predict_texts",
+    "Probe": ".probe:Probe",
+    "build_head": ".registry:build_head",
+    "HEADS": ".registry:HEADS",
+    "HeadSpec": ".registry:HeadSpec",
+    "Tagger": ".tagger:Tagger",
+    "train": ".trainer:train",
 }
 
 __all__ = [
@@ -62,10 +65,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    # names load on first use: `from heads.config import TrainConfig` (the CLI) loads no torch
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -28,7 +28,7 @@ class Head(nn.Module):
     "single", "pair" or "any") and `models` (what one prediction is, for refusals).
     """
 
-    name: ClassVar[str] = "head"
+    name: str = "head"  # the class's, or set per instance from its options (tagger, MLP)
     kinds: ClassVar[tuple[str, ...]] = ("classification", "regression")
     texts: ClassVar[str] = "any"
     models: ClassVar[str] = "one label or score per example"

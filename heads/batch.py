@@ -128,7 +128,8 @@ def collate(
     batch = HeadBatch(kind, features, mask, type_ids, word_ids, keys=keys, layers=list(eb.layers))
 
     if pair:
-        parts_a, parts_b = [], []
+        parts_a: list[np.ndarray] = []
+        parts_b: list[np.ndarray] = []
         for i, (s, e) in enumerate(spans):
             is_word = np.asarray(eb.word_ids[s:e]) >= 0  # (S_i,) specials dropped
             in_b = np.arange(e - s) >= starts[i]  # (S_i,)

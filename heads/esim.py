@@ -75,6 +75,8 @@ class ESIM(Head):
     def forward(self, batch: HeadBatch) -> tuple[torch.Tensor, torch.Tensor | None]:
         self.check_batch(batch)
         mask_a, mask_b = batch.mask_a, batch.mask_b  # (B, Sa), (B, Sb)
+        assert batch.features_a is not None and batch.features_b is not None  # check_batch:
+        assert mask_a is not None and mask_b is not None  # a pair batch has both texts
         x_a, x_b = self.mix(batch.features_a), self.mix(batch.features_b)  # (B, Sa|Sb, D)
         a = self.encoder(self.dropout(x_a), mask_a)  # (B, Sa, 2H)
         b = self.encoder(self.dropout(x_b), mask_b)  # (B, Sb, 2H)

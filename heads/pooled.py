@@ -71,6 +71,7 @@ class PooledHead(Head):
         self.pool = pool
         self.mix = ScalarMix(num_layers)
         self.dropout = nn.Dropout(dropout)
+        self.out: nn.Module
         if hidden:
             self.out = nn.Sequential(
                 nn.Linear(dim, hidden),

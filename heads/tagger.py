@@ -78,7 +78,9 @@ class Tagger(Head):
         if not batch.is_word_level:
             raise ValueError("the tagger reads word-level batches: collate with kind='tagging'")
         mask = batch.word_mask  # (B, T)
+        assert mask is not None and batch.first_piece_index is not None  # word-level
         if self.over_pieces:
+            assert self.encoder is not None  # __init__: over_pieces needs a BiLSTM
             x = self.encoder(self.dropout(self.mix(batch.features)), batch.mask)  # (B, S, 2H)
             index = batch.first_piece_index.unsqueeze(-1).expand(-1, -1, x.shape[-1])  # (B, T, 2H)
             x = torch.gather(x, 1, index) * mask.unsqueeze(-1)  # (B, T, 2H)

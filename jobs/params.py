@@ -27,6 +27,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from snowfire.options import unwrap_optional
+from snowfire.tasks import need_splits
+
 from .errors import InvalidJobError
 from .home import Home
 from .kinds import JOB_KINDS, LIMIT_PARAMS, JobLimits, split_limits
@@ -42,9 +45,10 @@ class _Params(BaseModel):
 
 def _field_type(hint: Any, choices: tuple | None, bounds: dict[str, float]) -> Any:
     """The pydantic type of a config field: its hint, with `choices` as a Literal and the
-    `bounds` on the value (on each value of a list)."""
-    optional = type(None) in typing.get_args(hint)
-    base = next(a for a in typing.get_args(hint) if a is not type(None)) if optional else hint
+    `bounds` on the value (on each value of a list). Every member of a union stays: `str | dict
+    | None` (a task_spec: the spec file's path, or the spec object inline) is `str | dict |
+    None` here too."""
+    base, optional = unwrap_optional(hint)
     many = typing.get_origin(base) is list
     item = typing.get_args(base)[0] if many else base
     if choices:
@@ -117,22 +121,6 @@ def validate_params(kind: str, params: dict[str, Any], home: Home, job_id: str) 
         raise InvalidJobError(text if text.startswith("params") else f"params: {text}") from err
 
 
-def _splits(spec, data: str | None, needed: list[str]) -> None:
-    """Every split of `spec` in `needed` has its file, and at least one split is there."""
-    from snowfire.tasks import available_splits, split_path
-
-    present = available_splits(spec, data)
-    missing = [s for s in needed if s not in present]
-    if missing:
-        where = ", ".join(
-            str(split_path(spec, data, s)) if s in spec.splits else f"no {s} split" for s in missing
-        )
-        inside = f" in {data}" if spec.folder is not None else ""
-        raise ValueError(f"no {'/'.join(missing)} split of {spec.name}{inside} (expected {where})")
-    if not present:
-        raise ValueError(f"no split of {spec.name} in {data}")
-
-
 def _spec_path(p: dict[str, Any], home: Home) -> None:
     """A spec file named by a relative path is HOME's; a spec object's relative split paths
     are the data directory's (HOME/tasks by default), made absolute; every path must stay
@@ -178,7 +166,7 @@ def _extract_files(p: dict[str, Any], config: type) -> None:
         if not Path(p["input"]).is_file():
             raise ValueError(f"input: no file {p['input']}")
         return
-    _splits(config.spec, p["data"], p["split"] or [])
+    need_splits(config.spec, p["data"], p["split"] or [])
 
 
 def _run_dirs(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
@@ -214,12 +202,12 @@ def _layers(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
 
 
 def _train_files(p: dict[str, Any], config: type) -> None:
-    _splits(config(**p).spec, p["data"], ["train", "dev"])
+    need_splits(config(**p).spec, p["data"])  # train and dev, as the run needs them
 
 
 def _compare_files(p: dict[str, Any], config: type) -> None:
     for spec in config(**p).specs.values():
-        _splits(spec, p["data"], ["train", "dev"])
+        need_splits(spec, p["data"])
 
 
 _RESOLVE = {

@@ -11,7 +11,7 @@ for each format, checks of every row, and scoring.
 
 from pathlib import Path
 
-from .batches import example_length, length_batches
+from .batches import epoch_batches, epoch_rng, example_length, length_batches
 from .check import TaskReport, check_task
 from .describe import (
     describe,
@@ -22,42 +22,65 @@ from .describe import (
     split_source,
 )
 from .example import Example
+from .fields import DATA_HELP, TaskFields, TaskListFields, config_task, resolve_tasks
 from .metrics import accuracy, binary_f1, macro_f1, matthews_corrcoef, pearson, spearman
 from .predictions import decode, gold_of, read_predictions, write_predictions
 from .readers import as_spec, available_splits, read_split, split_path
 from .registry import TASK_NAMES, TASKS, get_task
 from .scoring import evaluate
-from .selection import SELECTIONS, SplitRoles, split_off, split_roles
-from .spans import span_scores, tag_spans
-from .spec import FORMATS, KINDS, METRICS, SPLITS, USER_FORMATS, Source, TaskSpec
-from .spec_file import (
-    SPEC_SUFFIXES,
-    config_task,
-    load_spec_file,
-    resolve_task,
-    spec_from_dict,
+from .selection import (
+    PAUSE_HELP,
+    SELECT,
+    SELECTION_HELP,
+    SELECTIONS,
+    STOP_HELP,
+    SplitRoles,
+    selection_slice,
+    split_roles,
 )
-from .subset import train_subset
+from .spans import span_scores, tag_spans
+from .spec import FORMATS, KINDS, METRICS, RELEASE_SPLITS, SPLITS, USER_FORMATS, Source, TaskSpec
+from .spec_file import SPEC_SUFFIXES, load_spec_file, resolve_task, spec_from_dict
+from .targets import encode_targets, label_indices, task_targets
 from .text_file import read_text_file
+from .training import (
+    TRAINING_SPLITS,
+    TrainingSplits,
+    need_splits,
+    read_training,
+    train_subset,
+)
 
 DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo"
 
 __all__ = [
+    "DATA_HELP",
     "DEMO_DATA_DIR",
     "FORMATS",
     "KINDS",
     "METRICS",
-    "SELECTIONS",
     "SPEC_SUFFIXES",
+    "RELEASE_SPLITS",
+    "PAUSE_HELP",
+    "SELECT",
+    "SELECTION_HELP",
+    "STOP_HELP",
+    "SELECTIONS",
     "SPLITS",
+    "SplitRoles",
+    "selection_slice",
+    "split_roles",
     "TASKS",
     "TASK_NAMES",
+    "TRAINING_SPLITS",
     "USER_FORMATS",
     "Example",
     "Source",
-    "SplitRoles",
+    "TaskFields",
+    "TaskListFields",
     "TaskReport",
     "TaskSpec",
+    "TrainingSplits",
     "accuracy",
     "as_spec",
     "available_splits",
@@ -66,31 +89,37 @@ __all__ = [
     "config_task",
     "decode",
     "describe",
+    "encode_targets",
+    "epoch_batches",
+    "epoch_rng",
     "evaluate",
     "example_length",
     "file_digest",
     "get_task",
     "gold_of",
+    "label_indices",
     "length_batches",
     "load_spec_file",
     "macro_f1",
     "matthews_corrcoef",
+    "need_splits",
     "pearson",
     "read_key",
     "read_predictions",
     "read_source",
     "read_split",
     "read_text_file",
+    "read_training",
     "resolve_task",
+    "resolve_tasks",
     "span_scores",
     "spearman",
     "spec_from_dict",
     "spec_from_record",
-    "split_off",
     "split_path",
-    "split_roles",
     "split_source",
     "tag_spans",
+    "task_targets",
     "train_subset",
     "write_predictions",
 ]

@@ -80,7 +80,7 @@ def test_a_planned_cell_has_no_metrics_and_equals_its_finished_self():
     done = cell.finished({"dev": {"pearson": 0.9}})
     assert done == cell and hash(done) == hash(cell) and {cell: done}[done] is done
     assert done.to_json()["metrics"] == {"dev": {"pearson": 0.9}} and cell.metrics is None
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="cannot assign to field 'seed'"):
         cell.seed = 3  # frozen
 
 

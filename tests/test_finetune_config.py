@@ -137,8 +137,9 @@ def test_cli_flags_round_trip():
     ) == FinetuneConfig(encoder="minilm", task="sst2", data="d", out="r")
     text = " ".join(parser.format_help().split())
     assert "--gradual-unfreezing" in text and "factor times the rate" in text
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as refused:
         parser.parse_args(["--task", "sst2"])  # --encoder and --out are required
+    assert refused.value.code == 2  # argparse's usage error
 
 
 def test_flags_not_given_keep_the_config_defaults_and_bad_values_are_refused():
@@ -147,8 +148,9 @@ def test_flags_not_given_keep_the_config_defaults_and_bad_values_are_refused():
     args = parser.parse_args("--encoder minilm --task sst2 --data data --out run --quiet".split())
     args.func, args.verbose = print, False  # what cli/main.py adds
     assert config_from_args(FinetuneConfig, args) == FinetuneConfig(**BASE, progress=False)
-    with pytest.raises(SystemExit):  # a choice argparse knows from the field
+    with pytest.raises(SystemExit) as refused:  # a choice argparse knows from the field
         parser.parse_args("--encoder minilm --task sst2 --data d --out r --recipe x".split())
+    assert refused.value.code == 2
     args = parser.parse_args("--encoder minilm --task sst2 --data d --out r --epochs 0".split())
     with pytest.raises(ValueError, match="FinetuneConfig.epochs: expected >= 1, got 0"):
         config_from_args(FinetuneConfig, args)

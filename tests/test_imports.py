@@ -5,9 +5,9 @@ root, `snowfire.*` (its folder is the repository's top-level one: `cache/` is `s
 so no file anywhere, tests included, imports a package by its bare folder name. Read with
 `ast`; nothing is imported.
 
-    tasks/ → extractor/ → cache/ → api/ and heads/;  finetune/ reads tasks/;
-    nn/ (torch blocks) under heads/ and finetune/, importing no project package;
-    cache/ imports nothing from the others;  jobs/ imports no web framework
+    options, nn, cache → tasks, rundir → extractor → heads → finetune → compare → jobs → api
+    → snowfire → cli  (each package imports only from the floors before it: FLOW below);
+    nn/ holds the torch blocks heads/ and finetune/ share; jobs/ imports no web framework
 
 A failure names file:line and the name. There is no allow-list: a name another package needs
 is exported by it (a small, deliberate `__all__`); a private method called from another
@@ -291,6 +291,23 @@ def test_every_import_holds_to_the_public_apis_and_the_data_flow():
     assert not problems, f"{len(problems)} imports past a package's API:\n" + "\n".join(
         map(str, problems)
     )
+
+
+def test_docs_contracts_states_the_flow_this_file_checks():
+    """docs/CONTRACTS.md's floors line (`a, b → c → ...`) names every package once, and what
+    each package may import (FLOW) lies on the floors before its own."""
+    text = (REPO / "docs" / "CONTRACTS.md").read_text()
+    (line,) = [s.strip() for s in text.splitlines() if s.startswith("    ") and s.count("→") > 5]
+    floors = [[p.strip() for p in floor.split(",")] for floor in line.split("→")]
+    assert sorted(p for floor in floors for p in floor) == sorted(PACKAGES), line
+    below: set[str] = set()
+    for floor in floors:
+        for pkg in floor:
+            above = FLOW[pkg] - below
+            assert not above, (
+                f"docs/CONTRACTS.md puts {pkg} below {sorted(above)}, which it imports"
+            )
+        below |= set(floor)
 
 
 def test_every_package_exports_what_it_lists():

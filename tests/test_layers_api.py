@@ -128,7 +128,7 @@ def test_a_failed_sweep_is_409_until_retried(client, home):
         ({"task": "nope"}, 422, "query.task: Input should be 'conll2003', "),
         ({"task_spec": SPEC, "seeds": 0}, 422, "query.seeds: Input should be greater than"),
         ({"task_spec": SPEC, "wat": 1}, 422, "query.wat: Extra inputs"),
-        ({"task": "sst2"}, 422, "params: sst2: no train/dev split in "),
+        ({"task": "sst2"}, 422, "params: no train/dev split of sst2 in "),
         ({"task_spec": "/etc/x.json"}, 422, "params: path '/etc/x.json' is outside the data"),
     ],
 )

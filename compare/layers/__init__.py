@@ -14,23 +14,19 @@ probes), fit.py (the training loop), scoring.py (a probe's answers scored), summ
 statistics), words.py (the words), report.py (table and plot), run.py (the command).
 """
 
-from __future__ import annotations
+from snowfire.options import lazy_exports
 
+#: name -> where it loads from on first use: LayersConfig (the CLI, a job's params) loads no torch
 _WHERE = {
-    "LayersConfig": "config",
-    "LAYERS_VERSION": "key",
-    "layers_key": "run",
-    "layers_table": "report",
-    "read_answer": "run",
-    "run_layers": "run",
+    "LayersConfig": ".config:LayersConfig",
+    "LAYERS_VERSION": ".key:LAYERS_VERSION",
+    "layers_key": ".run:layers_key",
+    "layers_table": ".report:layers_table",
+    "read_answer": ".run:read_answer",
+    "run_layers": ".run:run_layers",
 }
 
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _WHERE)

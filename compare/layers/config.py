@@ -5,18 +5,18 @@ its fields; the cache key (key.py) from those marked as changing the answer."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from functools import cached_property
 from typing import Any
 
-from snowfire.extractor import PAIR_ENCODINGS
+from snowfire.extractor import DEVICE_HELP, PAIR_ENCODINGS
 from snowfire.options import check, option, volatile_fields
-from snowfire.tasks import SELECTIONS, TASK_NAMES
+from snowfire.tasks import SELECTION_HELP, SELECTIONS, TaskFields
 
 
 @dataclass(frozen=True)
-class LayersConfig:
-    """A layer sweep: per-layer and cumulative probes of one task on one encoder's stored
-    features, several seeds, a control task; OUT/layers.json, layers.md and layers.png."""
+class LayersConfig(TaskFields):
+    """A layer sweep: per-layer and cumulative probes of one task (`task` or `task_spec`, and
+    `data`: tasks.TaskFields) on one encoder's stored features, several seeds, a control task;
+    OUT/layers.json, layers.md and layers.png."""
 
     store: str = option(
         help="store directory, s3://bucket/prefix or http://HOST:PORT of the service"
@@ -30,16 +30,6 @@ class LayersConfig:
         None,
         "a feature-set id of the task (any split; `snowfire ls`): its encoder's features of "
         "every split are probed (instead of --encoder)",
-    )
-    task: str | None = option(None, "a registered task (or --task-spec)", choices=TASK_NAMES)
-    task_spec: str | dict | None = option(
-        None,
-        "your own task: a spec file (.yaml, .yml, .json; README 'Your own task'); a job "
-        "may give the spec object",
-    )
-    data: str | None = option(
-        None,
-        "task data directory (a registered task's files; a job's spec object: its relative paths)",
     )
     pair_encoding: str | None = option(
         None, "pick the joint or separate feature sets when both exist", choices=PAIR_ENCODINGS
@@ -80,13 +70,7 @@ class LayersConfig:
         "train every per-layer probe on a control task too (labels drawn per text, or per "
         "word type for tagging; Hewitt & Liang 2019): selectivity = accuracy - control's",
     )
-    selection: str = option(
-        "auto",
-        "where each probe's epoch is chosen: auto (the honest protocol: dev if a labelled "
-        "test split exists, else a slice carved from train; report on the other) or dev "
-        "(select and report on dev)",
-        choices=SELECTIONS,
-    )
+    selection: str = option("auto", SELECTION_HELP, choices=SELECTIONS)
     max_train_examples: int | None = option(
         None, "train on N training examples drawn at random (default: all)", ge=1
     )
@@ -97,9 +81,7 @@ class LayersConfig:
         volatile=True,
     )
     progress: bool = option(True, "show a progress bar", volatile=True)
-    device: str | None = option(
-        None, "cpu, cuda, cuda:1 (default: the GPU when present)", volatile=True
-    )
+    device: str | None = option(None, DEVICE_HELP, volatile=True)
 
     def __post_init__(self) -> None:
         check(self)
@@ -111,14 +93,7 @@ class LayersConfig:
                 "with) or 'featureset' (a feature-set id of the task), not "
                 + ("both" if self.encoder is not None else "neither")
             )
-        self.spec  # noqa: B018 - resolved now: a bad task fails when the config is built
-
-    @cached_property
-    def spec(self):
-        """The task (`tasks.TaskSpec`): `task` or `task_spec`, resolved and checked."""
-        from snowfire.tasks import config_task
-
-        return config_task("LayersConfig", self.task, self.task_spec, self.data)
+        self.resolve_spec()  # a bad task fails when the config is built, the field named
 
     def answer_fields(self) -> dict[str, Any]:
         """The fields that change the answer: all but the volatile ones (where it is written,

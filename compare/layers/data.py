@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 from snowfire.cache import FeatureSetInfo, Reader
-from snowfire.heads import FeatureSource, task_targets
+from snowfire.heads import FeatureSource
+from snowfire.tasks import task_targets
 
 from .control import control_labels, distribution, text_type
 

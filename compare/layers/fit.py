@@ -113,7 +113,7 @@ def fit(
             x = train.x[idx].to(device)  # (S, B, L, D)
             yc = None if train.yc is None else train.yc[idx].to(device)  # (S, B)
             losses = model.losses(model(x, live), train.y[idx].to(device), yc)  # {g: (S, P)}
-            loss = sum(v.sum() for v in losses.values())
+            loss = torch.stack([v.sum() for v in losses.values()]).sum()  # each probe's own
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -172,7 +172,7 @@ class _Keeper:
             scores = np.array([[score(g, q, selection) for q in row] for row in p])  # (S, P)
             self.best[g] = np.where(better, scores, self.best[g])
             _keep(model, self.state, g, better)
-            if g == "mix":
+            if g == "mix" and self.mix is not None:
                 self.mix[better] = model.mix_weights().numpy()[better]
         # a group whose probes have all stopped is trained no further (nothing it does counts)
         return [g for g in live if bool((self.bad[g] < self.patience).any())]

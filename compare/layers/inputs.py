@@ -2,7 +2,7 @@
 
 Roles follow the honest protocol (tasks.split_roles): the probes train on train, choose their
 epoch on the *selection* split and are scored on the *report* split; where the task has no
-labelled test split, selection is a stratified slice carved from train (tasks.split_off) and
+labelled test split, selection is a stratified slice carved from train (tasks.selection_slice) and
 report is dev.
 
 Every split's feature set comes from one encoder pool (the same encoder identity and dtype),
@@ -18,14 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from snowfire.cache import FeatureSetInfo, FeatureSetNotFoundError, Reader
-from snowfire.tasks import (
-    SplitRoles,
-    available_splits,
-    gold_of,
-    read_split,
-    split_roles,
-    split_source,
-)
+from snowfire.tasks import SplitRoles, gold_of, need_splits, read_split, split_roles, split_source
 
 from .config import LayersConfig
 
@@ -96,10 +89,7 @@ def _labelled(cfg: LayersConfig) -> list[str]:
     """The task's splits with gold labels: train and dev (required; checked again when read)
     and a select or test split whose file holds them (GLUE's test files do not)."""
     spec = cfg.spec
-    present = available_splits(spec, cfg.data)
-    missing = [s for s in ("train", "dev") if s not in present]
-    if missing:
-        raise ValueError(f"{spec.name}: no {'/'.join(missing)} split in {cfg.data} ({present})")
+    present = need_splits(spec, cfg.data)  # train and dev, or a ValueError naming the files
     extra = [
         s
         for s in ("select", "test")

@@ -86,6 +86,8 @@ class _MLP(nn.Module):
 class _Mix(nn.Module):
     """A scalar mix of layers 0..c per probe (w (S, C, L), γ (S, C)), then a linear map."""
 
+    above: torch.Tensor  # (C, L) a registered buffer: layers above each mix's top
+
     def __init__(self, gens, tops: Sequence[int], num_layers: int, dim: int, k: int):
         super().__init__()
         s, c = len(gens), len(tops)
@@ -162,7 +164,11 @@ class LayerProbes(nn.Module):
         self, out: dict[str, torch.Tensor], y: torch.Tensor, yc: torch.Tensor | None
     ) -> dict[str, torch.Tensor]:
         """{group: (S, P)} each probe's mean loss on its batch; y, yc: (S, B) targets."""
-        return {g: self._loss(z, yc if g in CONTROL else y) for g, z in out.items()}
+        if yc is None and any(g in CONTROL for g in out):
+            raise ValueError(f"LayerProbes.losses: control groups {CONTROL} need control targets")
+        return {
+            g: self._loss(z, yc if g in CONTROL and yc is not None else y) for g, z in out.items()
+        }
 
     def _loss(self, z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         s, p, b, k = z.shape
@@ -174,8 +180,10 @@ class LayerProbes(nn.Module):
 
     def mix_weights(self) -> torch.Tensor:
         """(S, C, L) the cumulative mixes' layer weights, detached."""
+        mix = self.probes["mix"]
+        assert isinstance(mix, _Mix)  # built so in __init__
         with torch.no_grad():
-            return self.probes["mix"].weights().cpu()
+            return mix.weights().cpu()
 
     def per_probe(self) -> dict[str, list[tuple[str, nn.Parameter]]]:
         """{group: [(name, parameter (S, P, ...))]}: every parameter with a probe's axes."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from snowfire.cache import digest, open_reader
 from snowfire.rundir import LAYERS, LAYERS_PLOT, LAYERS_TABLE, atomic_write, hold_run, write_json
-from snowfire.tasks import read_split, split_off, train_subset
+from snowfire.tasks import read_training
 
 from .config import LayersConfig
 from .inputs import ROLES, Inputs, resolve_inputs
@@ -72,7 +72,7 @@ def run_layers(cfg: LayersConfig) -> dict[str, Any]:
 def _sweep(
     cfg: LayersConfig, inputs: Inputs, reader, record: dict[str, Any], key: str
 ) -> dict[str, Any]:
-    import torch
+    from snowfire.extractor import default_device
 
     from .fit import fit
     from .probes import GROUPS, LayerProbes
@@ -87,14 +87,14 @@ def _sweep(
     data = _data(cfg, inputs, reader, chosen, control)
     info = inputs.train
     layers = list(range(info.num_layers))
-    device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = default_device(cfg.device)
     model = LayerProbes(
         seeds=list(range(cfg.seeds)),
         layers=layers,
         tops=layers,
         num_layers=info.num_layers,
         dim=info.dim,
-        num_labels=1 if spec.kind == "regression" else len(spec.labels),
+        num_labels=1 if spec.kind == "regression" else len(spec.labels or ()),
         hidden=cfg.hidden,
         kind=spec.kind,
         groups=GROUPS if control else ("linear", "mlp", "mix"),
@@ -134,37 +134,34 @@ def _sweep(
 
 
 def _examples(cfg: LayersConfig, inputs: Inputs) -> dict[str, tuple[list, list[int]]]:
-    """Each role's examples and their indices in its feature set: train less the carved
-    selection slice (tasks.split_off) and capped (tasks.train_subset, seed 0); every split's
-    count checked against its set's."""
-    spec, roles = cfg.spec, inputs.roles
-    train_all = read_split(spec, cfg.data, "train")
-    chosen: dict[str, tuple[list, list[int]]] = {}
-    keep = list(range(len(train_all)))
-    taken: list[int] = []
-    if roles.carved:
-        _, held, taken = split_off(train_all, spec.kind)
-        chosen["selection"] = (held, taken)
-        keep = sorted(set(keep) - set(taken))
-    if roles.carved and not taken:
+    """Each role's examples and their indices in its feature set, as a training run reads them
+    (tasks.read_training: train less the carved selection slice, capped with seed 0); every
+    split's count checked against its set's."""
+    spec = cfg.spec
+    read = read_training(spec, cfg.data, cap=cfg.max_train_examples, selection=cfg.selection)
+    if read.roles != inputs.roles:  # the files changed between resolving and reading
+        raise ValueError(f"{spec.name}: its splits' roles changed while the sweep started")
+    train_all = read.examples["train"]
+    if read.carved is not None and not read.carved:
         raise ValueError(
             f"{spec.name}: {len(train_all)} training examples leave no selection slice to carve "
-            "(tasks.selection_size): give the task a labelled test split, or selection 'dev'"
+            "(tasks.selection_slice): give the task a labelled test split, or selection 'dev'"
         )
-    cap = train_subset(len(keep), cfg.max_train_examples, 0)
-    keep = keep if cap is None else [keep[i] for i in cap]
-    chosen["train"] = ([train_all[i] for i in keep], keep)
-    counts = {"train": len(train_all)}  # each split file's examples: its set's must match
+    every = list(range(len(train_all)))
+    keep = every if read.keep is None else read.keep
+    chosen = {"train": ([train_all[i] for i in keep], keep)}
     for role in ("selection", "report"):
-        if role not in chosen:
-            examples = read_split(spec, cfg.data, inputs.split_of(role))
-            chosen[role] = (examples, list(range(len(examples))))
-            counts[inputs.split_of(role)] = len(examples)
+        split = inputs.split_of(role)
+        if role == "selection" and read.carved is not None:
+            chosen[role] = ([train_all[i] for i in read.carved], read.carved)
+        else:
+            chosen[role] = (read.examples[split], list(range(len(read.examples[split]))))
     for split, info in inputs.sets.items():
-        if info.num_examples != counts[split]:
+        count = len(read.examples[split])  # each split file's examples: its set's must match
+        if info.num_examples != count:
             raise ValueError(
                 f"feature set {info.id} holds {info.num_examples} examples but {spec.name}/"
-                f"{split} has {counts[split]}: re-extract this split"
+                f"{split} has {count}: re-extract this split"
             )
     return chosen
 

@@ -23,10 +23,12 @@ def sentences(flat: Sequence, lengths: Sequence[int]) -> list[list]:
     return [list(flat[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
 
 
-def answers(spec, data: Probed, preds: Sequence) -> list:
+def answers(spec, data: Probed, preds: Sequence | np.ndarray | torch.Tensor) -> list:
     """Predictions (class or tag indices, or scores) in `tasks.evaluate`'s form."""
     values = np.asarray(preds).tolist()
     if spec.kind == "tagging":
+        if data.lengths is None:
+            raise ValueError(f"{spec.name}: tagging predictions need the sentences' lengths")
         return decode(spec, sentences(values, data.lengths))
     return decode(spec, values)
 
@@ -44,6 +46,8 @@ def scorer(spec, metric: str | None = None) -> Callable[[str, torch.Tensor, Prob
 
     def score(group: str, preds: torch.Tensor, data: Probed) -> float:
         if group in CONTROL:
+            if data.yc is None:
+                raise ValueError(f"{spec.name}: a {group} probe scored without control labels")
             return float((preds == data.yc).double().mean())
         if id(data) not in cache:
             cache[id(data)] = gold(spec, data)

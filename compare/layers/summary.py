@@ -68,6 +68,8 @@ def _task_bootstrap(spec, metric: str, fitted: Fitted, report: Probed, sides: di
 def _accuracy_bootstrap(fitted: Fitted, report: Probed, layers: list[int]) -> Bootstrap:
     """Task and control accuracy of every per-layer probe as right/wrong indicators against
     one gold ("1"), so both are scored on the same draws of report examples."""
+    if report.yc is None:
+        raise ValueError("layers: a control bootstrap without the report split's control labels")
     sides = {}
     for group in ("linear", "mlp"):
         for p, layer in enumerate(layers):
@@ -98,11 +100,13 @@ def summarise(spec, fitted: Fitted, report: Probed, layers: list[int], control: 
         for p, top in enumerate(layers)
     ]
     top = layers[-1]
-    total = boot.interval(f"mix{layers[0]}", f"mix{top}", LEVEL).to_json() if top else None
+    total = boot.interval(f"mix{layers[0]}", f"mix{top}", LEVEL) if top else None
+    if fitted.mix_weights is None:
+        raise ValueError("layers: a sweep summarised without its cumulative mixes")
     weights = fitted.mix_weights[:, -1, :]  # (S, L): the mix of all layers
     mean = weights.mean(axis=0)  # (L,)
     gravity = None
-    if total is not None and total["low"] > 0:
+    if total is not None and total.low > 0:
         gravity = center_of_gravity([c["gain"] for c in cumulative], layers)
     best_row = rows[layers.index(best)]
     if acc is not None:
@@ -124,7 +128,7 @@ def summarise(spec, fitted: Fitted, report: Probed, layers: list[int], control: 
         "mix_weights": mean.tolist(),
         "mix_weights_per_seed": weights.tolist(),
         "expected_layer": expected_layer(mean),
-        "total_gain": total,
+        "total_gain": None if total is None else total.to_json(),
         "center_of_gravity": gravity,
     }
 
