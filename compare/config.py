@@ -29,6 +29,21 @@ SMALLEST_HEAD = {"tagging": "crf", "classification": "linear", "regression": "li
 ALL_TASKS = ("conll2003", "sst2", "mnli", "sick-e", "sick-r", "mrpc", "stsb")
 
 
+def time_budget(text: str) -> float | None:
+    """Hours of a time budget ("2h", "1.5h", "90m"), None when `text` is not one."""
+    import re
+
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([hm])", text.strip())
+    if found is None or float(found[1]) <= 0:
+        return None
+    return float(found[1]) / (60 if found[2] == "m" else 1)
+
+
+def named_budget(budget: str) -> str:
+    """The named budget whose caps a `--budget` takes (a time budget: standard's)."""
+    return "standard" if time_budget(budget) else budget
+
+
 def paper_head(kind: str, pair: bool) -> str:
     """The paper's ❄️ model for a kind of task: the BiLSTM-CRF for tagging, ESIM for pairs,
     BCN for one text (what sec. 3 uses for NER, entailment/similarity and sentiment)."""
@@ -62,8 +77,9 @@ class CompareConfig(TaskListFields):
         "quick",
         "quick: a first look in minutes (rarely earns a verdict); "
         "standard: converges on a laptop; full: the commands' defaults and "
-        "🔥 tuned on the selection split (table.md prints the caps)",
-        choices=tuple(BUDGETS),
+        "🔥 tuned on the selection split (table.md prints the caps); or a time, e.g. 2h or "
+        "90m (CPU-hours, GPU-hours on a GPU): standard's caps, and as many trials per arm as "
+        "fit, planned from each arm's measured trial (compare/plan.py)",
     )
     trials: int | None = option(
         None,
@@ -124,12 +140,17 @@ class CompareConfig(TaskListFields):
                 "CompareConfig.pair_encoding: ELMo encodes each text alone; "
                 "expected separate (or none), got 'joint'"
             )
+        if self.budget not in BUDGETS and time_budget(self.budget) is None:
+            raise ValueError(
+                f"CompareConfig.budget: expected one of {', '.join(BUDGETS)} or a time such as "
+                f"2h or 90m, got {self.budget!r}"
+            )
         names = [t for item in self.tasks for t in item.split(",") if t]
         names = list(ALL_TASKS) if names == ["all"] else names
         object.__setattr__(self, "tasks", list(dict.fromkeys(names)))
         self.specs  # noqa: B018 (resolved and checked now: the errors name the field)
         if self.seeds is None:
-            object.__setattr__(self, "seeds", BUDGETS[self.budget].seeds)
+            object.__setattr__(self, "seeds", 1 if self.hours else BUDGETS[self.budget].seeds)
         if self.heads is not None:
             object.__setattr__(self, "heads", [h for item in self.heads for h in item.split(",")])
         from .arms import parse_arms
@@ -187,12 +208,22 @@ class CompareConfig(TaskListFields):
             raise ValueError(
                 f"CompareConfig.caps: expected a mode among {[m.value for m in Mode]}, got {mode!r}"
             ) from None
-        caps = BUDGETS[self.budget].caps(mode, task)
+        caps = BUDGETS[self.named_budget].caps(mode, task)
         from snowfire.extractor import encoder_family
 
         if encoder_family(self.encoder) != "hf":  # ELMo: scored at epoch ends only (its state)
             caps = replace(caps, curve_points=None)
         return caps
+
+    @property
+    def hours(self) -> float | None:
+        """A time budget in hours (CPU-hours, GPU-hours on a GPU), None for a named one."""
+        return time_budget(self.budget)
+
+    @property
+    def named_budget(self) -> str:
+        """The named budget whose caps the runs take: a time budget takes standard's."""
+        return named_budget(self.budget)
 
     @property
     def seeds_fire(self) -> int:
@@ -215,7 +246,7 @@ class CompareConfig(TaskListFields):
             return list(self.heads)
         spec = self.specs[task]
         paper = PAPER_HEAD[task] if spec.registered else paper_head(spec.kind, spec.pair)
-        if self.budget == "standard":
+        if self.named_budget == "standard":
             return [paper]
         return list(dict.fromkeys([paper, SMALLEST_HEAD[spec.kind]]))
 

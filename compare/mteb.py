@@ -102,6 +102,7 @@ def export_mteb(out: str | Path, directory: str | Path) -> list[Path]:
     from snowfire.rundir import RESULTS, write_json
 
     from .budget import BUDGETS
+    from .config import named_budget
     from .report import _cost
 
     out = Path(out)
@@ -157,7 +158,7 @@ def export_mteb(out: str | Path, directory: str | Path) -> list[Path]:
                 "arm": mode.value,
                 "head": mine[0].head,
                 "budget": cfg["budget"],
-                "caps": BUDGETS[cfg["budget"]].side(mode).to_json(),
+                "caps": BUDGETS[named_budget(cfg["budget"])].side(mode).to_json(),
                 "metric": summary["metric"],
                 "seeds": [c.seed for c in mine],
                 "runs": [c.run for c in mine],

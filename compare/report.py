@@ -181,6 +181,13 @@ def summarise(
     return out
 
 
+def _timing(timing, summary: dict[str, Any]) -> dict[str, Any]:
+    """A time budget's plan beside what the comparison then cost (CPU-h from the runs)."""
+    spent = [s["hours"]["cpu_hours"] for s in summary.values()]
+    measured = round(sum(spent), 4) if all(h is not None for h in spent) else None
+    return timing.to_json() | {"measured_hours": measured}
+
+
 def _optimism(scores: dict[str, tuple], protocol: dict[str, Any]) -> float | None:
     """A side's optimism gap: its mean on the selection split minus its mean on the report
     split (None where they are one split: the old protocol's number holds its optimism)."""
@@ -192,7 +199,9 @@ def _optimism(scores: dict[str, tuple], protocol: dict[str, Any]) -> float | Non
     return chosen[0] - reported[0]
 
 
-def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[str, Any]:
+def write_report(
+    cfg: CompareConfig, cells, extraction, baselines=None, timing=None
+) -> dict[str, Any]:
     from snowfire.cache import versions
     from snowfire.options import threads_record
     from snowfire.tasks import describe
@@ -206,7 +215,7 @@ def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[
         identity = json.loads(snow_config.read_text())["featureset"]["encoder"]
     results = {
         "config": cfg.to_json(),
-        "budget": BUDGETS[cfg.budget].to_json(),
+        "budget": BUDGETS[cfg.named_budget].to_json(),
         "encoder": identity,
         "versions": versions(),
         "threads": threads_record(),  # this process's; each cell's run records its own
@@ -216,6 +225,7 @@ def write_report(cfg: CompareConfig, cells, extraction, baselines=None) -> dict[
         "task_specs": {name: describe(spec, cfg.data) for name, spec in cfg.specs.items()},
         "tasks": summary,
         "cells": [c.to_json() for c in cells],
+        **({"time_budget": _timing(timing, summary)} if timing is not None else {}),
         "fire_example_config": str(fire_config),
     }
     write_json(out / RESULTS, results)

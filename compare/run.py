@@ -222,7 +222,7 @@ def run_cell(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> dict[str, An
     from snowfire.finetune import train as finetune
 
     # full: the rate and epochs tuned as the paper did, on the selection split (`--grid shared`)
-    grid = "shared" if cfg.budget == "full" else None
+    grid = "shared" if cfg.named_budget == "full" else None
     options = dict(ARM_OPTIONS.get(cell.mode.value, {}))
     encoder = cfg.encoder
     if cell.mode is Mode.LPFT:
@@ -252,26 +252,53 @@ def run_cell(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> dict[str, An
 
 
 def run_compare(cfg: CompareConfig) -> dict[str, Any]:
-    """Run every cell (finished ones are read back), write the report; its summary."""
-    from .baseline import run_baseline
+    """Run every cell (finished ones are read back), write the report; its summary. A time
+    budget (`--budget 2h`) plans the trials first (compare/timebudget.py)."""
     from .report import write_report
 
     check_tasks(cfg)  # every row of every task, before anything is written
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    extraction: dict[str, dict] = {}
+    baselines: dict[str, dict | None] = {}
+    finished: dict[Cell, Cell] = {}
+    timing = None
+    if cfg.hours:  # a time budget: one trial of every arm first, then as many as fit
+        from dataclasses import replace
+
+        from .timebudget import calibration_costs, plan_trials
+
+        first = replace(cfg, trials=1)
+        print(f"compare: budget {cfg.budget}: one trial of every arm first", flush=True)
+        _run_cells(first, plan(first), extraction, baselines, finished)
+        spent, per_trial, unit = calibration_costs(list(finished.values()), extraction)
+        timing = plan_trials(cfg.hours, spent, per_trial, unit)
+        print(f"compare: {timing.describe()}", flush=True)
+        cfg = replace(cfg, trials=timing.trials)
     cells = plan(cfg)
-    extraction, baselines, finished = {}, {}, {}
+    _run_cells(cfg, cells, extraction, baselines, finished)
+    return write_report(cfg, [finished[c] for c in cells], extraction, baselines, timing)
+
+
+def _run_cells(
+    cfg: CompareConfig, cells: list[Cell], extraction: dict, baselines: dict, finished: dict
+) -> None:
+    """Every cell of `cells` not yet in `finished`, task by task: each task's features first
+    (extracted where missing) and its zero-training baseline."""
+    from .baseline import run_baseline
+
+    cells = [c for c in cells if c not in finished]
     first = [c for c in cells if c.mode is Mode.INTERMEDIATE]  # arm seq's first stage
     _run_stage(cfg, first, {"pair_encoding": cfg.pair_encoding_used}, finished, len(cells))
     for task in cfg.names:
-        print(f"compare {task}: features of {cfg.encoder}", flush=True)
-        extraction[task] = extract_task(cfg, task)
-        baselines[task] = run_baseline(cfg, task, _store(cfg))
-        if baselines[task]:
-            shown = ", ".join(f"{k} {v:.4f}" for k, v in baselines[task].get("dev", {}).items())
-            print(
-                f"compare {task}: no training, {baselines[task]['method']}: dev {shown}", flush=True
-            )
+        if task not in extraction:
+            print(f"compare {task}: features of {cfg.encoder}", flush=True)
+            extraction[task] = extract_task(cfg, task)
+            baselines[task] = run_baseline(cfg, task, _store(cfg))
+            if baselines[task]:
+                base = baselines[task]
+                shown = ", ".join(f"{k} {v:.4f}" for k, v in base.get("dev", {}).items())
+                print(f"compare {task}: no training, {base['method']}: dev {shown}", flush=True)
         mine = [c for c in cells if c.task == task and c.mode is not Mode.INTERMEDIATE]
         # lpft's probes before the arms that start from them (Ray runs a stage's cells at once)
         for stage in (
@@ -279,7 +306,6 @@ def run_compare(cfg: CompareConfig) -> dict[str, Any]:
             [c for c in mine if c.mode is not Mode.PROBE],
         ):
             _run_stage(cfg, stage, extraction[task], finished, len(cells))
-    return write_report(cfg, [finished[c] for c in cells], extraction, baselines)
 
 
 def _run_stage(

@@ -197,7 +197,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         + " | ".join(v["verdict"] for v in judged)
         + " |"
     )
-    budget = BUDGETS[cfg.budget]
+    budget = BUDGETS[cfg.named_budget]
     lines = [
         f"# ❄️ or 🔥: {cfg.encoder}, {_seeds(cfg)}, budget {cfg.budget}",
         "",
@@ -220,7 +220,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         f"🔥 {budget.fire.to_json()}"
         + (
             " with rate and epochs tuned on the selection split (snowfire finetune --grid shared)"
-            if cfg.budget == "full"
+            if cfg.named_budget == "full"
             else ""
         )
         + "".join(
