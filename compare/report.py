@@ -30,6 +30,7 @@ from .cell import Cell, Mode
 from .config import CompareConfig
 from .judge import cell_roles, judge
 from .plots import plot_bars, plot_layers, plot_task_curves
+from .race_report import race_section
 from .search import draw
 from .table import curves_file, table
 from .trials import choose
@@ -109,7 +110,7 @@ def task_hours(cells: list[Cell], extraction: dict[str, Any]) -> dict[str, Any]:
 
 
 def summarise(
-    cfg: CompareConfig, cells: list[Cell], baselines=None, extraction=None
+    cfg: CompareConfig, cells: list[Cell], baselines=None, extraction=None, races=None
 ) -> dict[str, Any]:
     """Per task: the splits it selected and reported on (the honest protocol), each ❄️ head's
     mean and sd on both, the best head (chosen on the selection split), 🔥 and the arms, each
@@ -178,6 +179,8 @@ def summarise(
             if out[task]["budget_curves"]["poles"]:
                 out[task]["verdict"]["budget"] = out[task]["budget_curves"]["poles"]
         out[task]["hours"] = task_hours(mine, (extraction or {}).get(task, {}))
+        if (races or {}).get(task):  # who the race stopped, when, on what evidence
+            out[task]["race"] = race_section(races[task], snow, fire)
     return out
 
 
@@ -200,14 +203,14 @@ def _optimism(scores: dict[str, tuple], protocol: dict[str, Any]) -> float | Non
 
 
 def write_report(
-    cfg: CompareConfig, cells, extraction, baselines=None, timing=None
+    cfg: CompareConfig, cells, extraction, baselines=None, timing=None, races=None
 ) -> dict[str, Any]:
     from snowfire.cache import versions
     from snowfire.options import threads_record
     from snowfire.tasks import describe
 
     out = Path(cfg.out)
-    summary = summarise(cfg, cells, baselines, extraction)
+    summary = summarise(cfg, cells, baselines, extraction, races)
     identity = None
     fire_config = Path(next(c.run for c in cells if c.mode is Mode.FIRE)) / CONFIG
     snow_config = Path(next(c.run for c in cells if c.mode is Mode.SNOW)) / CONFIG
