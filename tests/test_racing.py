@@ -174,9 +174,9 @@ def test_a_killed_race_resumes_at_its_rung_with_the_same_decisions(tmp_path):
         calls.append(steps)
         trainer(steps)
         if len(calls) == 1:
-            raise Killed
+            raise Killed("killed after the first rung")
 
-    with pytest.raises(Killed):
+    with pytest.raises(Killed, match="killed after the first rung"):
         _race(cells, dies_after_the_first_rung)
     assert all((Path(c.run) / "paused.json").is_file() for c in cells)
     first = list(trainer.epochs)
