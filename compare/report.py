@@ -28,13 +28,14 @@ from .budget import BUDGETS
 from .budget_report import budget_file, budget_section, plot_budget
 from .cell import Cell, Mode
 from .config import CompareConfig
+from .forecast_report import budget_forecast
 from .judge import cell_roles, judge
 from .plots import plot_bars, plot_layers, plot_task_curves
 from .race_report import race_section
 from .search import draw
 from .table import curves_file, table
 from .trials import choose
-from .verdict import mean_sd
+from .verdict import BUDGET_LIMITED, mean_sd
 
 
 def _params_snow(run: Path) -> int:
@@ -167,6 +168,8 @@ def summarise(
                 s: base[s][metric] for s in ("dev", "test") if s in base
             }
         out[task]["verdict"] = judge(cfg.specs[task], snow, fire, base, arms=arms)
+        if out[task]["verdict"]["verdict"] == BUDGET_LIMITED:  # a stated forecast instead
+            out[task]["verdict"]["forecast"] = budget_forecast(out[task]["verdict"])
         if search:
             probes = [c for c in cells if c.task == task and c.mode is Mode.PROBE]
             out[task]["search"] = {
