@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .convergence import CONVERGED
+from .convergence import CONVERGED, RACED
 
 #: Line colour per ❄️ head (cycled) and for 🔥; plot fonts have no emoji, so labels are words.
 _SNOW_COLOURS = ("#4c8cbf", "#2a9d8f", "#6a4c93", "#8ab17d")
@@ -19,7 +19,7 @@ def plot_curves(task: str, metric: str, cells: Sequence[Mapping], path: str | Pa
     """Write the PNG at `path`; {"lines": how many, "marked": the labels of cells still improving}.
 
     cells: {"mode": "snow" | "fire", "head": name (❄️), "seed": k, "curve": [(epoch, score),
-    ...], "status": a `Convergence.status` (optional; anything but "converged" is marked),
+    ...], "status": a `Convergence.status` (optional; marked unless converged or raced),
     "stopped": True where the race ended it early (optional; marked with an X)}.
     """
     import matplotlib
@@ -57,7 +57,7 @@ def plot_curves(task: str, metric: str, cells: Sequence[Mapping], path: str | Pa
         )
         named.add(group)
         lines += 1
-        if cell.get("status", CONVERGED) != CONVERGED:
+        if cell.get("status", CONVERGED) not in (CONVERGED, RACED):
             marked.append(f"{group}, seed {cell.get('seed')}")
             ax.plot(
                 xs[-1],

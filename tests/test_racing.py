@@ -192,3 +192,21 @@ def test_contender_names():
     assert contender(Cell(Mode.SNOW, "t", "esim", 0, "r", trial=2)) == "snow#2"
     assert contender(Cell(Mode.LORA, "t", None, 1, "r", trial=0)) == "lora#0"
     assert contender(Cell(Mode.FIRE, "t", None, 0, "r")) == "fire"
+
+
+def test_a_run_the_race_stopped_earns_a_verdict_a_cut_short_one_does_not(tmp_path):
+    from snowfire.compare.convergence import RACED, STILL_IMPROVING
+    from snowfire.compare.judge import convergence
+
+    for name, stopped in (("raced", 2), ("cut", None)):
+        run = tmp_path / name
+        run.mkdir()
+        config = {"finetune": {"epochs": 6}, "stopped_at": stopped}
+        (run / "config.json").write_text(json.dumps(config))
+        rising = [{"epoch": e, "selection": {"accuracy": 0.5 + 0.1 * e}} for e in (1, 2)]
+        (run / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rising))
+    _, raced = convergence(Cell(Mode.BITFIT, "t", None, 0, str(tmp_path / "raced")), "accuracy")
+    assert raced.status == RACED and raced.converged
+    assert raced.reason == "ended at epoch 2 of 6: clearly behind (compare/racing.py)"
+    _, cut = convergence(Cell(Mode.BITFIT, "t", None, 0, str(tmp_path / "cut")), "accuracy")
+    assert cut.status == STILL_IMPROVING and not cut.converged
