@@ -43,7 +43,7 @@ def quick_setup(work: Path) -> tuple[str, Path]:
 
 def run(argv: list[str], out: Path) -> tuple[dict, float]:
     """One `snowfire compare` into `out`: its results.json and its wall seconds."""
-    from snowfire.cli.main import main as snowfire
+    from snowfire.cli import main as snowfire
 
     started = time.perf_counter()
     code = snowfire([*argv, "--out", str(out), "--quiet"])
@@ -64,8 +64,7 @@ def training_cpu_hours(results: dict) -> float:
 
 def replayed(results: dict) -> dict[str, dict]:
     """The race each task's exhaustive runs would have run (compare/racing.py `replay`)."""
-    from snowfire.compare import Cell
-    from snowfire.compare.racing import replay
+    from snowfire.compare import Cell, replay
 
     out = {}
     for task, s in results["tasks"].items():

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from snowfire.cli.main import main as run_cli
-from snowfire.compare.cell import Cell
-from snowfire.compare.racing import replay
+from snowfire.compare import Cell, replay
 from tests.helpers.tasks import write_sst2
 
 pytestmark = pytest.mark.slow  # six tiny runs
