@@ -42,12 +42,14 @@ def test_a_raced_compare_records_its_race_and_replays_to_it(tiny_bert_dir, tmp_p
     assert sorted(race["finished"] + list(race["stopped"])) == ["bitfit", "fire", "snow:linear"]
     mine = {k: v for k, v in race.items() if k != "sides"}
     assert _replay(raced) == mine  # the recorded files alone give the live decisions
+    assert race["stopped"], "the tiny SST-2's ❄️ head leads the 🔥 side clearly (fixed seeds)"
     for name, stop in race["stopped"].items():  # a stopped run ended at its rung, and says so
         run = next(c["run"] for c in raced["cells"] if c["mode"] == name.split(":")[0])
         config = json.loads((Path(run) / "config.json").read_text())
         assert config["epochs_run"] == 1 and stop["text"].startswith("stopped at rung 1")
     table = (tmp_path / "raced" / "table.md").read_text()
     assert "Raced (compare/racing.py" in table and "ran to the end:" in table
+    assert "stopped at rung 1 (behind " in table
 
     exhaustive = _compare(tiny_bert_dir, data, tmp_path / "all", "--no-race")
     assert "race" not in exhaustive["tasks"]["sst2"]
