@@ -10,7 +10,7 @@ from typing import Any
 from snowfire.rundir import atomic_write
 
 from .arms import ARM_NAMES, plain
-from .convergence import CONVERGED
+from .convergence import CONVERGED, RACED
 
 
 def cost_file(task: str) -> str:
@@ -71,7 +71,7 @@ def arm_lines(cfg, summary: dict[str, Any]) -> list[str]:
         v = s["verdict"]
         fire_params = s["cost"]["fire"]["params"]
         marks = {
-            side: all(c["status"] == CONVERGED for c in v["curves"][side])
+            side: all(c["status"] in (CONVERGED, RACED) for c in v["curves"][side])
             for side in ("snow", "fire")
         }
         for arm, p in points(s).items():

@@ -88,6 +88,12 @@ class CompareConfig(TaskListFields):
         "split, and every trial draws its budget curve; default: each arm's one recipe",
         ge=1,
     )
+    race: bool = option(
+        True,
+        "race the arms and trials: train in rungs, and after each stop what is clearly behind "
+        "the leader on the selection split (paired per example; compare/racing.py); "
+        "--no-race trains every cell to its cap",
+    )
     selection: str = option(
         "auto",
         "the split every choice is made on, for every arm: auto: dev where a labelled test "

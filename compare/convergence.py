@@ -47,6 +47,9 @@ from snowfire.rundir import selection_scores
 CONVERGED = "converged"
 STILL_IMPROVING = "still improving at the cap"
 TOO_SHORT = "too short to tell"
+#: A cell the race ended early (compare/racing.py): its curve stops where the race found it
+#: clearly behind, which is the evidence a verdict needs from it; it earns a verdict.
+RACED = "stopped by the race"
 MIN_RISE = 0.001
 
 
@@ -54,7 +57,7 @@ MIN_RISE = 0.001
 class Convergence:
     """What a cell's learning curve says (see the module docstring)."""
 
-    status: str  # CONVERGED, STILL_IMPROVING or TOO_SHORT
+    status: str  # CONVERGED, STILL_IMPROVING, TOO_SHORT or RACED
     reason: str  # in words, with the numbers
     best: float  # best dev score
     best_at: float  # where (epochs)
@@ -64,7 +67,8 @@ class Convergence:
 
     @property
     def converged(self) -> bool:
-        return self.status == CONVERGED
+        """Whether the curve lets a verdict be called: it converged, or the race stopped it."""
+        return self.status in (CONVERGED, RACED)
 
     def to_json(self) -> dict[str, object]:
         return {

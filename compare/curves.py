@@ -1,13 +1,14 @@
 """A task's learning curves in one picture: dev score per epoch of every cell, one line per
 seed, ❄️ heads solid and 🔥 dashed, and a cell that was still improving when its epochs ran out
-marked at its last point (compare/convergence.py decides which)."""
+marked at its last point (compare/convergence.py decides which), and a cell the race stopped
+marked with an X where it ended (compare/racing.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .convergence import CONVERGED
+from .convergence import CONVERGED, RACED
 
 #: Line colour per ❄️ head (cycled) and for 🔥; plot fonts have no emoji, so labels are words.
 _SNOW_COLOURS = ("#4c8cbf", "#2a9d8f", "#6a4c93", "#8ab17d")
@@ -18,7 +19,8 @@ def plot_curves(task: str, metric: str, cells: Sequence[Mapping], path: str | Pa
     """Write the PNG at `path`; {"lines": how many, "marked": the labels of cells still improving}.
 
     cells: {"mode": "snow" | "fire", "head": name (❄️), "seed": k, "curve": [(epoch, score),
-    ...], "status": a `Convergence.status` (optional; anything but "converged" is marked)}.
+    ...], "status": a `Convergence.status` (optional; marked unless converged or raced),
+    "stopped": True where the race ended it early (optional; marked with an X)}.
     """
     import matplotlib
 
@@ -55,7 +57,7 @@ def plot_curves(task: str, metric: str, cells: Sequence[Mapping], path: str | Pa
         )
         named.add(group)
         lines += 1
-        if cell.get("status", CONVERGED) != CONVERGED:
+        if cell.get("status", CONVERGED) not in (CONVERGED, RACED):
             marked.append(f"{group}, seed {cell.get('seed')}")
             ax.plot(
                 xs[-1],
@@ -67,6 +69,17 @@ def plot_curves(task: str, metric: str, cells: Sequence[Mapping], path: str | Pa
                 label=None if "still" in named else "still improving at the cap",
             )
             named.add("still")
+        if cell.get("stopped"):  # the race ended it here (compare/racing.py)
+            ax.plot(
+                xs[-1],
+                ys[-1],
+                "X",
+                color=colour,
+                markersize=10,
+                markeredgecolor="black",
+                label=None if "raced" in named else "stopped by the race",
+            )
+            named.add("raced")
     ax.set_xlabel("epoch")
     ax.set_ylabel(f"dev {metric} (x100)")
     ax.set_title(f"{task}: learning curves, one line per seed")

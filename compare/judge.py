@@ -16,13 +16,14 @@ arms       each other arm (--arms) in the same bootstrap: its score, its Δ agai
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from snowfire.rundir import CONFIG, prediction_file
 
 from .cell import Cell
-from .convergence import mark_curve, read_curve
+from .convergence import RACED, mark_curve, read_curve
 from .restarts import restart_spread
 from .verdict import BASELINE_WORDS, task_verdict, weigh
 
@@ -61,21 +62,34 @@ def eval_split(cells: list[Cell]) -> str:
 
 def _run_of(cell: Cell) -> tuple[Path, float | None]:
     """The run whose log is the cell's curve (a 🔥 grid: its chosen run) and its epoch cap."""
-    run = Path(cell.run)
+    run, _ = _config_of(cell)
     config = json.loads((run / CONFIG).read_text())
-    if "grid" in config:
-        run = Path(config["grid"]["chosen"]["run"])
-        config = json.loads((run / CONFIG).read_text())
     made = config.get("train") or config.get("finetune") or {}  # ❄️'s or 🔥's config
     cap = made.get("epochs")
     return run, float(cap) if cap is not None else None
 
 
+def _config_of(cell: Cell) -> tuple[Path, dict]:
+    """The run whose log is the cell's curve (a 🔥 grid: its chosen run) and its config."""
+    run = Path(cell.run)
+    config = json.loads((run / CONFIG).read_text())
+    if "grid" in config:
+        run = Path(config["grid"]["chosen"]["run"])
+        config = json.loads((run / CONFIG).read_text())
+    return run, config
+
+
 def convergence(cell: Cell, metric: str):
-    """The cell's learning curve and its `Convergence`."""
+    """The cell's learning curve and its `Convergence`; a run the race ended early
+    (RUN/config.json "stopped_at") is marked RACED whatever its curve did."""
     run, cap = _run_of(cell)
     curve = read_curve(run, metric)
-    return curve, mark_curve(curve, cap=cap)
+    mark = mark_curve(curve, cap=cap)
+    stopped = json.loads((run / CONFIG).read_text()).get("stopped_at")
+    if stopped is not None:
+        why = f"ended at epoch {stopped} of {cap:g}: clearly behind (compare/racing.py)"
+        mark = replace(mark, status=RACED, reason=why)
+    return curve, mark
 
 
 def _predictions(cells: list[Cell], split: str, kind: str) -> tuple[list, list[list]]:

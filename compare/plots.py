@@ -10,6 +10,7 @@ from typing import Any
 from snowfire.rundir import SCALAR_MIX, atomic_write
 
 from .cell import Mode
+from .race_report import stopped_side
 from .table import _seeds
 
 
@@ -27,6 +28,7 @@ def plot_task_curves(cfg, task: str, s: dict[str, Any], path: Path) -> None:
             "seed": c["seed"],
             "curve": c["curve"],
             "status": c["status"],
+            "stopped": stopped_side(s, side),  # ended early by the race
         }
         for side in ("snow", "fire")
         for c in v["curves"][side]

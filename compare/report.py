@@ -28,12 +28,14 @@ from .budget import BUDGETS
 from .budget_report import budget_file, budget_section, plot_budget
 from .cell import Cell, Mode
 from .config import CompareConfig
+from .forecast_report import budget_forecast
 from .judge import cell_roles, judge
 from .plots import plot_bars, plot_layers, plot_task_curves
+from .race_report import race_section
 from .search import draw
 from .table import curves_file, table
 from .trials import choose
-from .verdict import mean_sd
+from .verdict import BUDGET_LIMITED, mean_sd
 
 
 def _params_snow(run: Path) -> int:
@@ -109,7 +111,7 @@ def task_hours(cells: list[Cell], extraction: dict[str, Any]) -> dict[str, Any]:
 
 
 def summarise(
-    cfg: CompareConfig, cells: list[Cell], baselines=None, extraction=None
+    cfg: CompareConfig, cells: list[Cell], baselines=None, extraction=None, races=None
 ) -> dict[str, Any]:
     """Per task: the splits it selected and reported on (the honest protocol), each ❄️ head's
     mean and sd on both, the best head (chosen on the selection split), 🔥 and the arms, each
@@ -166,6 +168,8 @@ def summarise(
                 s: base[s][metric] for s in ("dev", "test") if s in base
             }
         out[task]["verdict"] = judge(cfg.specs[task], snow, fire, base, arms=arms)
+        if out[task]["verdict"]["verdict"] == BUDGET_LIMITED:  # a stated forecast instead
+            out[task]["verdict"]["forecast"] = budget_forecast(out[task]["verdict"])
         if search:
             probes = [c for c in cells if c.task == task and c.mode is Mode.PROBE]
             out[task]["search"] = {
@@ -178,6 +182,8 @@ def summarise(
             if out[task]["budget_curves"]["poles"]:
                 out[task]["verdict"]["budget"] = out[task]["budget_curves"]["poles"]
         out[task]["hours"] = task_hours(mine, (extraction or {}).get(task, {}))
+        if (races or {}).get(task):  # who the race stopped, when, on what evidence
+            out[task]["race"] = race_section(races[task], snow, fire)
     return out
 
 
@@ -200,14 +206,14 @@ def _optimism(scores: dict[str, tuple], protocol: dict[str, Any]) -> float | Non
 
 
 def write_report(
-    cfg: CompareConfig, cells, extraction, baselines=None, timing=None
+    cfg: CompareConfig, cells, extraction, baselines=None, timing=None, races=None
 ) -> dict[str, Any]:
     from snowfire.cache import versions
     from snowfire.options import threads_record
     from snowfire.tasks import describe
 
     out = Path(cfg.out)
-    summary = summarise(cfg, cells, baselines, extraction)
+    summary = summarise(cfg, cells, baselines, extraction, races)
     identity = None
     fire_config = Path(next(c.run for c in cells if c.mode is Mode.FIRE)) / CONFIG
     snow_config = Path(next(c.run for c in cells if c.mode is Mode.SNOW)) / CONFIG

@@ -186,8 +186,9 @@ def plan(cfg: CompareConfig) -> list[Cell]:
     return cells
 
 
-def run_cell(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> dict[str, Any]:
-    """Train one cell (or return its finished run): {split: {metric: value}}."""
+def cell_config(cfg: CompareConfig, cell: Cell, pair_encoding: str):
+    """The run config of one cell: a `heads.TrainConfig` (❄️ side) or a
+    `finetune.FinetuneConfig` (🔥 side), its budget's caps and its trial's draw applied."""
     from .arms import ARM_OPTIONS, PROBE
     from .trials import fire_options, probe_run, snow_options
 
@@ -195,31 +196,28 @@ def run_cell(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> dict[str, An
     spec = cfg.specs.get(cell.task)
     task = task_fields(spec) if spec is not None else {"task": cell.task}
     if cell.mode.side is Mode.SNOW:
-        from snowfire.heads import TrainConfig, train
+        from snowfire.heads import TrainConfig
 
         hparams = PROBE["hparams"] if cell.mode is Mode.PROBE else cfg.hparams
         if cell.trial is not None:  # the trial's draw (compare/search.py)
             caps = snow_options(cell, caps)
             hparams = {**hparams, **caps.pop("hparams", {})}
-        return train(
-            TrainConfig(
-                store=_store(cfg),
-                encoder=cfg.encoder,
-                head=cell.head,
-                data=cfg.data,
-                out=cell.run,
-                seed=cell.seed,
-                selection=cfg.selection,
-                pair_encoding=pair_encoding,
-                progress=cfg.progress,
-                device=cfg.device,
-                hparams=dict(hparams),
-                **task,
-                **caps,
-            )
+        return TrainConfig(
+            store=_store(cfg),
+            encoder=cfg.encoder,
+            head=cell.head,
+            data=cfg.data,
+            out=cell.run,
+            seed=cell.seed,
+            selection=cfg.selection,
+            pair_encoding=pair_encoding,
+            progress=cfg.progress,
+            device=cfg.device,
+            hparams=dict(hparams),
+            **task,
+            **caps,
         )
     from snowfire.finetune import FinetuneConfig
-    from snowfire.finetune import train as finetune
 
     # full: the rate and epochs tuned as the paper did, on the selection split (`--grid shared`)
     grid = "shared" if cfg.named_budget == "full" else None
@@ -234,21 +232,40 @@ def run_cell(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> dict[str, An
     if cell.trial is not None:  # the trial's draw, not a grid: every arm tuned alike
         grid, caps = None, fire_options(cell, caps)
         options = {k: v for k, v in options.items() if k not in caps}
-    return finetune(
-        FinetuneConfig(
-            encoder=encoder,
-            data=cfg.data,
-            out=cell.run,
-            seed=cell.seed,
-            selection=cfg.selection,
-            progress=cfg.progress,
-            device=cfg.device,
-            grid=grid,
-            **task,
-            **caps,
-            **options,
-        )
+    return FinetuneConfig(
+        encoder=encoder,
+        data=cfg.data,
+        out=cell.run,
+        seed=cell.seed,
+        selection=cfg.selection,
+        progress=cfg.progress,
+        device=cfg.device,
+        grid=grid,
+        **task,
+        **caps,
+        **options,
     )
+
+
+def run_cell(
+    cfg: CompareConfig,
+    cell: Cell,
+    pair_encoding: str,
+    pause_at: int | None = None,
+    stop_at: int | None = None,
+) -> dict[str, Any]:
+    """Train one cell (or return its finished run): {split: {metric: value}}; {} when it
+    paused at a race's rung (`pause_at`); `stop_at`: the race ends it at that epoch."""
+    from dataclasses import replace
+
+    config = replace(cell_config(cfg, cell, pair_encoding), pause_at=pause_at, stop_at=stop_at)
+    if cell.mode.side is Mode.SNOW:
+        from snowfire.heads import train
+
+        return train(config)
+    from snowfire.finetune import train as finetune
+
+    return finetune(config)
 
 
 def run_compare(cfg: CompareConfig) -> dict[str, Any]:
@@ -268,26 +285,34 @@ def run_compare(cfg: CompareConfig) -> dict[str, Any]:
 
         from .timebudget import calibration_costs, plan_trials
 
-        first = replace(cfg, trials=1)
+        first = replace(cfg, trials=1, race=False)  # its cost measured over whole trials
         print(f"compare: budget {cfg.budget}: one trial of every arm first", flush=True)
-        _run_cells(first, plan(first), extraction, baselines, finished)
+        _run_cells(first, plan(first), extraction, baselines, finished, {})
         spent, per_trial, unit = calibration_costs(list(finished.values()), extraction)
         timing = plan_trials(cfg.hours, spent, per_trial, unit)
         print(f"compare: {timing.describe()}", flush=True)
         cfg = replace(cfg, trials=timing.trials)
     cells = plan(cfg)
-    _run_cells(cfg, cells, extraction, baselines, finished)
-    return write_report(cfg, [finished[c] for c in cells], extraction, baselines, timing)
+    races: dict[str, dict] = {}
+    _run_cells(cfg, cells, extraction, baselines, finished, races)
+    cells = [finished[c] for c in cells]
+    return write_report(cfg, cells, extraction, baselines, timing, races)
 
 
 def _run_cells(
-    cfg: CompareConfig, cells: list[Cell], extraction: dict, baselines: dict, finished: dict
+    cfg: CompareConfig,
+    cells: list[Cell],
+    extraction: dict,
+    baselines: dict,
+    finished: dict,
+    races: dict,
 ) -> None:
     """Every cell of `cells` not yet in `finished`, task by task: each task's features first
-    (extracted where missing) and its zero-training baseline."""
+    (extracted where missing) and its zero-training baseline; its arms raced (`cfg.race`,
+    compare/racing.py: each task's record into `races`) or trained to their caps."""
     from .baseline import run_baseline
 
-    cells = [c for c in cells if c not in finished]
+    every, cells = cells, [c for c in cells if c not in finished]
     first = [c for c in cells if c.mode is Mode.INTERMEDIATE]  # arm seq's first stage
     _run_stage(cfg, first, {"pair_encoding": cfg.pair_encoding_used}, finished, len(cells))
     for task in cfg.names:
@@ -305,20 +330,58 @@ def _run_cells(
             [c for c in mine if c.mode is Mode.PROBE],
             [c for c in mine if c.mode is not Mode.PROBE],
         ):
-            _run_stage(cfg, stage, extraction[task], finished, len(cells))
+            if cfg.race and stage and stage[0].mode is not Mode.PROBE:
+                # every arm's cell of the task races, the ones finished before too (their
+                # recorded predictions weigh; a time budget's first trials)
+                arms = [c for c in every if c.task == task and c.mode.is_arm]
+                races[task] = _race_task(cfg, task, arms, extraction[task], finished, len(cells))
+            else:
+                _run_stage(cfg, stage, extraction[task], finished, len(cells))
+
+
+def _race_task(
+    cfg: CompareConfig, task: str, cells: list[Cell], extraction: dict, finished: dict, total: int
+) -> dict:
+    """One task's arms raced rung by rung (compare/racing.py); the cells that cannot pause
+    first, whole; a cell finished already is not run again. The race's record for
+    results.json."""
+    from .racing import race_task, raced
+
+    configs = {c.run: cell_config(cfg, c, extraction["pair_encoding"]) for c in cells}
+    racing = raced(cells, configs)
+    whole = [c for c in cells if c not in racing and c not in finished]
+    _run_stage(cfg, whole, extraction, finished, total)
+
+    def run_rung(steps):
+        steps = [s for s in steps if s[0] not in finished]
+        _run_stage(cfg, [c for c, _, _ in steps], extraction, finished, total, steps)
+
+    spec = cfg.specs[task]
+    caps = {c.run: configs[c.run].epochs for c in racing}
+    return race_task(racing, caps, spec.metric, spec.kind, run_rung)
 
 
 def _run_stage(
-    cfg: CompareConfig, cells: list[Cell], extraction: dict, finished: dict, total: int
+    cfg: CompareConfig,
+    cells: list[Cell],
+    extraction: dict,
+    finished: dict,
+    total: int,
+    steps: list[tuple[Cell, int | None, int | None]] | None = None,
 ) -> None:
     """Run `cells` (at once on Ray, else in turn), each into `finished` (cell -> the cell with
-    its metrics) and printed as it finishes."""
+    its metrics) and printed as it finishes; steps: a race's rung, (cell, pause_at, stop_at)
+    of each (a paused cell is not finished yet)."""
     from .arms import ARM_NAMES
 
     if not cells:
         return
-    runs = _on_ray(cfg, cells, extraction) if cfg.ray else _here(cfg, cells, extraction)
+    race = {c: (pause, stop) for c, pause, stop in steps or []}
+    runs = _on_ray(cfg, cells, extraction, race) if cfg.ray else _here(cfg, cells, extraction, race)
     for cell, (metrics, seconds) in runs:
+        if not metrics:  # paused at the rung
+            print(f"{cell.task} {cell.run}: paused at epoch {race[cell][0]}", flush=True)
+            continue
         finished[cell] = cell.finished(metrics)
         what = {
             Mode.SNOW: f"❄️ {cell.head}",
@@ -333,31 +396,33 @@ def _run_stage(
         )
 
 
-def _timed(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> tuple[dict, float]:
+def _timed(
+    cfg: CompareConfig, cell: Cell, pair_encoding: str, race: tuple = (None, None)
+) -> tuple[dict, float]:
     started = time.perf_counter()
-    return run_cell(cfg, cell, pair_encoding), time.perf_counter() - started
+    return run_cell(cfg, cell, pair_encoding, *race), time.perf_counter() - started
 
 
-def _here(cfg: CompareConfig, cells: list[Cell], extraction: dict):
+def _here(cfg: CompareConfig, cells: list[Cell], extraction: dict, race: dict):
     """The cells one after another, each as it finishes."""
     for cell in cells:
-        yield cell, _timed(cfg, cell, extraction["pair_encoding"])
+        yield cell, _timed(cfg, cell, extraction["pair_encoding"], race.get(cell, (None, None)))
 
 
 #: CPUs a cell's Ray task asks for; its torch threads are as many (options/threads.py).
 CELL_CPUS = 1
 
 
-def _cell_on_ray(cfg: CompareConfig, cell: Cell, pair_encoding: str, cpus: int):
+def _cell_on_ray(cfg: CompareConfig, cell: Cell, pair_encoding: str, cpus: int, race: tuple):
     """A cell's Ray task: its torch threads from its num_cpus, then the cell (Ray runs many
     cells at once on one node: each with its default threads would oversubscribe the cores)."""
     from snowfire.options import use_threads
 
     use_threads(cpus, source="ray num_cpus")
-    return _timed(cfg, cell, pair_encoding)
+    return _timed(cfg, cell, pair_encoding, race)
 
 
-def _on_ray(cfg: CompareConfig, cells: list[Cell], extraction: dict):
+def _on_ray(cfg: CompareConfig, cells: list[Cell], extraction: dict, race: dict):
     """The cells at once as Ray tasks (a GPU each for 🔥 when the cluster has GPUs), each as
     it finishes. A cell's seed is in its config, so its result is the sequential one."""
     import ray
@@ -369,7 +434,7 @@ def _on_ray(cfg: CompareConfig, cells: list[Cell], extraction: dict):
     task = ray.remote(_cell_on_ray)
     refs = {
         task.options(num_cpus=CELL_CPUS, num_gpus=1 if gpu and c.mode is Mode.FIRE else 0).remote(
-            cfg, c, extraction["pair_encoding"], CELL_CPUS
+            cfg, c, extraction["pair_encoding"], CELL_CPUS, race.get(c, (None, None))
         ): c
         for c in cells
     }

@@ -14,6 +14,8 @@ from .arms_report import arm_lines
 from .baseline import why_none
 from .budget import BUDGETS
 from .config import CompareConfig
+from .forecast_report import forecast_lines
+from .race_report import race_lines
 from .verdict import PAPER_TABLE2
 
 #: The order splits are shown in.
@@ -295,6 +297,8 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
             f"![{t} learning curves]({curves_file(t)})"
         ]
     lines += search_lines(cfg, summary)
+    lines += race_lines(summary)
+    lines += forecast_lines(summary)
     lines += arm_lines(cfg, summary)
     lines += ["", f"![❄️ vs 🔥]({TABLE_PLOT})", "", f"![layer weights]({LAYER_PLOT})", ""]
     return "\n".join(lines)

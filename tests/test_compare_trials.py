@@ -7,6 +7,7 @@ differ."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -75,6 +76,7 @@ def test_a_rerun_trains_nothing_and_more_trials_train_only_the_new(
     out = tmp_path / "out"
     first = _compare(tiny_bert_dir, data, out, trials=1)
     mtimes = {p: p.stat().st_mtime_ns for p in out.rglob("metrics.json")}
+    kept = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in _trial0_files(out)}
     trained = []
     real_fit, real_build = snowfire.heads.trainer._fit, snowfire.finetune.trainer.build_model
     monkeypatch.setattr(
@@ -91,6 +93,14 @@ def test_a_rerun_trains_nothing_and_more_trials_train_only_the_new(
     new = {str(out / arm / "sst2" / "trial1" / "seed0") for arm in ("snow", "fire")}
     assert set(trained) == new  # only trial 1 of each arm: trial 0 is read back
     assert all(p.stat().st_mtime_ns == t for p, t in mtimes.items())  # untouched
+    # raced (the default): trial 0's runs weigh with their recorded predictions, byte for byte
+    assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in _trial0_files(out)} == kept
+    assert len(kept) > 10
+
+
+def _trial0_files(out: Path) -> list[Path]:
+    """Every file of every trial-0 run (lock files aside: held while a process looks)."""
+    return sorted(p for p in out.glob("*/sst2/trial0/**/*") if p.is_file() and p.name != ".lock")
 
 
 def _report_column(results, mode, column):

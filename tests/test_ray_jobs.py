@@ -147,3 +147,5 @@ def test_compare_runs_its_cells_on_ray_with_the_sequential_results(
     for a, b in zip(seq["cells"], par["cells"], strict=True):
         assert (a["mode"], a["head"], a["seed"]) == (b["mode"], b["head"], b["seed"])
         assert a["metrics"] == b["metrics"], (a["mode"], a["head"])
+    race = seq["tasks"]["sst2"]["race"]  # raced by default: the same decisions on Ray
+    assert race["decisions"] and par["tasks"]["sst2"]["race"] == race

@@ -1,0 +1,138 @@
+"""Paired racing (compare/racing.py) against the exhaustive comparison: the same `snowfire
+compare` run twice on the same features, once with --no-race (every cell to its cap) and once
+raced (the default), then the exhaustive runs replayed under the race (compare/racing.py's
+`replay`: the decisions the race would take, from the recorded selection predictions alone).
+
+Reported per comparison: wall seconds of the whole command, training CPU-hours (every cell's
+recorded CPU time, the shared extraction left out: both runs read the same store), each task's
+verdict words, the race's stops, whether the replay of the exhaustive runs made the live race's
+decisions, and the ratios raced / exhaustive (the issue's goal: at most 0.5 of the CPU-hours
+at --trials 4, 0.6 with one configuration per arm, the same verdict on every task).
+
+    python benchmarks/race.py --quick                 # the tests' tiny random BERT, tiny SST-2
+    python benchmarks/race.py --encoder minilm --data DIR --tasks stsb,mrpc \
+        --budget standard --trials 4 --arms snow,fire,lora,bitfit [--json]
+
+One run of each: a shared machine moves absolute times a lot, so read the ratios, and repeat
+on a quiet machine before quoting them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import report
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def quick_setup(work: Path) -> tuple[str, Path]:
+    """The tests' tiny random BERT and a tiny SST-2 (48 train, 16 dev: a slice of train
+    selects, dev reports)."""
+    sys.path.insert(0, str(REPO))  # tests.helpers: the fixtures' builders
+    from tests.helpers.tasks import write_sst2
+    from tests.helpers.tiny_bert import build_tiny_bert
+
+    bert = build_tiny_bert(work / "tiny_bert")
+    return f"hf:{bert}", write_sst2(work / "data", sizes=(("train", 48), ("dev", 16)))
+
+
+def run(argv: list[str], out: Path) -> tuple[dict, float]:
+    """One `snowfire compare` into `out`: its results.json and its wall seconds."""
+    from snowfire.cli import main as snowfire
+
+    started = time.perf_counter()
+    code = snowfire([*argv, "--out", str(out), "--quiet"])
+    if code != 0:
+        raise SystemExit(f"race benchmark: compare into {out} exited with {code}")
+    return json.loads((out / "results.json").read_text()), time.perf_counter() - started
+
+
+def training_cpu_hours(results: dict) -> float:
+    """Every cell's recorded CPU seconds (RUN/config.json cost; a grid: its runs), in hours."""
+    total = 0.0
+    for cell in results["cells"]:
+        run = Path(cell["run"])
+        for path in list(run.glob("grid/*/config.json")) or [run / "config.json"]:
+            total += float(json.loads(path.read_text()).get("cost", {}).get("cpu_seconds", 0.0))
+    return total / 3600
+
+
+def replayed(results: dict) -> dict[str, dict]:
+    """The race each task's exhaustive runs would have run (compare/racing.py `replay`)."""
+    from snowfire.compare import Cell, replay
+
+    out = {}
+    for task, s in results["tasks"].items():
+        spec = results["task_specs"][task]
+        cells = [
+            Cell.from_json(c)
+            for c in results["cells"]
+            if c["task"] == task and c["mode"] not in ("probe", "intermediate")
+        ]
+        out[task] = replay(cells, s["metric"], spec["kind"])
+    return out
+
+
+def main() -> None:
+    p = report.parser(__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="the tiny BERT and SST-2, once")
+    p.add_argument("--encoder", default="minilm")
+    p.add_argument("--data", default=None)
+    p.add_argument("--tasks", default="sst2")
+    p.add_argument("--budget", default="quick")
+    p.add_argument("--trials", type=int, default=None)
+    p.add_argument("--arms", default="snow,fire,bitfit")
+    p.add_argument("--work", default=None, help="keep the runs here (default: a temp dir)")
+    args = p.parse_args()
+    work = Path(args.work or tempfile.mkdtemp(prefix="snowfire-race-"))
+    encoder, data = args.encoder, args.data
+    if args.quick:
+        encoder, data = quick_setup(work)
+    argv = ["compare", "--encoder", encoder, "--tasks", args.tasks, "--data", str(data)]
+    argv += ["--budget", args.budget, "--arms", args.arms, "--store", str(work / "store")]
+    argv += ["--trials", str(args.trials)] if args.trials else []
+    results, rows, record = {}, [], {}
+    for name, more in (("exhaustive", ["--no-race"]), ("raced", [])):
+        results[name], wall = run([*argv, *more], work / name)
+        cpu = training_cpu_hours(results[name])
+        record[name] = {
+            "wall_s": round(wall, 1),
+            "training_cpu_h": round(cpu, 5),
+            "verdicts": {t: s["verdict"]["verdict"] for t, s in results[name]["tasks"].items()},
+            "stopped": {
+                t: list(s.get("race", {}).get("stopped", {}))
+                for t, s in results[name]["tasks"].items()
+            },
+        }
+        rows.append({"run": name, "wall s": f"{wall:.1f}", "training CPU-h": f"{cpu:.4f}"})
+    replay = replayed(results["exhaustive"])
+    live = {t: s.get("race", {}) for t, s in results["raced"]["tasks"].items()}
+    record["replay_matches_live"] = {
+        t: replay[t]["decisions"] == live[t].get("decisions") for t in replay
+    }
+    ex, ra = record["exhaustive"], record["raced"]
+    record["ratios"] = {
+        "cpu_h": ra["training_cpu_h"] / ex["training_cpu_h"] if ex["training_cpu_h"] else None,
+        "wall": ra["wall_s"] / ex["wall_s"] if ex["wall_s"] else None,
+    }
+    record["same_verdicts"] = ex["verdicts"] == ra["verdicts"]
+    print(report.table(rows, ["run", "wall s", "training CPU-h"]))
+    ratios = record["ratios"]
+    print(f"raced / exhaustive: CPU-h {ratios['cpu_h']:.2f}, wall {ratios['wall']:.2f}")
+    for t in ex["verdicts"]:
+        print(
+            f"{t}: exhaustive {ex['verdicts'][t]!r}, raced {ra['verdicts'][t]!r}; "
+            f"stopped {ra['stopped'][t] or 'none'}; replay of the exhaustive runs "
+            f"{'makes' if record['replay_matches_live'][t] else 'differs from'} the live decisions"
+        )
+    print(f"runs in {work}")
+    report.save("race", args, record)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""compare/racing.py on constructed runs (RUN/config.json, log.jsonl, selection/epoch-k.tsv as
+both trainers write them) and a stand-in trainer: a contender far behind stops at the first
+rung and ends at the epoch it reached, two indistinguishable ones both run to the cap, the
+leader never stops, `replay` of the recorded files gives the live race's decisions exactly,
+and a race killed after a rung resumes there (nothing trained twice) with the same decisions."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from snowfire.compare.cell import Cell, Mode
+from snowfire.compare.racing import (
+    contender,
+    race_task,
+    replay,
+    rung_count,
+    rung_target,
+)
+
+N = 400
+GOLD = [str(v) for v in np.random.default_rng(0).integers(0, 2, N)]
+
+
+def _preds(correct: float, seed: int) -> list[str]:
+    """Predictions right on a `correct` share of the examples (which ones: `seed`)."""
+    right = np.random.default_rng(seed).random(N) < correct
+    return [g if r else ("1" if g == "0" else "0") for g, r in zip(GOLD, right, strict=True)]
+
+
+class Trainer:
+    """A stand-in for both trainers: epoch k of a run scores script[run][k-1] (its share of
+    right answers), writes its log line and its selection predictions, pauses at `pause_at`
+    (RUN/paused.json) and finishes at the cap or `stop_at` (RUN/metrics.json)."""
+
+    def __init__(self, script: dict[str, list[float]]):
+        self.script, self.epochs = script, []
+
+    def setup(self, run: str, cap: int) -> None:
+        Path(run).mkdir(parents=True)
+        (Path(run) / "config.json").write_text(json.dumps({"finetune": {"epochs": cap}}))
+
+    def __call__(self, steps) -> None:
+        for cell, pause, stop in steps:
+            run, cap = Path(cell.run), len(self.script[cell.run])
+            if (run / "metrics.json").is_file():
+                continue  # finished runs are returned as they are
+            done = (
+                len((run / "log.jsonl").read_text().splitlines())
+                if (run / "log.jsonl").is_file()
+                else 0
+            )
+            last = min(cap, stop or cap, pause or cap)
+            for epoch in range(done + 1, last + 1):
+                share = self.script[cell.run][epoch - 1]
+                preds = _preds(share, seed=zlib.crc32(f"{run.name}/{epoch}".encode()))
+                score = sum(p == g for p, g in zip(preds, GOLD, strict=True)) / N
+                with open(run / "log.jsonl", "a") as f:
+                    f.write(json.dumps({"epoch": epoch, "selection": {"accuracy": score}}) + "\n")
+                (run / "selection").mkdir(exist_ok=True)
+                rows = "".join(
+                    f"{i}\t{g}\t{p}\n" for i, (g, p) in enumerate(zip(GOLD, preds, strict=True))
+                )
+                (run / "selection" / f"epoch-{epoch}.tsv").write_text(
+                    "index\tgold\tpredicted\n" + rows
+                )
+                self.epochs.append((cell.run, epoch))
+            if pause is not None and last < min(cap, stop or cap):
+                (run / "paused.json").write_text(json.dumps({"epoch": last}))
+            else:
+                (run / "paused.json").unlink(missing_ok=True)
+                (run / "metrics.json").write_text(json.dumps({"dev": {"accuracy": 0.0}}))
+
+
+def _cells(root: Path, trainer: Trainer, arms: dict[str, list[float]]) -> list[Cell]:
+    cells = []
+    for name, curve in arms.items():
+        run = str(root / name)
+        trainer.script[run] = curve
+        trainer.setup(run, len(curve))
+        mode = Mode.SNOW if name == "snow" else Mode(name)
+        cells.append(Cell(mode, "sst2", "esim" if mode is Mode.SNOW else None, 0, run))
+    return cells
+
+
+def _race(cells, run_rung):
+    caps = {
+        c.run: int(json.loads((Path(c.run) / "config.json").read_text())["finetune"]["epochs"])
+        for c in cells
+    }
+    return race_task(cells, caps, "accuracy", "classification", run_rung)
+
+
+def test_rungs_are_fractions_of_each_cap():
+    assert rung_count([6, 40]) == 3  # the smallest cap's schedule: 1, 2, 6
+    assert [rung_target(40, j, 3) for j in (1, 2, 3)] == [5, 14, 40]
+    assert [rung_target(6, j, 3) for j in (1, 2, 3)] == [1, 2, 6]
+    assert [rung_target(2, j, 3) for j in (1, 2, 3)] == [1, 1, 2]
+    with pytest.raises(ValueError, match=r"expected a rung in 1\.\.3, got 4"):
+        rung_target(6, 4, 3)
+    with pytest.raises(ValueError, match="expected at least one epoch cap, got none"):
+        rung_count([])
+
+
+def test_a_contender_far_behind_stops_at_the_first_rung_and_ends_there(tmp_path):
+    trainer = Trainer({})
+    cells = _cells(
+        tmp_path,
+        trainer,
+        {"fire": [0.80] * 6, "bitfit": [0.55] * 6, "snow": [0.81] * 6},
+    )
+    record = _race(cells, trainer)
+    assert record["rungs"] == 3
+    assert list(record["stopped"]) == ["bitfit"]
+    stop = record["stopped"]["bitfit"]
+    assert stop["rung"] == 1 and stop["against"] in ("fire", "snow:esim")
+    assert stop["text"].startswith(f"stopped at rung 1 (behind {stop['against']} by ")
+    assert stop["high"] < -0.005  # its upper bound more than δ below the leader
+    trained = {run: max(e for r, e in trainer.epochs if r == run) for run, _ in trainer.epochs}
+    assert trained[str(tmp_path / "bitfit")] == 1  # ended at the epoch it reached
+    assert trained[str(tmp_path / "fire")] == 6 and trained[str(tmp_path / "snow")] == 6
+    assert record["finished"] == ["fire", "snow:esim"]  # the leader never stops
+    assert (tmp_path / "bitfit" / "metrics.json").is_file()  # a finished run, its score kept
+
+
+def test_indistinguishable_contenders_both_run_to_the_cap(tmp_path):
+    trainer = Trainer({})
+    cells = _cells(tmp_path, trainer, {"fire": [0.80] * 6, "lora": [0.80] * 6})
+    record = _race(cells, trainer)
+    assert record["stopped"] == {}
+    assert [d["stopped"] for d in record["decisions"]] == [False, False]  # rungs 1 and 2
+    assert len(trainer.epochs) == 12
+
+
+def test_replay_of_the_recorded_files_gives_the_live_decisions(tmp_path):
+    trainer = Trainer({})
+    curves = {
+        "fire": [0.70, 0.78, 0.80, 0.80, 0.81, 0.81],
+        "lora": [0.60, 0.62, 0.63, 0.63, 0.64, 0.64],
+        "adapter": [0.70, 0.77, 0.79, 0.80, 0.80, 0.80],
+        "bitfit": [0.70, 0.72, 0.72, 0.72, 0.72, 0.72],
+    }
+    cells = _cells(tmp_path, trainer, curves)
+    live = _race(cells, trainer)
+    assert set(live["stopped"]) == {"lora", "bitfit"}
+    assert replay(cells, "accuracy", "classification") == live
+
+
+def test_an_exhaustive_run_replays_under_the_race(tmp_path):
+    trainer = Trainer({})
+    cells = _cells(tmp_path, trainer, {"fire": [0.8] * 6, "bitfit": [0.55] * 6})
+    trainer([(c, None, None) for c in cells])  # every cell to its cap: --no-race
+    record = replay(cells, "accuracy", "classification")
+    assert list(record["stopped"]) == ["bitfit"] and record["stopped"]["bitfit"]["rung"] == 1
+
+
+def test_a_killed_race_resumes_at_its_rung_with_the_same_decisions(tmp_path):
+    curves = {"fire": [0.8] * 6, "bitfit": [0.55] * 6, "lora": [0.79] * 6}
+    whole = Trainer({})
+    reference = _race(_cells(tmp_path / "whole", whole, curves), whole)
+
+    class Killed(Exception):
+        pass
+
+    trainer = Trainer({})
+    cells = _cells(tmp_path / "killed", trainer, curves)
+    calls = []
+
+    def dies_after_the_first_rung(steps):
+        calls.append(steps)
+        trainer(steps)
+        if len(calls) == 1:
+            raise Killed("killed after the first rung")
+
+    with pytest.raises(Killed, match="killed after the first rung"):
+        _race(cells, dies_after_the_first_rung)
+    assert all((Path(c.run) / "paused.json").is_file() for c in cells)
+    first = list(trainer.epochs)
+    resumed = _race(cells, trainer)
+    again = trainer.epochs[len(first) :]
+    assert all(epoch > 1 for _, epoch in again)  # the first rung is not trained twice
+    assert resumed["decisions"] == reference["decisions"]
+    assert resumed["stopped"].keys() == reference["stopped"].keys() == {"bitfit"}
+
+
+def test_contender_names():
+    assert contender(Cell(Mode.SNOW, "t", "esim", 0, "r")) == "snow:esim"
+    assert contender(Cell(Mode.SNOW, "t", "esim", 0, "r", trial=2)) == "snow#2"
+    assert contender(Cell(Mode.LORA, "t", None, 1, "r", trial=0)) == "lora#0"
+    assert contender(Cell(Mode.FIRE, "t", None, 0, "r")) == "fire"
+
+
+def test_a_run_the_race_stopped_earns_a_verdict_a_cut_short_one_does_not(tmp_path):
+    from snowfire.compare.convergence import RACED, STILL_IMPROVING
+    from snowfire.compare.judge import convergence
+
+    for name, stopped in (("raced", 2), ("cut", None)):
+        run = tmp_path / name
+        run.mkdir()
+        config = {"finetune": {"epochs": 6}, "stopped_at": stopped}
+        (run / "config.json").write_text(json.dumps(config))
+        rising = [{"epoch": e, "selection": {"accuracy": 0.5 + 0.1 * e}} for e in (1, 2)]
+        (run / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rising))
+    _, raced = convergence(Cell(Mode.BITFIT, "t", None, 0, str(tmp_path / "raced")), "accuracy")
+    assert raced.status == RACED and raced.converged
+    assert raced.reason == "ended at epoch 2 of 6: clearly behind (compare/racing.py)"
+    _, cut = convergence(Cell(Mode.BITFIT, "t", None, 0, str(tmp_path / "cut")), "accuracy")
+    assert cut.status == STILL_IMPROVING and not cut.converged
