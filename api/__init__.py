@@ -7,6 +7,10 @@ GET  /v1/featuresets/{id}                summary + manifest
 GET  /v1/featuresets/{id}/keys           example keys in order
 POST /v1/featuresets/{id}/features       {"indices"|"keys": [...], "layers": [...]}
      Accept: application/x-safetensors (default) | application/json (small requests)
+POST /v1/embed                           texts in, all-layer features out (computed and cached)
+GET  /v1/runs                            the runs under HOME/runs (or --runs) and their status
+POST /v1/predict                         {"runs": [...], "texts"|"pairs"|"tokens": [...]}: each
+                                         run's predictions (snowfire.serving; predict_routes.py)
 
 With a data directory (`snowfire serve --home DIR`, SNOWFIRE_HOME), jobs too (job_routes.py):
 POST /v1/jobs                            {"kind": "extract"|"train"|"finetune"|"compare"|"layers",

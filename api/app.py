@@ -25,6 +25,7 @@ from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import Metrics, MetricsMiddleware
 from .openapi import install as install_openapi
 from .page import router as page_router
+from .predict_routes import router as predict_router
 from .routes import router, snowfire_version
 from .security import APIKeys, KeyRing, load_keys
 from .settings import Settings
@@ -52,7 +53,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
         log.info("jobs of %s run on Ray (%s)", app.state.home.root, settings.ray)
         app.state.ray = RayDispatch(app.state.home, settings.ray, slots=settings.ray_slots)
-    app.state.embedder = None
+    app.state.embedder = app.state.predictor = None
     # the embed encoder's torch threads (options/threads.py), before it loads; without an
     # encoder this process runs no torch: the budget it would have, shown by /healthz
     app.state.threads = use_threads() if settings.encoder else threads_in_use() or thread_budget()
@@ -73,14 +74,27 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             config,
             max_wait_ms=settings.embed_max_wait_ms,
             max_queue=settings.embed_max_queue,
-            on_batch=app.state.metrics.embed_batch.observe,
+            on_batch=app.state.metrics.encoded,
+        )
+        from snowfire.serving import Predictor, RunRegistry
+
+        app.state.predictor = Predictor(
+            RunRegistry(settings.runs),
+            app.state.store,
+            app.state.embedder,
+            device=settings.device,
+            max_queue=settings.predict_max_queue,
+            timeout=settings.predict_timeout,
+            observer=app.state.metrics,
         )
     yield
     if app.state.ray is not None:
         app.state.ray.close()
+    if app.state.predictor is not None:
+        app.state.predictor.close()
     if app.state.embedder is not None:
         app.state.embedder.close()
-    app.state.store = app.state.queue = app.state.embedder = None
+    app.state.store = app.state.queue = app.state.embedder = app.state.predictor = None
 
 
 def create_app(
@@ -105,6 +119,7 @@ def create_app(
     install_openapi(app)
     app.include_router(router)
     app.include_router(embed_router)
+    app.include_router(predict_router)
     app.include_router(job_router)
     app.include_router(layers_router)
     app.include_router(page_router)

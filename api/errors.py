@@ -32,9 +32,20 @@ from snowfire.jobs import (
     JobStateError,
     describe_validation,
 )
+from snowfire.serving import (
+    InputFormError,
+    PredictBusyError,
+    PredictTimeoutError,
+    RunEncoderError,
+    RunNotFoundError,
+    RunNotReadyError,
+    ServingError,
+)
 
 from .embed_routes import EmbedUnavailableError, EmbedValueError
 from .limits import EMBED_QUEUE, too_many
+from .metrics import PREDICT_QUEUE
+from .predict_routes import PredictUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +62,12 @@ STATUS: dict[type[Exception], int] = {
     JobsDisabledError: 503,
     EmbedUnavailableError: 503,
     EmbedValueError: 422,
+    RunNotFoundError: 404,
+    RunNotReadyError: 409,
+    RunEncoderError: 409,
+    InputFormError: 422,
+    PredictTimeoutError: 504,
+    PredictUnavailableError: 503,
 }
 
 
@@ -67,6 +84,18 @@ async def embed_busy(request: Request, exc: Exception) -> Response:
     request.app.state.metrics.refuse(EMBED_QUEUE)
     status, headers, body = too_many(
         f"{exc} (SNOWFIRE_EMBED_MAX_QUEUE={settings.embed_max_queue}): retry after "
+        f"{settings.retry_after} s",
+        settings.retry_after,
+    )
+    return Response(body, status_code=status, headers={k.decode(): v.decode() for k, v in headers})
+
+
+async def predict_busy(request: Request, exc: Exception) -> Response:
+    """429 with Retry-After: the predict compute thread's queue is at its bound."""
+    settings = request.app.state.settings
+    request.app.state.metrics.refuse(PREDICT_QUEUE)
+    status, headers, body = too_many(
+        f"{exc} (SNOWFIRE_PREDICT_MAX_QUEUE={settings.predict_max_queue}): retry after "
         f"{settings.retry_after} s",
         settings.retry_after,
     )
@@ -106,4 +135,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(EmbedUnavailableError, error_handler)
     app.add_exception_handler(EmbedValueError, error_handler)
     app.add_exception_handler(EmbedBusyError, embed_busy)
+    app.add_exception_handler(PredictBusyError, predict_busy)
+    app.add_exception_handler(ServingError, error_handler)
+    app.add_exception_handler(PredictUnavailableError, error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)

@@ -1,6 +1,7 @@
 """`GET /metrics` in the Prometheus text format (prometheus-client): requests by route and
-status, latency, bytes sent, requests refused by each bound (api/limits.py), and jobs by kind
-and state (read from the queue when scraped).
+status, latency, bytes sent, requests refused by each bound (api/limits.py), jobs by kind
+and state (read from the queue when scraped), the encoder's micro-batches, and per served run
+its predictions (requests, examples, latency, cache hits) and the bytes it holds.
 Each app has its own registry, so several apps in one process (tests) do not collide."""
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from prometheus_client.core import GaugeMetricFamily
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .limits import EMBED_QUEUE, IN_FLIGHT
+
+#: The `limit` label of a POST /v1/predict refused at the compute thread's queue (errors.py).
+PREDICT_QUEUE = "predict_queue"
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -43,18 +47,62 @@ class Metrics:
             buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
             registry=self.registry,
         )
+        self.encoder_rounds = Counter(
+            "snowfire_encoder_rounds",
+            "micro-batches the encoder thread computed (for /v1/embed and /v1/predict alike)",
+            registry=self.registry,
+        )
+        self.predict_requests = Counter(
+            "snowfire_predict_requests",
+            "POST /v1/predict requests per run",
+            ["run"],
+            registry=self.registry,
+        )
+        self.predict_examples = Counter(
+            "snowfire_predict_examples",
+            "examples predicted per run",
+            ["run"],
+            registry=self.registry,
+        )
+        self.predict_latency = Histogram(
+            "snowfire_predict_seconds",
+            "latency of the POST /v1/predict requests naming the run",
+            ["run"],
+            registry=self.registry,
+        )
+        self.predict_cache = Counter(
+            "snowfire_predict_cache_examples",
+            "❄️ runs' examples whose features the store held (hit) or the encoder computed (miss)",
+            ["run", "result"],
+            registry=self.registry,
+        )
         self.refused = Counter(
             "snowfire_refused",
             "requests refused at a bound (429)",
             ["limit"],
             registry=self.registry,
         )
-        for limit in (IN_FLIGHT, EMBED_QUEUE):
+        for limit in (IN_FLIGHT, EMBED_QUEUE, PREDICT_QUEUE):
             self.refused.labels(limit)  # shown at 0 before the first refusal
         self.registry.register(_JobStates(app_state))
+        self.registry.register(_ModelBytes(app_state))
 
     def refuse(self, limit: str) -> None:
         self.refused.labels(limit).inc()
+
+    def encoded(self, examples: int) -> None:
+        """One micro-batch of the encoder thread (its `on_batch`)."""
+        self.embed_batch.observe(examples)
+        self.encoder_rounds.inc()
+
+    def predicted(self, run: str, examples: int, hits: int | None, seconds: float) -> None:
+        """One request's predictions with `run` (serving.Observer)."""
+        self.predict_requests.labels(run).inc()
+        self.predict_examples.labels(run).inc(examples)
+        self.predict_latency.labels(run).observe(seconds)
+        if hits is not None:
+            self.predict_cache.labels(run, "hit").inc(hits)
+            self.predict_cache.labels(run, "miss").inc(examples - hits)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -72,6 +120,24 @@ class _JobStates:
         if queue is not None:
             for (kind, status), n in queue.counts().items():
                 family.add_metric([kind, status], n)
+        yield family
+
+
+class _ModelBytes:
+    """snowfire_predict_model_bytes{run}: what each loaded run holds (the shared encoder of the
+    adapter, LoRA and BitFit runs once, as run="(shared encoder)"), when scraped."""
+
+    def __init__(self, app_state) -> None:
+        self.state = app_state
+
+    def collect(self):
+        family = GaugeMetricFamily(
+            "snowfire_predict_model_bytes", "bytes each loaded run holds", labels=["run"]
+        )
+        predictor = getattr(self.state, "predictor", None)
+        if predictor is not None:
+            for run, n in predictor.models.memory().items():
+                family.add_metric([run], n)
         yield family
 
 

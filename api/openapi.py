@@ -31,6 +31,11 @@ def _too_many(path: str) -> dict[str, Any]:
     why = "the service handles its limit of requests at once (SNOWFIRE_MAX_IN_FLIGHT)"
     if path == "/v1/embed":
         why += ", or its limit of embed requests wait for the encoder (SNOWFIRE_EMBED_MAX_QUEUE)"
+    if path == "/v1/predict":
+        why += (
+            ", or its limit of embed requests wait for the encoder (SNOWFIRE_EMBED_MAX_QUEUE), "
+            "or of predict requests for the compute thread (SNOWFIRE_PREDICT_MAX_QUEUE)"
+        )
     retry = {
         "description": "seconds to wait before retrying (SNOWFIRE_RETRY_AFTER)",
         "schema": {"type": "integer", "minimum": 1},
@@ -128,6 +133,8 @@ def truthful_openapi(app: FastAPI) -> dict[str, Any]:
                 )
             if method == "post" and path.startswith("/v1/jobs"):
                 responses.setdefault("403", _error("this API key may read, not submit or cancel"))
+            if path not in _OPEN and not path.startswith(("/v1/predict", "/v1/runs")):
+                responses.setdefault("403", _error("this API key may only predict"))
             if path.startswith("/v1/jobs"):
                 responses.setdefault("503", _error("the service has no data directory (--home)"))
             if path not in UNBOUNDED:

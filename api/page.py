@@ -1,6 +1,8 @@
 """The page at `/`: feature sets, jobs (live), runs with their metrics, layer weights and ❄️/🔥
-tables. Server-rendered HTML; a few lines of inline script re-fetch the jobs fragment every two
-seconds and send cancels through the JSON API. No build step, no external asset.
+tables, and a small form sending a text to POST /v1/predict with the runs ticked. Server-
+rendered HTML; a few lines of inline script re-fetch the jobs fragment every two seconds, send
+cancels and predictions through the JSON API and show the answer. No build step, no external
+asset.
 
 With API keys on, a browser signs in once at /ui/login: the key goes into an HttpOnly,
 SameSite=Strict cookie that the keys middleware accepts like the Authorization header.
@@ -36,6 +38,7 @@ th{background:#f6f6f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .done{color:#17803d}.failed{color:#b42318}.running{color:#1d4ed8}.cancelled{color:#777}
 progress{width:8rem}pre{margin:0;font-size:12px;white-space:pre-wrap;max-width:40rem}
 .muted{color:#777}img{max-width:100%}
+#predict-form input[type=text]{width:28rem;margin:.2rem 0}#predict-form label{display:block}
 """
 
 _SCRIPT = """
@@ -53,6 +56,48 @@ document.addEventListener('click', async (e) => {
   refreshJobs();
 });
 setInterval(refreshJobs, 2000);
+function answerLine(run, p) {
+  if (p.label !== undefined) {
+    const prob = p.probabilities ? ' (p=' + p.probabilities[p.label].toFixed(3) + ')' : '';
+    return run.run + ': ' + p.label + prob;
+  }
+  if (p.score !== undefined) return run.run + ': score ' + p.score.toFixed(4);
+  const spans = (p.spans || []).map(s => s.type + ' "' + s.text + '"').join(', ');
+  return run.run + ': ' + p.tags.join(' ') + (spans ? ' [' + spans + ']' : '');
+}
+const form = document.getElementById('predict-form');
+if (form) form.addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const out = document.getElementById('predict-answer');
+  const ticked = [...form.querySelectorAll('input[name=run]:checked')];
+  const text = form.elements.text.value, textB = form.elements.text_b.value;
+  const body = {runs: ticked.map(t => t.value)};
+  if (ticked.some(t => t.dataset.input === 'pairs')) body.pairs = [[text, textB]];
+  else body.texts = [text];
+  out.textContent = 'predicting...';
+  const r = await fetch('/v1/predict', {method: 'POST', credentials: 'same-origin',
+    headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)});
+  const answer = await r.json();
+  out.replaceChildren();
+  if (!r.ok) {
+    out.className = 'failed';
+    out.textContent = r.status + ': ' + answer.detail;
+    return;
+  }
+  out.className = '';
+  for (const run of answer.runs) {
+    const line = document.createElement('div');
+    line.className = 'answer';
+    line.dataset.run = run.run;
+    line.textContent = answerLine(run, run.predictions[0]);
+    out.appendChild(line);
+  }
+  const note = document.createElement('div');
+  note.className = 'muted';
+  note.textContent = (answer.cached ? (answer.cached[0] ? 'features cached' :
+    'features computed') + ', ' : '') + answer.seconds.toFixed(3) + ' s';
+  out.appendChild(note);
+});
 """
 
 
@@ -228,6 +273,39 @@ def runs_html(runs_dir: Path | None) -> str:
     return (html + "".join(compares)) or '<p class="muted">no runs yet</p>'
 
 
+def predict_html(request: Request) -> str:
+    """The ready runs as boxes to tick, a text (and a second one for pairs), a button; the
+    answer is written under it by the page's script."""
+    predictor = getattr(request.app.state, "predictor", None)
+    if predictor is None:
+        return '<p class="muted">predictions need an encoder: <code>--encoder</code></p>'
+    try:
+        listing = predictor.listing()
+    except Exception as err:  # noqa: BLE001 - the page says what is wrong with the runs
+        return f'<p class="failed">the runs cannot be listed: {escape(str(err))}</p>'
+    boxes = []
+    for info, status, _, _ in listing:
+        if status != "ready":
+            continue
+        score = "" if info.score is None else f", {info.metric} {info.score:.4f}"
+        form = "pairs" if info.pair else "texts"
+        boxes.append(
+            f'<label><input type="checkbox" name="run" value="{escape(info.name)}" '
+            f'data-input="{form}"> <code>{escape(info.name)}</code> '
+            f"{'❄️' if info.side == 'snow' else '🔥'} {escape(info.kind)} · "
+            f"{escape(info.task)}{escape(score)}</label>"
+        )
+    if not boxes:
+        return '<p class="muted">no finished run to predict with yet (GET /v1/runs)</p>'
+    return (
+        '<form id="predict-form">' + "".join(boxes) + '<input type="text" name="text" '
+        'id="predict-text" placeholder="a text (the first of a pair)" required><br>'
+        '<input type="text" name="text_b" id="predict-text-b" placeholder="the second text '
+        '(pair tasks)"><br><button type="submit">predict</button></form>'
+        '<div id="predict-answer"></div>'
+    )
+
+
 def _runs_dir(request: Request) -> Path | None:
     home = request.app.state.home
     return home.runs if home is not None else None
@@ -248,6 +326,7 @@ def page(request: Request) -> HTMLResponse:
 <h2>Jobs</h2><div id="jobs">{jobs_html(request)}</div>
 <h2>Runs</h2><div id="runs">{runs_html(_runs_dir(request))}</div>
 <h2>Which layer?</h2><div id="layers">{layers_html(request.app.state.home)}</div>
+<h2>Predict</h2><div id="predict">{predict_html(request)}</div>
 <script>{_SCRIPT}</script></body></html>"""
     return HTMLResponse(body)
 

@@ -70,6 +70,7 @@ def healthz(store: StoreDep, settings: SettingsDep, threads: ThreadsDep) -> Heal
             max_body_bytes=settings.max_body_bytes,
             max_in_flight=settings.max_in_flight,
             embed_max_queue=settings.embed_max_queue,
+            predict_max_queue=settings.predict_max_queue,
         ),
         threads=Threads(**threads.to_json()),
     )

@@ -90,6 +90,9 @@ class Limits(BaseModel):
     max_body_bytes: int = Field(description="bytes one safetensors response may hold")
     max_in_flight: int = Field(description="requests handled at once (429 beyond)")
     embed_max_queue: int = Field(description="embed requests waiting for the encoder (429 beyond)")
+    predict_max_queue: int = Field(
+        description="predict requests waiting for the compute thread (429 beyond)"
+    )
 
 
 class Threads(BaseModel):

@@ -4,9 +4,16 @@ Keys come from SNOWFIRE_API_KEYS (comma-separated `KEY` or `KEY:write`) and/or a
 (SNOWFIRE_API_KEYS_FILE: one `KEY [read|write]` per line, `#` comments). With no key
 configured the service is open (it binds 127.0.0.1 by default). With keys, every route but
 `/healthz` needs `Authorization: Bearer KEY`: a missing or unknown key is a 401 with
-`WWW-Authenticate: Bearer`; a read key may read everything, and submitting or cancelling a job
-needs a write key (403 otherwise); a method a path does not take is 405 for any key. Keys
-are kept as sha256 digests and compared in constant time against every configured digest.
+`WWW-Authenticate: Bearer`. Three scopes:
+
+    read     everything but the two below (features, embed, jobs' status, runs, the page)
+    predict  POST /v1/predict and GET /v1/runs only: a key to hand to an application that
+             asks for predictions and should see nothing else (the stored texts, the jobs)
+    write    everything, submitting and cancelling jobs included
+
+Anything else is a 403 naming what the key may do. A method a path does not take is 405 for
+any key. Keys are kept as sha256 digests and compared in constant time against every
+configured digest.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 OPEN_PATHS = ("/healthz", "/ui/login")
 #: The page's sign-in cookie (api/page.py): HttpOnly, SameSite=Strict, holds the key itself.
 COOKIE = "snowfire_key"
-SCOPES = ("read", "write")
+SCOPES = ("read", "predict", "write")
 
 
 def _digest(key: str) -> bytes:
@@ -68,6 +75,30 @@ def _needs_write(method: str, path: str, writes: list[re.Pattern[str]]) -> bool:
     return method == "POST" and any(rx.match(path) for rx in writes)
 
 
+def _predict_operations() -> list[tuple[frozenset[str], re.Pattern]]:
+    """(methods, path) of the predict router's operations. A predict key may reach these
+    paths only (a method such a path does not take is the router's 405, as for any key); a
+    read key may not POST to them (predicting is not reading)."""
+    from .predict_routes import router
+
+    routes = [r for r in router.routes if isinstance(r, Route)]  # every one: an APIRoute
+    return [(frozenset(r.methods or ()), r.path_regex) for r in routes]
+
+
+def _refusal(scope: str, method: str, path: str, writes, predicts) -> str | None:
+    """Why a key of `scope` may not call `method path`, or None when it may."""
+    if scope == "predict" and not any(rx.match(path) for _, rx in predicts):
+        return "this key may only predict: POST /v1/predict and GET /v1/runs (a read key reads)"
+    predicting = method == "POST" and any(
+        method in methods and rx.match(path) for methods, rx in predicts
+    )
+    if scope == "read" and predicting:
+        return "this key may read, not predict (a predict or write key can)"
+    if scope == "read" and _needs_write(method, path, writes):
+        return "this key may read, not submit or cancel jobs (a write key can)"
+    return None
+
+
 class KeyRing:
     """The configured keys (as digests) and the scope a presented key has."""
 
@@ -100,6 +131,7 @@ class APIKeys:
     def __init__(self, app: ASGIApp, ring: KeyRing) -> None:
         self.app, self.ring, self.keys = app, ring, ring.keys
         self.writes = _write_operations()
+        self.predicts = _predict_operations()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.keys or scope["path"] in OPEN_PATHS:
@@ -119,14 +151,10 @@ class APIKeys:
                 status_code=401,
                 headers={"WWW-Authenticate": 'Bearer realm="snowfire"'},
             )
-        elif granted != "write" and _needs_write(scope["method"], scope["path"], self.writes):
-            response = JSONResponse(
-                {
-                    "detail": "this key may read, not submit or cancel jobs (a write key can)",
-                    "error": "Forbidden",
-                },
-                status_code=403,
-            )
+        elif granted != "write" and (
+            why := _refusal(granted, scope["method"], scope["path"], self.writes, self.predicts)
+        ):
+            response = JSONResponse({"detail": why, "error": "Forbidden"}, status_code=403)
         else:
             await self.app(scope, receive, send)
             return

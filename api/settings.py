@@ -19,6 +19,8 @@ MAX_BODY_BYTES = 256 * 2**20
 #: encoder (api/limits.py).
 MAX_IN_FLIGHT = 32
 EMBED_MAX_QUEUE = 16
+#: Default bound on the POST /v1/predict requests waiting for the compute thread.
+PREDICT_MAX_QUEUE = 16
 #: Settings read from the environment only, never a flag: a flag's value shows in `ps`.
 ENV_ONLY = ("api_keys",)
 
@@ -95,6 +97,26 @@ class Settings(BaseSettings):
         description="POST /v1/embed requests waiting for the encoder at once (cache hits do not "
         "wait); one more is answered 429 with Retry-After",
     )
+    runs: Path | None = Field(
+        None,
+        description="the runs POST /v1/predict serves, by their path under it (with a home: "
+        "HOME/runs unless given; none: no runs); predictions need --encoder",
+    )
+    predict_max_runs: int = Field(
+        8, gt=0, description="413 above this many runs named in one POST /v1/predict"
+    )
+    predict_max_queue: int = Field(
+        PREDICT_MAX_QUEUE,
+        gt=0,
+        description="POST /v1/predict requests waiting for the compute thread at once; one more "
+        "is answered 429 with Retry-After",
+    )
+    predict_timeout: float = Field(
+        60.0,
+        gt=0,
+        description="seconds a POST /v1/predict may take, encoder pass included; past it the "
+        "request is answered 504 (one still waiting is dropped, not computed)",
+    )
     retry_after: int = Field(
         1, ge=1, description="seconds a refused request is told to wait (Retry-After, on a 429)"
     )
@@ -123,6 +145,8 @@ class Settings(BaseSettings):
     def _store_in_home(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("home") and not data.get("store"):
             data = {**data, "store": str(Path(data["home"]) / "store")}
+        if isinstance(data, dict) and data.get("home") and not data.get("runs"):
+            data = {**data, "runs": Path(data["home"]) / "runs"}
         if isinstance(data, dict) and isinstance(data.get("store"), Path):
             data = {**data, "store": str(data["store"])}
         return data

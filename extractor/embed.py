@@ -46,6 +46,7 @@ class EmbedBusyError(RuntimeError):
 class _Job:
     pool: str
     pair_encoding: str
+    dtype: str  # of the pool: what the segment is written in
     items: list[tuple[str, TextInput]]  # (key, text) the store lacked
     tokens: int
     done: Future = field(default_factory=Future)
@@ -56,7 +57,10 @@ class EmbedWorker:
 
     config: the encoder and how to store (its store, task and input are not read: the worker
     writes to `store`, the texts come with the requests); each pair encoding a request asks
-    for loads the config's encoder with that pair encoding."""
+    for loads the config's encoder with that pair encoding. A caller may ask for another
+    storage dtype than the config's (`dtype=`: a ❄️ run trained on int8 features reads its
+    texts from the int8 pool, as `snowfire predict` would extract them); the encoder is the
+    same, only the pool differs."""
 
     def __init__(
         self,
@@ -75,14 +79,14 @@ class EmbedWorker:
         self._waiting = 0
         self._waiting_lock = threading.Lock()
         self._encoders: dict[str, Encoder] = {}
-        self._pools: dict[str, str] = {}
+        self._pools: dict[tuple[str, str], str] = {}  # (pair encoding, dtype) -> pool id
         self._load_lock = threading.Lock()
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self.rounds = 0  # encoder-thread rounds that encoded something
         self._on_batch = on_batch or (lambda n: None)  # examples per round, for /metrics
         self._thread = threading.Thread(target=self._loop, name="snowfire-embed", daemon=True)
         self._thread.start()
-        self.encoder(config.pair_encoding)  # load now: a bad spec fails at start, not later
+        self.pool(config.pair_encoding)  # load now: a bad spec fails at start, not later
 
     # ------------------------------------------------------------------ requests
     def encoder(self, pair_encoding: str) -> Encoder:
@@ -96,23 +100,37 @@ class EmbedWorker:
                         "(ELMo --elmo-state stateful): its features depend on the other texts, "
                         "so it cannot embed texts on their own; serve a stateless encoder"
                     )
-                pool = self.store.ensure_pool(enc.identity, cfg.dtype, enc.num_layers, enc.dim)
-                self._encoders[pair_encoding], self._pools[pair_encoding] = enc, pool
+                self._encoders[pair_encoding] = enc
             return self._encoders[pair_encoding]
 
-    def pool(self, pair_encoding: str) -> str:
-        self.encoder(pair_encoding)
-        return self._pools[pair_encoding]
+    def pool(self, pair_encoding: str, dtype: str | None = None) -> str:
+        """The pool texts of this pair encoding are stored in (dtype: the config's unless
+        given)."""
+        enc = self.encoder(pair_encoding)
+        dtype = dtype or self.config.dtype
+        with self._load_lock:
+            if (pair_encoding, dtype) not in self._pools:
+                pool = self.store.ensure_pool(enc.identity, dtype, enc.num_layers, enc.dim)
+                self._pools[pair_encoding, dtype] = pool
+            return self._pools[pair_encoding, dtype]
 
-    def keys(self, texts: list[TextInput], pair_encoding: str) -> list[str]:
-        pool = self.pool(pair_encoding)
+    def keys(
+        self, texts: list[TextInput], pair_encoding: str, dtype: str | None = None
+    ) -> list[str]:
+        pool = self.pool(pair_encoding, dtype)
         return [example_key(pool, t.payload()) for t in texts]
 
     def ensure(
-        self, texts: list[TextInput], keys: list[str], pair_encoding: str, timeout: float = 600.0
+        self,
+        texts: list[TextInput],
+        keys: list[str],
+        pair_encoding: str,
+        timeout: float = 600.0,
+        dtype: str | None = None,
     ) -> list[bool]:
         """Make every key stored (encoding the misses); return which were hits."""
-        pool = self.pool(pair_encoding)
+        dtype = dtype or self.config.dtype
+        pool = self.pool(pair_encoding, dtype)
         missing = set(self.store.missing_keys(pool, keys))
         hits = [k not in missing for k in keys]
         if missing:
@@ -121,7 +139,7 @@ class EmbedWorker:
                 if key in missing:
                     first.setdefault(key, text)
             tokens = sum(len(t.words_a) + len(t.words_b or ()) for t in first.values())
-            job = _Job(pool, pair_encoding, list(first.items()), tokens)
+            job = _Job(pool, pair_encoding, dtype, list(first.items()), tokens)
             with self._waiting_lock:
                 if self.max_queue is not None and self._waiting >= self.max_queue:
                     raise EmbedBusyError(self._waiting)
@@ -187,7 +205,7 @@ class EmbedWorker:
             out_keys, parts = encode_segment(encoder, bucketed(items, self.config.token_budget))
             seg_id = digest({"embed": out_keys}, 24)
             self.store.write_segment(
-                pool, seg_id, out_keys, parts, self.config.dtype, self.config.tiles
+                pool, seg_id, out_keys, parts, jobs[0].dtype, self.config.tiles
             )
         self.rounds += 1
         self._on_batch(len(out_keys))

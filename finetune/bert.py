@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -59,22 +60,30 @@ class BertFinetuner(FireModel):
         lora_rank: int = 8,
         lora_alpha: float = 8.0,
         lora_targets: str = "attention",
+        shared: Any = None,
     ) -> None:
         """model_dir: a HF folder (or hub name); labels: class names or tags (index order),
         None for regression; max_length: pieces per input, capped at the model's limit;
         method: what trains besides the output layer (finetune/methods.py), with the
-        adapters' bottleneck width and LoRA's rank and alpha."""
+        adapters' bottleneck width and LoRA's rank and alpha; shared: a `finetune.shared.Slot`
+        whose encoder (and tokenizer) this model runs on, its method's parts switched in there
+        around each forward, instead of loading its own (for prediction: a served run)."""
         super().__init__()
         from transformers import AutoConfig, AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
-        config = AutoConfig.from_pretrained(model_dir)
-        self.tokenizer = AutoTokenizer.from_pretrained(model_dir, add_prefix_space=True)
+        self.using = nullcontext if shared is None else shared.active  # the encoder's variant
+        if shared is None:
+            config = AutoConfig.from_pretrained(model_dir)
+            self.tokenizer = AutoTokenizer.from_pretrained(model_dir, add_prefix_space=True)
+            self.encoder = AutoModel.from_pretrained(model_dir, dtype=torch.float32)
+        else:
+            self.tokenizer, self.encoder = shared.shared.tokenizer, shared.shared.encoder
+            config = self.encoder.config
         if not self.tokenizer.is_fast:
             raise ValueError(f"{model_dir}: a fast tokenizer is needed for word alignment")
-        self.encoder = AutoModel.from_pretrained(model_dir, dtype=torch.float32)
         limit = getattr(config, "max_position_embeddings", 512)
         if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
             limit -= 2  # position ids start after the padding index
@@ -97,6 +106,8 @@ class BertFinetuner(FireModel):
         self.labels = list(labels or ())  # class names or tags, in index order
         self.method = method
         self.adapters = None
+        if shared is not None:
+            return  # the shared encoder holds this run's adapters, LoRA or biases
         if method == "adapter":
             self.adapters = insert_adapters(self.encoder, adapter_size)
         elif method == "lora":
@@ -153,7 +164,8 @@ class BertFinetuner(FireModel):
         inputs = {
             k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch
         }
-        h = self.encoder(**inputs).last_hidden_state  # (B, S, D)
+        with self.using():
+            h = self.encoder(**inputs).last_hidden_state  # (B, S, D)
         labels = batch.get("labels")
         if self.kind != "tagging":
             return self.output(h[:, 0], labels)  # [CLS]: (B, D) -> (B, K) | (B,)

@@ -49,28 +49,42 @@ class Adapter(nn.Module):
         return h + self.up(nn.functional.gelu(self.down(h)))
 
 
-def insert_adapters(encoder: nn.Module, size: int) -> nn.ModuleDict:
-    """Adapters after every layer's two output projections, as forward hooks (the encoder's own
-    weights keep their names); the ModuleDict holds them, keyed "layerN_attention"/"layerN_ffn"."""
-    adapters = nn.ModuleDict()
+def adapter_points(encoder: nn.Module) -> list[tuple[str, nn.Linear]]:
+    """Houlsby et al.'s insertion points: every layer's two output projections, keyed
+    "layerN_attention"/"layerN_ffn" (the names a run's adapters are saved under)."""
+    points = []
     for name, module in encoder.named_modules():
         m = _ADAPTER_AFTER.search(name)
         if m is None or not isinstance(module, nn.Linear):
             continue
-        key = f"layer{m.group(1)}_{'attention' if m.group(2) == 'attention.output' else 'ffn'}"
-        adapters[key] = Adapter(module.out_features, size)
-        module.register_forward_hook(lambda _m, _inp, out, a=adapters[key]: a(out))
-    if not adapters:
+        where = "attention" if m.group(2) == "attention.output" else "ffn"
+        points.append((f"layer{m.group(1)}_{where}", module))
+    if not points:
         raise ValueError(
             f"adapters: no '<layer>.attention.output.dense' / '<layer>.output.dense' projection "
             f"in this {type(encoder).__name__} (BERT/RoBERTa layouts are supported)"
         )
+    return points
+
+
+def insert_adapters(encoder: nn.Module, size: int) -> nn.ModuleDict:
+    """Adapters after every layer's two output projections, as forward hooks (the encoder's own
+    weights keep their names); the ModuleDict holds them, keyed "layerN_attention"/"layerN_ffn"."""
+    adapters = nn.ModuleDict()
+    for key, module in adapter_points(encoder):
+        adapters[key] = Adapter(module.out_features, size)
+        module.register_forward_hook(lambda _m, _inp, out, a=adapters[key]: a(out))
     return adapters
 
 
-def insert_lora(encoder: nn.Module, rank: int, alpha: float, targets: str = "attention") -> None:
+def insert_lora(
+    encoder: nn.Module, rank: int, alpha: float, targets: str = "attention", name: str = "default"
+) -> None:
     """LoRA (Hu et al. 2021) on the `targets` linear maps (LORA_TARGETS), injected in place by
-    peft."""
+    peft as the adapter `name` (peft's default "default": the name a run's weights are saved
+    under; finetune/shared.py adds one named adapter per served run to one encoder)."""
+    import warnings
+
     from peft import LoraConfig, inject_adapter_in_model
 
     if targets not in LORA_TARGETS:
@@ -84,7 +98,9 @@ def insert_lora(encoder: nn.Module, rank: int, alpha: float, targets: str = "att
         target_modules=LORA_TARGETS[targets],
         bias="none",
     )
-    inject_adapter_in_model(config, encoder)
+    with warnings.catch_warnings():  # a second named adapter is what finetune/shared.py means
+        warnings.filterwarnings("ignore", message="Already found a `peft_config`")
+        inject_adapter_in_model(config, encoder, adapter_name=name)
 
 
 def trained_by(method: str, name: str) -> bool:

@@ -14,16 +14,31 @@ from .base import FireModel
 from .config import FinetuneConfig
 
 
-def build_model(cfg: FinetuneConfig, spec) -> tuple[FireModel, dict]:
-    """The model for `cfg.encoder` and the task, and the identity of the starting encoder."""
+def model_source(encoder: str) -> tuple[Path, str]:
+    """(the model folder, the model's name) of a BERT-family encoder spec: the bundled MiniLM,
+    or hf:NAME_OR_DIR (a hub name fetched when online)."""
+    from snowfire.extractor import MINILM_NAME, minilm_dir, resolve_model_dir
+
+    if encoder == "minilm":
+        return minilm_dir(), MINILM_NAME
+    name = encoder.split(":", 1)[1]
+    return resolve_model_dir(name), name
+
+
+def build_model(cfg: FinetuneConfig, spec, shared=None) -> tuple[FireModel, dict]:
+    """The model for `cfg.encoder` and the task, and the identity of the starting encoder.
+    shared: a `finetune.shared.Slot`, the encoder it runs on (a partial-method run served with
+    others: finetune/shared.py) instead of a copy of its own."""
     num_labels = 1 if spec.kind == "regression" else len(spec.labels)
     if cfg.family == "hf":
-        from snowfire.extractor import MINILM_NAME, hf_identity, minilm_dir, resolve_model_dir
+        from snowfire.extractor import hf_identity
 
         from .bert import BertFinetuner
 
-        name = MINILM_NAME if cfg.encoder == "minilm" else cfg.encoder.split(":", 1)[1]
-        model_dir = minilm_dir() if cfg.encoder == "minilm" else resolve_model_dir(name)
+        if shared is not None:
+            model_dir, identity = shared.shared.model_dir, shared.shared.identity
+        else:
+            model_dir, name = model_source(cfg.encoder)
         model = BertFinetuner(
             model_dir,
             kind=spec.kind,
@@ -38,7 +53,10 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[FireModel, dict]:
             lora_rank=cfg.lora_rank,
             lora_alpha=cfg.lora_alpha,
             lora_targets=cfg.lora_targets,
+            shared=shared,
         )
+        if shared is not None:
+            return model, identity
         # the extractor's identity of the starting encoder: the same hashes a store keys on
         config = model.encoder.config
         return model, hf_identity(Path(model_dir), config, name=name, spec=cfg.encoder)
@@ -130,15 +148,27 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str,
 
 
 def predict(model: FireModel, examples: list, batch_size: int, device: torch.device) -> list:
-    """The model's predictions (indices, floats or tag-index lists) for `examples`, in order.
+    """The model's predictions (indices, floats or tag-index lists) for `examples`, in order
+    (`predict_outputs` without the probabilities)."""
+    return predict_outputs(model, examples, batch_size, device)[0]
 
-    Batches hold examples of similar length (less padding); padding does not change an
-    example's output, so this only saves time.
+
+def predict_outputs(
+    model: FireModel, examples: list, batch_size: int, device: torch.device
+) -> tuple[list, list | None]:
+    """(predictions, probabilities) for `examples`, in order: indices, floats or tag-index
+    lists, and for classification each example's softmax(z) over the classes (else None).
+
+    Batches hold examples of similar length (less padding). Padding changes an example's
+    output only in the last bits of a float (the sums run in another order), so the batches
+    are a function of the examples alone: the same examples give the same numbers, whoever
+    asks (`snowfire predict`, the trainer, /v1/predict).
     """
     model.eval()
     model.refresh_state()  # ELMo: the warm-up state of the current weights
     order = sorted(range(len(examples)), key=lambda i: example_length(examples[i]))
     preds: list = [None] * len(examples)
+    probs: list | None = None
     with (
         torch.inference_mode(),
         torch.autocast(device.type, dtype=torch.float16, enabled=device.type == "cuda"),
@@ -148,4 +178,9 @@ def predict(model: FireModel, examples: list, batch_size: int, device: torch.dev
             out, _ = model(to_device(model.collate([examples[i] for i in chunk]), device))
             for i, p in zip(chunk, model.predict(out), strict=True):
                 preds[i] = p
-    return preds
+            if isinstance(out, torch.Tensor) and out.ndim == 2:  # (B, K) class logits
+                probs = probs or [None] * len(examples)
+                rows = torch.softmax(out.float(), dim=-1).tolist()  # (B, K)
+                for i, row in zip(chunk, rows, strict=True):
+                    probs[i] = row
+    return preds, probs

@@ -4,6 +4,8 @@ model, spec = load_run(RUN)                  the run's model: its recorded confi
                                              the architecture (a partial method: on the
                                              pretrained encoder of the recorded identity),
                                              RUN/best.pt fills what it trained
+run, record, cfg, spec = read_run(RUN)       what it is, without building it (a partial
+                                             method on a shared encoder: finetune/shared.py)
 predict_run_texts(RUN, TEXTS, OUT)           a text file (`snowfire extract --input`'s
                                              formats) -> OUT, the run's .tsv format
 """
@@ -16,15 +18,26 @@ from pathlib import Path
 from snowfire.extractor import default_device
 from snowfire.rundir import BEST, CONFIG, METRICS
 
+#: What says an encoder is the one a run trained on: its weights, config and tokenizer files'
+#: hashes (an ELMo's weights and options files).
+IDENTITY_KEYS = (
+    "weights_sha256",
+    "options_sha256",
+    "config_sha256",
+    "tokenizer_sha256",
+)
+#: Examples per forward pass when predicting texts (sorted by length first: model.predict_outputs);
+#: the batches decide the last bits of a float, so every caller batches the same way.
+PREDICT_BATCH = 32
 
-def load_run(run: str | Path, device: str | None = None):
-    """(the model in eval mode, the task spec) of a finished 🔥 run."""
-    import torch
 
+def read_run(run: str | Path):
+    """(the directory holding the weights, its config.json record, its `FinetuneConfig`, its
+    task spec) of a finished 🔥 run; a grid: its chosen run. FileNotFoundError for a run that
+    is not finished, ValueError for a directory that is not a 🔥 run."""
     from snowfire.tasks import spec_from_record
 
     from .config import FinetuneConfig
-    from .model import build_model
 
     run = Path(run)
     if not (run / METRICS).is_file() or not (run / BEST).is_file():
@@ -33,19 +46,34 @@ def load_run(run: str | Path, device: str | None = None):
     if "finetune" not in record:
         raise ValueError(f"{run}/{CONFIG}: not a 🔥 run (no 'finetune' section)")
     if "grid" in record:  # a grid: its chosen run
-        return load_run(record["grid"]["chosen"]["run"], device)
+        return read_run(record["grid"]["chosen"]["run"])
     spec = spec_from_record(record["task"])
     cfg = FinetuneConfig.from_json(record["finetune"] | {"init_head": None})
-    model, identity = build_model(cfg, spec)
-    recorded = record["encoder"]
-    for key in ("weights_sha256", "options_sha256"):  # the encoder it trained on, unchanged
+    return run, record, cfg, spec
+
+
+def check_encoder(run: Path, recorded: dict, identity: dict, keys=IDENTITY_KEYS) -> None:
+    """Refuse (ValueError) an encoder whose `keys` differ from those the run recorded: the run
+    trained on other weights."""
+    for key in keys:
         if key in recorded and recorded[key] != identity.get(key):
             raise ValueError(
-                f"{run}: the encoder {cfg.encoder} is not the one the run trained "
+                f"{run}: the encoder {identity.get('spec')} is not the one the run trained "
                 f"on ({key} {identity.get(key)} vs {recorded[key]})"
             )
+
+
+def load_run(run: str | Path, device: str | None = None):
+    """(the model in eval mode, the task spec) of a finished 🔥 run."""
+    import torch
+
+    from .model import build_model
+
+    path, record, cfg, spec = read_run(run)
+    model, identity = build_model(cfg, spec)
+    check_encoder(path, record["encoder"], identity, ("weights_sha256", "options_sha256"))
     target = default_device(device)
-    model.load_trained(torch.load(run / BEST, map_location=target, weights_only=True))
+    model.load_trained(torch.load(path / BEST, map_location=target, weights_only=True))
     return model.to(target).eval(), spec
 
 
@@ -55,7 +83,7 @@ def predict_run_texts(
     out: str | Path,
     *,
     device: str | None = None,
-    batch_size: int = 32,
+    batch_size: int = PREDICT_BATCH,
 ) -> list:
     """Predict every text of `texts` with the 🔥 run; write `out`; the decoded labels."""
     from snowfire.tasks import decode, read_text_file, write_predictions

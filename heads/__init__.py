@@ -37,10 +37,15 @@ _WHERE = {
     "HeadSpec": ".registry:HeadSpec",
     "Tagger": ".tagger:Tagger",
     "train": ".trainer:train",
+    "batches_in_order": ".data:batches_in_order",
+    "PREDICT_BATCH": ".predict:PREDICT_BATCH",
+    "head_predictions": ".predict:head_predictions",
+    "run_task": ".predict:run_task",
 }
 
 __all__ = [
     "BCN",
+    "PREDICT_BATCH",
     "ESIM",
     "HEADS",
     "KINDS",
@@ -53,13 +58,16 @@ __all__ = [
     "Probe",
     "Tagger",
     "TrainConfig",
+    "batches_in_order",
     "build_head",
     "collate",
     "cosine_scores",
+    "head_predictions",
     "load_head",
     "predict_featureset",
     "predict_texts",
     "run_predict",
+    "run_task",
     "task_targets",
     "train",
 ]

@@ -46,6 +46,14 @@ def _batches(lengths: np.ndarray, batch_size: int, rng, pool: int) -> list[np.nd
     return length_batches(lengths, batch_size, pool, rng)
 
 
+def batches_in_order(eb: ExampleBatch, batch_size: int):
+    """Yield (positions, sub-batch) of `eb` in order, `batch_size` examples at a time, floats
+    (an int8 batch dequantised): what `FeatureSource.iterate` yields from a set read whole."""
+    for pos in _batches(np.diff(eb.offsets), batch_size, None, 0):
+        pos = pos.tolist()
+        yield pos, _floats(take(eb, pos))
+
+
 #: The most bytes of features a streamed block holds (with `block_examples`): two blocks are
 #: in memory while streaming, the one trained on and the next, read meanwhile.
 BLOCK_BYTES = 256 << 20

@@ -4,6 +4,9 @@ RUN/weights.safetensors, never retrained.
     predict_featureset(run, store, featureset, out)   features already in a store
     predict_texts(run, texts, out, store=None)        a text file: the run's encoder extracts
                                                       it first (into `store`, or a temporary one)
+    head_predictions(head, kind, batches)             the one loop both run, and the service's
+                                                      /v1/predict (snowfire.serving) too:
+                                                      predictions and class probabilities
 
 The output has the run's `predictions/<split>.tsv` format (tasks/predictions.py); the gold
 column is filled when the feature set is a split of the run's task and its data is at hand.
@@ -30,6 +33,10 @@ from snowfire.tasks import (
     spec_from_record,
     write_predictions,
 )
+
+#: Examples per forward pass when predicting, in the feature set's (or request's) order: the
+#: batches decide the last bits of a float, so every caller batches the same way.
+PREDICT_BATCH = 64
 
 
 @dataclass(frozen=True)
@@ -135,12 +142,9 @@ def predict_featureset(
     out: str | Path,
     *,
     data: str | None = None,
-    batch_size: int = 64,
+    batch_size: int = PREDICT_BATCH,
 ) -> list:
     """Predict every example of `featureset` in `store` with the run's head; write `out`."""
-    import torch
-
-    from .batch import collate
     from .data import FeatureSource
 
     run = Path(run)
@@ -155,13 +159,7 @@ def predict_featureset(
             "extract the texts with the run's encoder"
         )
     source = FeatureSource(reader, info, meta["layers"], max_bytes=int(4e9))
-    word_level = spec.kind == "tagging"
-    preds: list = [None] * info.num_examples
-    with torch.inference_mode():
-        for idx, eb in source.iterate(batch_size):
-            out_, _ = head(collate(eb, None, kind=spec.kind, word_level=word_level))
-            for i, p in zip(idx, head.predict(out_), strict=True):
-                preds[i] = p
+    preds, _ = head_predictions(head, spec.kind, source.iterate(batch_size), info.num_examples)
     labels = decode(spec, preds)
     write_predictions(Path(out), spec, _examples(run, meta, info, reader, data), labels)
     return labels
@@ -196,3 +194,31 @@ def predict_texts(
             raise ValueError(f"{run}/head.json: cannot extract {texts}: {err}") from err
         (info,) = run_extract(config)
         return predict_featureset(run, target, info.id, out)
+
+
+def head_predictions(head, kind: str, batches, n: int) -> tuple[list, list | None]:
+    """(predictions, probabilities) of `n` examples from `batches` of (example numbers,
+    ExampleBatch): class indices, floats or tag-index lists in example order, and for
+    classification each example's softmax(z) over the classes (None otherwise).
+
+    The probabilities come from the logits the prediction is the argmax of, so a label and its
+    probabilities never disagree; `snowfire predict` writes the labels, /v1/predict sends both.
+    """
+    import torch
+
+    from .batch import collate
+
+    head.eval()
+    word_level = kind == "tagging"
+    preds: list = [None] * n
+    probs: list | None = [None] * n if kind == "classification" else None
+    with torch.inference_mode():
+        for idx, eb in batches:
+            out, _ = head(collate(eb, None, kind=kind, word_level=word_level))
+            for i, p in zip(idx, head.predict(out), strict=True):
+                preds[i] = p
+            if probs is not None:
+                rows = torch.softmax(out.float(), dim=-1).tolist()  # (B, K)
+                for i, row in zip(idx, rows, strict=True):
+                    probs[i] = row
+    return preds, probs

@@ -11,9 +11,10 @@ dataset. docs/python.md walks through it.
     sweep = snowfire.layers(snowfire.LayersConfig(...))       # which layer? .recommendation
 
 The commands take the config objects the command line builds (`ExtractConfig`, `TrainConfig`,
-`FinetuneConfig`, `CompareConfig`, `PredictConfig`, `LayersConfig`), re-exported here. Every
-name loads on first use, so `import snowfire` imports neither torch nor transformers, zarr or
-FastAPI.
+`FinetuneConfig`, `CompareConfig`, `PredictConfig`, `LayersConfig`), re-exported here.
+`Predictor(runs)` keeps saved runs loaded and answers as POST /v1/predict does (many tasks over
+one encoder pass). Every name loads on first use, so `import snowfire` imports neither torch
+nor transformers, zarr or FastAPI.
 
 Every package of the project lives under this root (`snowfire.cache`, `snowfire.heads`, ...).
 Two of them share their name with a command: `snowfire.compare` and `snowfire.finetune` are the
@@ -44,6 +45,8 @@ _WHERE = {
     "compare": "snowfire.compare",
     "predict": "snowfire.commands:predict",
     "layers": "snowfire.commands:layers",
+    "Predictor": "snowfire.predictor:Predictor",
+    "PredictAnswer": "snowfire.serving:PredictAnswer",
     "TrainResult": "snowfire.results:TrainResult",
     "FinetuneResult": "snowfire.results:FinetuneResult",
     "CompareResult": "snowfire.results:CompareResult",

@@ -31,6 +31,7 @@ class _BareNames(importlib.abc.MetaPathFinder):
             "extractor",
             "heads",
             "finetune",
+            "serving",
             "compare",
             "jobs",
             "api",

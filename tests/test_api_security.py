@@ -96,7 +96,9 @@ def test_keys_file_and_bad_entries(tmp_path):
     with pytest.raises(ValueError, match=r"SNOWFIRE_API_KEYS entry 1: a key of 5 characters"):
         load_keys("short", None)
     f.write_text(f"{READ} admin\n")
-    with pytest.raises(ValueError, match=rf"{f}:1: scope 'admin', expected one of read, write"):
+    with pytest.raises(
+        ValueError, match=rf"{f}:1: scope 'admin', expected one of read, predict, write"
+    ):
         load_keys(None, f)
 
 

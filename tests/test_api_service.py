@@ -69,6 +69,7 @@ def test_healthz(client, store_dir):
         "max_body_bytes": 256 * 2**20,
         "max_in_flight": 32,
         "embed_max_queue": 16,
+        "predict_max_queue": 16,
     }
     assert body["threads"]["threads"] >= 1 and body["threads"]["why"]
 

@@ -87,7 +87,11 @@ def test_requests_beyond_the_bound_in_flight_get_429_with_retry_after(tmp_path, 
                 }
             health = httpx.get(f"{server.url}/healthz", timeout=10)  # never refused
             assert health.status_code == 200, health.text
-            assert _refused(server.url) == {"in_flight": extra, "embed_queue": 0}
+            assert _refused(server.url) == {
+                "in_flight": extra,
+                "embed_queue": 0,
+                "predict_queue": 0,
+            }
         finally:
             gate.set()
         for t in threads:
@@ -96,7 +100,7 @@ def test_requests_beyond_the_bound_in_flight_get_429_with_retry_after(tmp_path, 
         assert all(r.json()["id"] == "fs" for r in answers if r.status_code == 200)
         after = httpx.get(f"{server.url}/v1/featuresets/fs", timeout=10)  # a slot is free again
         assert after.status_code == 200
-        assert _refused(server.url) == {"in_flight": extra, "embed_queue": 0}
+        assert _refused(server.url) == {"in_flight": extra, "embed_queue": 0, "predict_queue": 0}
 
 
 def test_embed_requests_beyond_the_queue_bound_get_429_and_the_rest_are_computed(
@@ -138,7 +142,11 @@ def test_embed_requests_beyond_the_queue_bound_get_429_and_the_rest_are_computed
                     f"{bound} requests are already waiting for the encoder, its queue's limit "
                     f"(SNOWFIRE_EMBED_MAX_QUEUE={bound}): retry after 1 s"
                 )
-            assert _refused(server.url) == {"in_flight": 0, "embed_queue": extra}
+            assert _refused(server.url) == {
+                "in_flight": 0,
+                "embed_queue": extra,
+                "predict_queue": 0,
+            }
         finally:
             gate.set()
         for t in threads:

@@ -242,3 +242,42 @@ def test_the_report_names_the_threads_each_service_chose_and_a_service_that_woul
     with pytest.raises(StepFailed, match=r"service api, .*got 8 threads: SNOWFIRE_THREADS=8"):
         threads_report(_Execs({"api": fixed, "trainer": inside}), scale)
     assert list(differences({"threads": inside}, {"threads": alone})) == []  # as versions
+
+
+class _PredictApi:
+    """POST /v1/predict answering `labels` per run."""
+
+    def __init__(self, labels: dict[str, list[str]]) -> None:
+        self.labels, self.asked = labels, []
+
+    def request(self, method, path, body=None):
+        self.asked.append((method, path, body))
+        runs = [
+            {"run": r, "predictions": [{"label": x} for x in self.labels[r]]} for r in body["runs"]
+        ]
+        return 200, {"runs": runs}
+
+
+def test_the_predict_step_holds_the_services_labels_to_snowfire_predicts(tmp_path):
+    from scripts.compose_check.workload import PREDICT_TEXTS, Reference, predictions
+
+    fake = tmp_path / "snowfire"  # `snowfire predict --run R --input F --out O`: label 1 each
+    fake.write_text(
+        '#!/bin/sh\nprintf "index\\tgold\\tpredicted\\n0\\t\\t1\\n1\\t\\t1\\n2\\t\\t0\\n" > "$7"\n'
+    )
+    fake.chmod(0o755)
+    ref = Reference(str(fake), tmp_path / "data", tmp_path / "ref")
+    ref.root.mkdir()
+    jobs = {"train": {"id": "j1"}, "finetune": {"id": "j2"}}
+    api = _PredictApi({"j1": ["1", "1", "0"], "j2": ["1", "1", "0"]})
+    assert predictions(api, jobs, ref, str(fake)) == (
+        'predict: {"j1": ["1", "1", "0"], "j2": ["1", "1", "0"]} = snowfire predict outside'
+    )
+    assert api.asked == [
+        ("POST", "/v1/predict", {"runs": ["j1", "j2"], "texts": list(PREDICT_TEXTS)})
+    ]
+    api.labels["j2"] = ["0", "1", "0"]
+    with pytest.raises(
+        StepFailed, match=r"run j2: service \['0', '1', '0'\], snowfire predict \['1', '1', '0'\]"
+    ):
+        predictions(api, jobs, ref, str(fake))

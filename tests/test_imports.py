@@ -5,9 +5,10 @@ root, `snowfire.*` (its folder is the repository's top-level one: `cache/` is `s
 so no file anywhere, tests included, imports a package by its bare folder name. Read with
 `ast`; nothing is imported.
 
-    options, nn, cache → tasks, rundir → extractor → heads → finetune → compare → jobs → api
-    → snowfire → cli  (each package imports only from the floors before it: FLOW below);
-    nn/ holds the torch blocks heads/ and finetune/ share; jobs/ imports no web framework
+    options, nn, cache → tasks, rundir → extractor → heads → finetune → serving, compare → jobs
+    → api → snowfire → cli  (each package imports only from the floors before it: FLOW below);
+    nn/ holds the torch blocks heads/ and finetune/ share; serving/ (predictions of saved runs)
+    sits over heads/ and finetune/, under api/; jobs/ imports no web framework
 
 A failure names file:line and the name. There is no allow-list: a name another package needs
 is exported by it (a small, deliberate `__all__`); a private method called from another
@@ -34,6 +35,7 @@ PACKAGES = (
     "api",
     "jobs",
     "finetune",
+    "serving",
     "compare",
     "cli",
     "rundir",
@@ -51,6 +53,7 @@ FLOW = {
     "extractor": {"options", "nn", "tasks", "cache"},
     "heads": {"options", "nn", "tasks", "cache", "rundir", "extractor"},
     "finetune": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads"},
+    "serving": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads", "finetune"},
     "compare": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads", "finetune"},
     "jobs": {
         "options",
@@ -63,7 +66,7 @@ FLOW = {
         "finetune",
         "compare",
     },
-    "api": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads", "jobs"},
+    "api": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads", "jobs", "serving"},
     "snowfire": set(PACKAGES) - {"cli", "snowfire", "api", "jobs"},
     "cli": set(PACKAGES) - {"cli"},
 }

@@ -25,6 +25,7 @@ FOLDERS = (
     "extractor",
     "heads",
     "finetune",
+    "serving",
     "compare",
     "jobs",
     "api",

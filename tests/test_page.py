@@ -1,6 +1,7 @@
 """The page at `/` in a real headless browser (Debian's chromium driven by selenium): it loads,
-shows a feature set and a job the test made, the job's cancel button cancels it, and with API
-keys on the browser signs in through /ui/login."""
+shows a feature set and a job the test made, the job's cancel button cancels it, with API
+keys on the browser signs in through /ui/login, and its form sends a text to POST /v1/predict
+and shows the answer."""
 
 from __future__ import annotations
 
@@ -114,5 +115,68 @@ def test_the_page_shows_sets_and_jobs_and_cancels_a_job(service):
         )
         assert _api(url, f"/v1/jobs/{job_id}")["status"] == "cancelled"
         assert not browser.find_elements(By.CSS_SELECTOR, f'button[data-cancel="{job_id}"]')
+    finally:
+        browser.quit()
+
+
+@pytest.fixture
+def predicting(tiny_bert_dir, data_dir, tmp_path):
+    """A service with an encoder over a home holding a ❄️ and a 🔥 run of SST-2."""
+    from tests.helpers.serving import train_runs
+
+    train_runs(tmp_path, tiny_bert_dir, data_dir, names=["sst2-linear", "sst2-full"])
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "SNOWFIRE_API_KEYS": f"{KEY}:write", "SNOWFIRE_LOG_LEVEL": "warning"}
+    args = (
+        "serve",
+        "--home",
+        str(tmp_path),
+        "--port",
+        str(port),
+        "--encoder",
+        f"hf:{tiny_bert_dir}",
+    )
+    proc = subprocess.Popen(snowfire_cli(*args), env=env)
+    try:
+        wait_healthy(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_the_page_form_sends_a_text_and_shows_the_answer(predicting):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, text = predicting, "a funny and great film about a man"
+    expected = _api(url, "/v1/predict", {"runs": ["sst2-linear", "sst2-full"], "texts": [text]})
+    browser = _browser()
+    try:
+        browser.get(url + "/ui/login")
+        field = browser.find_element(By.NAME, "key")
+        field.send_keys(KEY)
+        field.submit()
+        WebDriverWait(browser, 20).until(ec.presence_of_element_located((By.ID, "predict-form")))
+        for name in ("sst2-linear", "sst2-full"):
+            browser.find_element(By.CSS_SELECTOR, f'input[name=run][value="{name}"]').click()
+        browser.find_element(By.ID, "predict-text").send_keys(text)
+        browser.find_element(By.CSS_SELECTOR, "#predict-form button[type=submit]").click()
+        WebDriverWait(browser, 30).until(
+            ec.presence_of_element_located(
+                (By.CSS_SELECTOR, '#predict-answer [data-run="sst2-full"]')
+            )
+        )
+        shown = {
+            line.get_attribute("data-run"): line.text
+            for line in browser.find_elements(By.CSS_SELECTOR, "#predict-answer .answer")
+        }
+        for run in expected["runs"]:
+            (p,) = run["predictions"]
+            prob = p["probabilities"][p["label"]]
+            assert shown[run["run"]] == f"{run['run']}: {p['label']} (p={prob:.3f})"
+        assert "features cached" in browser.find_element(By.ID, "predict-answer").text
     finally:
         browser.quit()

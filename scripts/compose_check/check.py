@@ -11,6 +11,8 @@
                train, 🔥 finetune, compare on the cut demo sample; the same commands outside
                containers (same seeds) must give the same metrics, features and run files
     kill       `docker kill` of the trainer running a job: the other trainer finishes it once
+    predict    POST /v1/predict with the train and finetune jobs' runs: the labels
+               `snowfire predict` gives the same runs outside containers
     page       `/` shows the jobs, runs and feature sets
     down, up   the store, runs and job history are still there, byte for byte
     down -v    the volume is gone
@@ -40,6 +42,7 @@ from .engine import COMPOSE_PACKAGE, TOOLS, Engine, compose_command, install_mis
 from .stack import Api, Stack, break_command
 from .steps import Log, StepFailed, run
 from .workload import DIGEST, JOBS, Reference, differences, digest, share_env, write_cut
+from .workload import predictions as predicted
 from .workload import threads_report as threads
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,6 +123,8 @@ class Check:
             reference.join()
         with self.log.timed("compare with the runs outside containers"):
             self.compare(stack, jobs, reference)
+        with self.log.timed("predictions over REST = snowfire predict outside"):
+            self.log.say(predicted(api, jobs, reference, self.args.snowfire))
         with self.log.timed("the page at / shows them"):
             self.page(api, jobs)
         self.restart(stack, api)

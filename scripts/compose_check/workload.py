@@ -19,7 +19,7 @@ from typing import Any
 
 from snowfire.jobs import stop_process
 
-from .steps import StepFailed, tail
+from .steps import StepFailed, run, tail
 
 #: Lines kept of each demo file (a header counts): 500 SST-2 sentences, 90 STS-B pairs.
 CUT = {
@@ -89,6 +89,54 @@ JOBS = {
         ),
     )
 }
+
+
+#: What the check asks POST /v1/predict (the train and finetune jobs' runs) and, outside
+#: containers, `snowfire predict` of the same runs: one text per line.
+PREDICT_TEXTS = (
+    "a gripping , funny and moving film",
+    "the plot is dull and the acting is worse",
+    "an honest picture",
+)
+
+
+def printed_labels(path: Path) -> list[str]:
+    """The predicted column of a `snowfire predict` file."""
+    return [line.split("\t")[2] for line in path.read_text().splitlines()[1:]]
+
+
+def predict_differences(answer: dict, printed: dict[str, list[str]]) -> list[str]:
+    """Where POST /v1/predict's labels differ from `snowfire predict`'s, per run name."""
+    got = {run["run"]: [p["label"] for p in run["predictions"]] for run in answer["runs"]}
+    return [
+        f"run {name}: service {got.get(name)}, snowfire predict {want}"
+        for name, want in printed.items()
+        if got.get(name) != want
+    ]
+
+
+def predictions(api, jobs: dict[str, dict], ref: Reference, snowfire: str) -> str:
+    """POST /v1/predict with the train and finetune jobs' runs, and `snowfire predict` of the
+    same runs outside containers (the reference's): the same labels, or StepFailed."""
+    step = "predictions over REST"
+    names = {jobs[name]["id"]: name for name in ("train", "finetune")}
+    status, answer = api.request(
+        "POST", "/v1/predict", {"runs": list(names), "texts": list(PREDICT_TEXTS)}
+    )
+    if status != 200:
+        raise StepFailed(step, f"POST /v1/predict: {status} {answer}", "api")
+    texts = ref.root / "predict.txt"
+    texts.write_text("".join(f"{t}\n" for t in PREDICT_TEXTS))
+    printed = {}
+    for job_id, name in names.items():
+        out = ref.root / f"predict-{name}.tsv"
+        args = ["predict", "--run", str(ref.out(name)), "--input", str(texts), "--out", str(out)]
+        run([snowfire, *args], step=f"{step}: snowfire predict outside")
+        printed[job_id] = printed_labels(out)
+    diffs = predict_differences(answer, printed)
+    if diffs:
+        raise StepFailed(step, "; ".join(diffs), "api")
+    return f"predict: {json.dumps(printed)} = snowfire predict outside"
 
 
 def write_cut(demo: Path, dest: Path) -> Path:

@@ -10,6 +10,7 @@ imports from here, never from another test module (nor the demo's private helper
     proxy.py    an HTTP proxy that adds latency, refuses, resets, cuts bodies, answers 503
     compose.py  docker-compose.yml read as Compose does; its commands run locally
     store.py    texts, extraction into a store, a bucket's objects, a head run by the CLI
+    serving.py  a run of every kind under one HOME, fresh inputs in each task's form
     tiny_bert.py  the tiny random BERT (the `tiny_bert_dir` fixture, the format-1 fixture)
 """
 
