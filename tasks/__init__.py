@@ -38,6 +38,7 @@ from .spec_file import (
 )
 from .subset import train_subset
 from .text_file import read_text_file
+from .text_rule import REFUSED_CLASS, dotted, text_fault, value_fault
 
 DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo"
 
@@ -46,6 +47,7 @@ __all__ = [
     "FORMATS",
     "KINDS",
     "METRICS",
+    "REFUSED_CLASS",
     "SPEC_SUFFIXES",
     "SPLITS",
     "TASKS",
@@ -63,6 +65,7 @@ __all__ = [
     "config_task",
     "decode",
     "describe",
+    "dotted",
     "evaluate",
     "example_length",
     "file_digest",
@@ -86,6 +89,8 @@ __all__ = [
     "split_path",
     "split_source",
     "tag_spans",
+    "text_fault",
     "train_subset",
+    "value_fault",
     "write_predictions",
 ]

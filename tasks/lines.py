@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from .text_rule import REFUSED, char_fault
+
 
 def malformed(path: Path | str, line: int | str, message: str) -> ValueError:
     """The error for a bad line: file, 1-based line number (or another place, e.g. "row 3"
@@ -18,8 +20,10 @@ def numbered_lines(path: Path | str) -> Iterator[tuple[int, str]]:
 
     Lines are split on "\\n" only (a stray "\\r" or U+2028 inside a sentence stays put, which
     universal-newline reading would not guarantee); a trailing "\\r" (CRLF files) is dropped and
-    a UTF-8 byte-order mark at the start of the file is ignored. The file is streamed, so a
-    large split never needs to fit in memory twice.
+    a UTF-8 byte-order mark at the start of the file is ignored. Every line keeps the text rule
+    (tasks/text_rule.py): bytes that are not UTF-8 (an encoded surrogate among them) or a NUL
+    are refused naming the line and the column (1-based, in characters). The file is streamed,
+    so a large split never needs to fit in memory twice.
     """
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, start=1):
@@ -28,7 +32,18 @@ def numbered_lines(path: Path | str) -> Iterator[tuple[int, str]]:
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as err:
-                raise malformed(path, number, f"expected UTF-8 text, got {err.reason}") from None
+                column = len(raw[: err.start].decode("utf-8")) + 1
+                raise malformed(
+                    path,
+                    number,
+                    f"column {column}: expected UTF-8 text, got byte 0x{raw[err.start]:02x} "
+                    f"({err.reason})",
+                ) from None
+            refused = REFUSED.search(text)
+            if refused is not None:
+                raise malformed(
+                    path, number, f"column {refused.start() + 1} is {char_fault(refused.group())}"
+                )
             yield number, text.rstrip("\n").removesuffix("\r")
 
 
@@ -38,3 +53,20 @@ def words(path: Path | str, line: int, text: str, what: str) -> tuple[str, ...]:
     if not found:
         raise malformed(path, line, f"expected a non-empty {what}, got {text!r}")
     return found
+
+
+def json_line(path: Path | str, line: int, text: str):
+    """The JSON value of one line, or the malformed-line error: invalid JSON (with its column),
+    nesting too deep for the parser, an integer too long for Python to read."""
+    import json
+
+    expected = "expected a JSON object, got"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        why = f"invalid JSON ({err.msg} at column {err.colno})"
+    except RecursionError:
+        why = "nesting too deep to read"
+    except ValueError as err:  # e.g. an integer of more than 4300 digits
+        why = f"a value it cannot read ({err})"
+    raise malformed(path, line, f"{expected} {why}")
