@@ -13,8 +13,11 @@ runner of a job load neither pydantic nor a web framework.
 
 from .errors import (
     InvalidJobError,
+    JobConflictError,
     JobError,
+    JobInputNotFoundError,
     JobNotFoundError,
+    JobPathForbiddenError,
     JobsDisabledError,
     JobStateError,
 )
@@ -34,9 +37,12 @@ __all__ = [
     "Home",
     "InvalidJobError",
     "Job",
+    "JobConflictError",
     "JobError",
+    "JobInputNotFoundError",
     "JobKind",
     "JobNotFoundError",
+    "JobPathForbiddenError",
     "JobQueue",
     "JobStateError",
     "JobsDisabledError",

@@ -38,21 +38,36 @@ from .spec_file import (
 )
 from .subset import train_subset
 from .text_file import read_text_file
-from .text_rule import REFUSED_CLASS, dotted, text_fault, value_fault
+from .text_rule import (
+    INT_MAX,
+    INT_MIN,
+    TEXT_PATTERN,
+    WORD_PATTERN,
+    WORDS_PATTERN,
+    dotted,
+    escaped,
+    integral,
+    text_fault,
+    value_fault,
+)
 
 DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo"
 
 __all__ = [
     "DEMO_DATA_DIR",
     "FORMATS",
+    "INT_MAX",
+    "INT_MIN",
     "KINDS",
     "METRICS",
-    "REFUSED_CLASS",
     "SPEC_SUFFIXES",
     "SPLITS",
     "TASKS",
     "TASK_NAMES",
+    "TEXT_PATTERN",
     "USER_FORMATS",
+    "WORDS_PATTERN",
+    "WORD_PATTERN",
     "Example",
     "Source",
     "TaskReport",
@@ -66,10 +81,12 @@ __all__ = [
     "decode",
     "describe",
     "dotted",
+    "escaped",
     "evaluate",
     "example_length",
     "file_digest",
     "get_task",
+    "integral",
     "gold_of",
     "length_batches",
     "load_spec_file",

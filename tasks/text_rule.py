@@ -31,11 +31,25 @@ from typing import Any
 
 #: The code points the rule refuses (inclusive ranges): NUL, the surrogates.
 REFUSED_RANGES = ((0x0000, 0x0000), (0xD800, 0xDFFF))
-#: The same as the body of a regex character class in \\uXXXX escapes, which Python's re and
-#: JSON Schema's (ECMA-262) patterns read alike: the service's schemas say the rule with it.
+#: The same as the body of a regex character class, in \\uXXXX escapes.
 REFUSED_CLASS = "".join(f"\\u{lo:04x}-\\u{hi:04x}" for lo, hi in REFUSED_RANGES)
+#: The rule as a JSON-Schema (ECMA-262) pattern's class body, which the service's schemas say:
+#: NUL. A schema's string is a sequence of Unicode scalar values, which holds no surrogate, and
+#: generators that read patterns (hypothesis) mishandle a surrogate range in a class; the
+#: service refuses a lone surrogate all the same (api/body.py).
+SCHEMA_REFUSED_CLASS = "\\u0000"
 #: What the rule refuses, as one character class (a C-level search per text).
 REFUSED = re.compile(f"[{REFUSED_CLASS}]")
+#: White space (what str.split splits words on, Python's str.isspace) as the body of a regex
+#: character class, for schemas that say "a word" or "not blank"; no character above U+3000
+#: is white space (tests/test_text_rule.py checks every code point).
+SPACE_CLASS = "".join(f"\\u{c:04x}" for c in range(0x3001) if chr(c).isspace())
+_N, _S = SCHEMA_REFUSED_CLASS, SPACE_CLASS
+#: JSON-Schema patterns of the rule: any string; a text with at least one word (a character
+#: that is not white space); one word (no white space).
+TEXT_PATTERN = f"^[^{_N}]*$"
+WORDS_PATTERN = f"^[^{_N}]*[^{_N}{_S}][^{_N}]*$"
+WORD_PATTERN = f"^[^{_N}{_S}]+$"
 #: The integers a JSON value may hold: int64's range.
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
@@ -102,6 +116,15 @@ def value_fault(value: Any) -> tuple[tuple[str | int, ...], str] | None:
         elif isinstance(item, (list, tuple)):
             stack.extend(((*path, i), child) for i, child in reversed(list(enumerate(item))))
     return None
+
+
+def integral(value: Any) -> Any:
+    """JSON Schema's integer is any number without a fractional part: 2.0 is the integer 2
+    (a JSON encoder may write either). An integral float within int64 becomes that int;
+    booleans, strings, 2.5 and the rest stay what they are (for a strict check to refuse)."""
+    if isinstance(value, float) and value.is_integer() and INT_MIN <= value <= INT_MAX:
+        return int(value)
+    return value
 
 
 def dotted(path: tuple[str | int, ...]) -> str:
