@@ -86,19 +86,23 @@ def _number_fault(value: Any) -> str | None:
 def value_fault(value: Any) -> tuple[tuple[str | int, ...], str] | None:
     """The first place in a parsed JSON/YAML `value` that breaks the rule, as (path, why):
     path the keys and list positions leading to it (("texts", 0) for body["texts"][0]); a key
-    that breaks it is named by its own path. None when the whole value keeps it."""
-    stack: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
+    that breaks it is named by its own path. None when the whole value keeps it.
+
+    Linear in the value's size whatever its depth: each item on the stack holds a link to its
+    parent's place, and a path is spelled out only for the fault."""
+    Place = tuple  # (parent place, key) or None at the root
+    stack: list[tuple[Place | None, Any]] = [(None, value)]
     seen: set[int] = set()
     while stack:
-        path, item = stack.pop()
+        place, item = stack.pop()
         if isinstance(item, str):
             fault = text_fault(item)
             if fault:
-                return path, fault
+                return _path(place), fault
             continue
         fault = _number_fault(item)
         if fault:
-            return path, fault
+            return _path(place), fault
         if isinstance(item, (dict, list, tuple)):
             if id(item) in seen:
                 continue
@@ -107,15 +111,23 @@ def value_fault(value: Any) -> tuple[tuple[str | int, ...], str] | None:
             children = []
             for key, child in item.items():
                 if not isinstance(key, str):
-                    return path, f"the key {key!r} is not a string"
+                    return _path(place), f"the key {key!r} is not a string"
                 fault = text_fault(key)
                 if fault:
-                    return (*path, key), f"its name: {fault}"
-                children.append(((*path, key), child))
+                    return _path((place, key)), f"its name: {fault}"
+                children.append(((place, key), child))
             stack.extend(reversed(children))
         elif isinstance(item, (list, tuple)):
-            stack.extend(((*path, i), child) for i, child in reversed(list(enumerate(item))))
+            stack.extend(((place, i), child) for i, child in reversed(list(enumerate(item))))
     return None
+
+
+def _path(place: tuple | None) -> tuple[str | int, ...]:
+    keys = []
+    while place is not None:
+        place, key = place
+        keys.append(key)
+    return tuple(reversed(keys))
 
 
 def integral(value: Any) -> Any:

@@ -10,6 +10,7 @@ imports from here, never from another test module (nor the demo's private helper
     compose.py  docker-compose.yml read as Compose does; its commands run locally
     store.py    texts, extraction into a store, a bucket's objects, a head run by the CLI
     tiny_bert.py  the tiny random BERT (the `tiny_bert_dir` fixture, the format-1 fixture)
+    fuzz.py     the property tests' budget (hypothesis profiles) and the hazards they plant
 """
 
 from __future__ import annotations
