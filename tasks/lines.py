@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,36 +16,52 @@ def malformed(path: Path | str, line: int | str, message: str) -> ValueError:
     return ValueError(f"{path} {where}: {message}")
 
 
-def numbered_lines(path: Path | str) -> Iterator[tuple[int, str]]:
+#: After a "\r" that no "\n" follows: where a line ends in a file of old Mac line ends.
+_LONE_CR = re.compile(rb"(?<=\r)(?!\n)")
+
+
+def numbered_lines(path: Path | str, cr_ends: bool = False) -> Iterator[tuple[int, str]]:
     """Yield `(line_number, text)` for every line, 1-based, line ending removed.
 
     Lines are split on "\\n" only (a stray "\\r" or U+2028 inside a sentence stays put, which
     universal-newline reading would not guarantee); a trailing "\\r" (CRLF files) is dropped and
-    a UTF-8 byte-order mark at the start of the file is ignored. Every line keeps the text rule
-    (tasks/text_rule.py): bytes that are not UTF-8 (an encoded surrogate among them) or a NUL
-    are refused naming the line and the column (1-based, in characters). The file is streamed,
-    so a large split never needs to fit in memory twice.
+    a UTF-8 byte-order mark at the start of the file is ignored. cr_ends: a lone "\\r" ends a
+    line too, as pyarrow's CSV reader reads one (the delimited readers' line numbers are then
+    its rows'). Every line keeps the text rule (tasks/text_rule.py): bytes that are not UTF-8
+    (an encoded surrogate among them) or a NUL are refused naming the line and the column
+    (1-based, in characters). The file is streamed, so a large split never needs to fit in
+    memory twice.
     """
+    number = 0
     with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                column = len(raw[: err.start].decode("utf-8")) + 1
-                raise malformed(
-                    path,
-                    number,
-                    f"column {column}: expected UTF-8 text, got byte 0x{raw[err.start]:02x} "
-                    f"({err.reason})",
-                ) from None
-            refused = REFUSED.search(text)
-            if refused is not None:
-                raise malformed(
-                    path, number, f"column {refused.start() + 1} is {char_fault(refused.group())}"
-                )
-            yield number, text.rstrip("\n").removesuffix("\r")
+        for chunk in fh:
+            if number == 0 and chunk.startswith(b"\xef\xbb\xbf"):
+                chunk = chunk[3:]
+            parts = _LONE_CR.split(chunk) if cr_ends and b"\r" in chunk else [chunk]
+            for raw in parts:
+                if not raw:  # after a "\r" that ends the file
+                    continue
+                number += 1
+                yield number, _decoded(path, number, raw).rstrip("\n").removesuffix("\r")
+
+
+def _decoded(path: Path | str, number: int, raw: bytes) -> str:
+    """One line's text, or the error naming its column: not UTF-8, or refused by the rule."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        column = len(raw[: err.start].decode("utf-8")) + 1
+        raise malformed(
+            path,
+            number,
+            f"column {column}: expected UTF-8 text, got byte 0x{raw[err.start]:02x} ({err.reason})",
+        ) from None
+    refused = REFUSED.search(text)
+    if refused is not None:
+        raise malformed(
+            path, number, f"column {refused.start() + 1} is {char_fault(refused.group())}"
+        )
+    return text
 
 
 def words(path: Path | str, line: int, text: str, what: str) -> tuple[str, ...]:

@@ -80,6 +80,8 @@ def _missing_library(name: str, fmt: str) -> ImportError:
 
 # -- csv / tsv
 
+_FIELD_LIMIT = 2**31 - 1
+
 
 def _dialect(fmt: str, options: dict[str, Any]) -> tuple[str, bool]:
     quoting = options.get("quoting", fmt == "csv")
@@ -116,7 +118,9 @@ def _read_delimited(path: Path, fmt: str, wanted: list[str], options: dict[str, 
 def _csv_records(path: Path, delimiter: str, quoting: bool):
     """(first line, fields) of every record after the header, blank lines left out, read with
     Python's csv module in the dialect pyarrow was given; invalid UTF-8 names its line."""
-    lines = (line + "\n" for _, line in numbered_lines(path))  # checks UTF-8 per line
+    lines = (line + "\n" for _, line in numbered_lines(path, cr_ends=True))  # UTF-8, the rule
+    if csv.field_size_limit() < _FIELD_LIMIT:  # csv's default 128 KiB; pyarrow reads more
+        csv.field_size_limit(_FIELD_LIMIT)
     reader = csv.reader(
         lines,
         delimiter=delimiter,
@@ -124,7 +128,13 @@ def _csv_records(path: Path, delimiter: str, quoting: bool):
         doublequote=True,
     )
     previous = 0
-    for fields in reader:
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:  # e.g. a field past csv's own size limit
+            raise malformed(path, reader.line_num, f"could not be read as CSV: {err}") from None
         first, previous = previous + 1, reader.line_num
         if fields:
             yield first, fields
@@ -171,7 +181,7 @@ class _LazyLines:
 # -- JSON lines
 
 
-def _jsonl_lines(path: Path) -> list[int]:
+def _jsonl_lines(path: Path) -> list[int]:  # pyarrow's JSON reader ends lines at "\n" alone
     return [n for n, text in numbered_lines(path) if text.strip()]
 
 
