@@ -21,6 +21,7 @@ and the client's request splitting use it). No web framework here.
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 
@@ -148,18 +149,27 @@ _NP_DTYPES = {v: k for k, v in _ST_DTYPES.items()}
 def decode(body: bytes | bytearray | memoryview) -> ExampleBatch:
     """The ExampleBatch of a features body; StoreError for another format or a broken body.
 
-    The arrays are views into `body` (no copy) when it is a writable buffer (a bytearray the
-    client read into); copies of an immutable `bytes`, so every array is writable either way.
+    Every part is checked before it is used, so no body, however cut or garbled, gives another
+    exception or a batch that breaks the layout above (`_check_layout`). The arrays are views
+    into `body` (no copy) when it is a writable buffer (a bytearray the client read into);
+    copies of an immutable `bytes`, so every array is writable either way.
     """
     view = memoryview(body).cast("B")
+    if len(view) < 8:
+        raise StoreError(f"features body is not safetensors: {len(view)} bytes, no header length")
+    n = int.from_bytes(view[:8], "little")
+    if n > len(view) - 8:
+        raise StoreError(
+            f"features body is not safetensors: a header of {n} bytes in a body of {len(view)}"
+        )
     try:
-        n = int.from_bytes(view[:8], "little")
         header = json.loads(bytes(view[8 : 8 + n]))
         meta = header.pop("__metadata__", {})
-    except (ValueError, UnicodeDecodeError, AttributeError) as err:
-        raise StoreError(f"features body is not safetensors: {err}") from err
-    if meta.get("format") != WIRE_FORMAT:
-        raise StoreError(f"features body in format {meta.get('format')!r}, expected {WIRE_FORMAT}")
+    except (ValueError, UnicodeDecodeError, AttributeError, TypeError, RecursionError) as err:
+        raise StoreError(f"features body is not safetensors: {err!r}") from err
+    if not isinstance(meta, dict) or meta.get("format") != WIRE_FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else meta
+        raise StoreError(f"features body in format {found!r}, expected {WIRE_FORMAT}")
     start, t = 8 + n, {}
     names = ("features", *_INDEX_DTYPES, *(["scales"] if "scales" in header else []))
     for name in names:
@@ -169,9 +179,13 @@ def decode(body: bytes | bytearray | memoryview) -> ExampleBatch:
             lo, hi = (int(x) for x in info["data_offsets"])
             shape = tuple(int(x) for x in info["shape"])
         except (KeyError, TypeError, ValueError) as err:
-            raise StoreError(f"features body: tensor {name!r} malformed ({err})") from err
-        count = int(np.prod(shape))
-        if not 0 <= lo <= hi <= len(view) - start or hi - lo != count * dtype.itemsize:
+            raise StoreError(f"features body: tensor {name!r} malformed ({err!r})") from err
+        count = math.prod(shape)  # Python's ints: no overflow
+        if (
+            min(shape, default=0) < 0
+            or not 0 <= lo <= hi <= len(view) - start
+            or (hi - lo != count * dtype.itemsize)
+        ):
             raise StoreError(
                 f"features body: tensor {name!r} at bytes {lo}..{hi} does not fit its shape "
                 f"{list(shape)} of {dtype.name} or the body's {len(view) - start} data bytes"
@@ -190,13 +204,53 @@ def decode(body: bytes | bytearray | memoryview) -> ExampleBatch:
             f"features body: scales {list(t['scales'].shape)} for features "
             f"{list(t['features'].shape)} (expected one scale per token and layer)"
         )
+    layers, keys = _listed(meta, "layers", int), _listed(meta, "keys", str)
+    _check_layout(t, layers, keys)
     return ExampleBatch(
         features=t["features"],  # (N, Lsel, D)
         offsets=t["offsets"],  # (n + 1,)
         word_ids=t["word_ids"],  # (N,)
         type_ids=t["type_ids"],  # (N,)
         pair_starts=t["pair_starts"],  # (n,)
-        layers=json.loads(meta["layers"]),
-        keys=json.loads(meta["keys"]),
+        layers=layers,
+        keys=keys,
         scales=t.get("scales"),  # (N, Lsel) int8 features only
     )
+
+
+def _listed(meta: dict, name: str, kind: type) -> list:
+    """A metadata entry that holds a JSON list of `kind` (layers: ints, keys: strings)."""
+    try:
+        value = json.loads(meta[name])
+    except (KeyError, TypeError, ValueError, RecursionError) as err:
+        raise StoreError(f"features body: metadata {name!r} malformed ({err!r})") from err
+    if not isinstance(value, list) or not all(
+        isinstance(x, kind) and not isinstance(x, bool) for x in value
+    ):
+        raise StoreError(f"features body: metadata {name!r}: expected a list of {kind.__name__}")
+    return value
+
+
+def _check_layout(t: dict[str, np.ndarray], layers: list[int], keys: list[str]) -> None:
+    """The shapes and offsets the module docstring lays out, for n = len(keys) examples of
+    N tokens: else StoreError naming what does not fit."""
+    features, offsets = t["features"], t["offsets"]
+    n, tokens = len(keys), features.shape[0] if features.ndim else -1
+    expected = {
+        "features": (tokens, len(layers), features.shape[-1] if features.ndim == 3 else -1),
+        "offsets": (n + 1,),
+        "word_ids": (tokens,),
+        "type_ids": (tokens,),
+        "pair_starts": (n,),
+    }
+    for name, shape in expected.items():
+        if t[name].shape != shape or (name == "features" and features.ndim != 3):
+            raise StoreError(
+                f"features body: {name} of shape {list(t[name].shape)}, expected {list(shape)} "
+                f"({n} keys, {len(layers)} layers, {max(tokens, 0)} tokens)"
+            )
+    if offsets[0] != 0 or offsets[-1] != tokens or np.any(np.diff(offsets) < 0):
+        raise StoreError(
+            f"features body: offsets must rise from 0 to the {tokens} tokens, got "
+            f"{offsets[:3].tolist()}...{offsets[-1:].tolist()}"
+        )
