@@ -99,8 +99,11 @@ def load_spec_file(path: Path | str) -> dict[str, Any]:
     else:
         import yaml
 
+        # libyaml's loader where installed: a nesting limit (1,000 levels) and linear time, where
+        # the pure-Python loader takes seconds, quadratically, to reach its recursion limit
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         try:
-            raw = yaml.safe_load(text)
+            raw = yaml.load(text, Loader=loader)
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
             at = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
