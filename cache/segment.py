@@ -159,7 +159,15 @@ def record_checksums(path: Path) -> None:
 
 def read_checksums(path: Path) -> dict[str, list]:
     try:
-        return json.loads((path / CHECKSUMS).read_text())
+        table = json.loads((path / CHECKSUMS).read_text())
+        if isinstance(table, dict) and all(
+            isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and type(v[1]) is int
+            for v in table.values()
+        ):
+            return table
+        raise StoreCorruptError(
+            f"segment {path}: {CHECKSUMS} is not a table of files' [crc32c, size]"
+        )
     except FileNotFoundError:
         raise StoreCorruptError(
             f"segment {path}: no {CHECKSUMS} (every segment records one when written); "

@@ -39,6 +39,7 @@ from .errors import (
     FeatureSetNotFoundError,
     IncompatibleStoreError,
     InvalidSelectionError,
+    StoreCorruptError,
 )
 from .keys import STORE_FORMAT_VERSION, digest, encoder_id
 from .plan import ReadPlan, check_index_type, check_layers, read_dtype
@@ -79,6 +80,10 @@ class Store:
             attrs = json.loads(self._read_text("zarr.json")).get("attributes", {})
         except FileNotFoundError:
             return  # nothing written yet: reads find no feature set
+        except (ValueError, AttributeError) as err:  # not JSON, or JSON of another shape
+            raise IncompatibleStoreError(f"{self.path}/zarr.json is not a store's: {err}") from err
+        if not isinstance(attrs, dict):
+            raise IncompatibleStoreError(f"{self.path}/zarr.json: attributes {attrs!r}, not a map")
         if attrs.get("format") != "snowfire-store":
             raise IncompatibleStoreError(f"{self.path} is a zarr store but not a snowfire store")
         if attrs.get("version") == STORE_FORMAT_VERSION - 1:
@@ -384,7 +389,19 @@ class Store:
             meta = json.loads(self._read_text(f"pools/{pool_id}/zarr.json"))
         except FileNotFoundError:
             raise ExampleNotFoundError(f"no pool {pool_id} in {self.path}") from None
-        self._meta_cache[pool_id] = meta["attributes"]
+        except ValueError as err:  # not UTF-8 JSON: the file is damaged (no checksum covers it)
+            raise StoreCorruptError(f"{self.path}/pools/{pool_id}/zarr.json: {err}") from err
+        attrs = meta.get("attributes") if isinstance(meta, dict) else None
+        if not (
+            isinstance(attrs, dict)
+            and attrs.get("dtype") in STORED_DTYPES
+            and all(type(attrs.get(k)) is int and attrs[k] > 0 for k in ("num_layers", "dim"))
+        ):
+            raise StoreCorruptError(
+                f"{self.path}/pools/{pool_id}/zarr.json: not a pool's metadata (expected its "
+                f"attributes num_layers, dim and dtype, got {str(attrs)[:200]})"
+            )
+        self._meta_cache[pool_id] = attrs
         return self._meta_cache[pool_id]
 
     def _pool_index(self, pool_id: str, refresh: bool = False) -> dict[str, tuple[str, int]]:
