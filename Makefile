@@ -1,6 +1,6 @@
 # Two entry points: `make demo` and `make test`. Both build .venv from nothing if needed.
 # Docker: `make wheelhouse` (every wheel the image installs, for an offline build) and
-# `make compose-check` (the compose stack built and run for real; see README's Docker section).
+# `make compose-check` (the compose stack built and run for real; see docs/docker.md).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -16,7 +16,7 @@ setup-dev: $(DEV_STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# CPU torch wheel unless a GPU is present (GPU users: see README).
+	# CPU torch wheel unless a GPU is present (GPU users: see docs/usage.md, "Set-up").
 	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
 	  $(BIN)/pip install --quiet torch; \
 	else \
@@ -53,8 +53,11 @@ browser:
 test-fast: setup-dev
 	$(BIN)/python -m pytest -m "not subprocess and not slow"
 
+# ruff (lint, then the layout), then mypy on the library as the package snowfire.* it installs
+# as (scripts/typecheck.py links the folders into build/typecheck/snowfire/; errors name the
+# checkout's files)
 lint: setup-dev
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/python -m scripts.typecheck
 
 bench: setup-dev
 	$(BIN)/python benchmarks/extract_vs_encoder.py

@@ -16,15 +16,17 @@ POST /v1/jobs/{id}/cancel
 run by `snowfire worker --kind K --home DIR` from the SQLite queue (the `jobs` package).
 """
 
-_WHERE = {"ENV_ONLY": "settings", "Settings": "settings", "create_app": "app", "serve": "app"}
+from snowfire.options import lazy_exports
+
+#: name -> where it loads from on first use: the CLI reads the settings' fields without
+#: loading fastapi
+_WHERE = {
+    "ENV_ONLY": ".settings:ENV_ONLY",
+    "Settings": ".settings:Settings",
+    "create_app": ".app:create_app",
+    "serve": ".app:serve",
+}
 
 __all__ = ["ENV_ONLY", "Settings", "create_app", "serve"]
 
-
-def __getattr__(name: str):
-    # names load on first use: the CLI reads the settings' fields without loading fastapi
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
@@ -24,11 +24,10 @@ from .schemas import EmbedJSON, EmbedRequest, ErrorBody
 
 router = APIRouter(tags=["embed"])
 
-EMBED_FORMAT = "snowfire-embed/1"
 #: White space inside a word given as is (what str.split splits on).
 _SPACE = re.compile(r"\s")
 
-_ERRORS = {
+_ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": text}
     for code, text in {
         406: "Accept names no format this endpoint serves",
@@ -73,7 +72,7 @@ def _texts(body: EmbedRequest, max_texts: int, max_words: int) -> list[TextInput
     raw: list[tuple[list[str], list[str] | None]] = []
     words = 0
     for item in given:
-        if field == "texts":
+        if isinstance(item, str):  # texts
             a, b = item.split(), None
         elif field == "pairs":
             a, b = item[0].split(), item[1].split()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from snowfire.cache import (
     body_bytes,
     body_layout,
     encode_parts,
+    example_bytes,
     reduce_batch,
 )
 
@@ -82,7 +84,7 @@ def read_capped(
     unreduced = request.mix is None and request.pool == "none"
     dtype = "int8" if raw and unreduced and store.get_featureset(fs_id).dtype == "int8" else None
     by_index = request.indices is not None
-    selection = request.indices if by_index else request.keys
+    selection: list[Any] | None = request.indices if by_index else request.keys  # ints or keys
     assert selection is not None  # FeaturesRequest guarantees exactly one
     parts, total = [], 0
     for start in range(0, max(len(selection), 1), chunk):
@@ -134,8 +136,10 @@ def stream_features(store: Store, fs_id: str, request: FeaturesRequest, settings
     """An unreduced safetensors answer streamed from one read plan (cache/plan.py).
 
     Its size and header are known from the plan before any feature is read, so an answer over
-    the cap is refused (413) before reading. When the answer is all layers as stored and every
-    example lies in token-major shards, the features are views of the mapped shard files:
+    the cap is refused (413) before reading. The header and index tensors go first, the
+    features last (cache/wire.py's framing: a client keeps the examples of a cut body whole).
+    When the answer is all layers as stored and every example lies in token-major shards,
+    the features are views of the mapped shard files:
     each large example is handed to the socket as it lies on disk, small ones are gathered
     into pieces (`direct_pieces`); the shards are mapped and checked before the answer starts.
     Otherwise the features go out STREAM_BYTES at a time, the next piece read while the last
@@ -162,11 +166,11 @@ def stream_features(store: Store, fs_id: str, request: FeaturesRequest, settings
     layers = plan.layers if plan.layers is not None else list(range(plan.num_layers))
     shape = (plan.num_tokens, plan.num_layers, plan.dim)
     head, rest, length = body_layout((shape, plan.dtype), small, layers, plan.keys, fs_id)
-    _refuse_over_cap(plan, small, body_cap(settings))
+    _refuse_over_cap(plan, body_cap(settings))
     views = plan.views()
     if views is not None:
         return StreamingResponse(
-            _chain([head], direct_pieces(views), rest),
+            _chain([head], rest, direct_pieces(views)),
             media_type=SAFETENSORS,
             headers={"Content-Length": str(length)},
         )
@@ -180,17 +184,18 @@ def stream_features(store: Store, fs_id: str, request: FeaturesRequest, settings
 
     async def body():
         yield head
+        for part in rest:  # the index first: a client keeps the examples of a cut body
+            yield part
         loop = asyncio.get_running_loop()
         current = first
         for k in range(len(pieces)):
             ahead = None
             if k + 1 < len(pieces):
                 ahead = loop.run_in_executor(None, plan.features, *pieces[k + 1])
+            assert current is not None  # pieces[k] was read before its turn
             yield array_bytes(current)
             if ahead is not None:
                 current = await ahead
-        for part in rest:
-            yield part
 
     return StreamingResponse(
         body(), media_type=SAFETENSORS, headers={"Content-Length": str(length)}
@@ -227,14 +232,14 @@ def direct_pieces(views: list[np.ndarray]):
         yield b"".join(small)
 
 
-def _refuse_over_cap(plan, small: dict[str, np.ndarray], cap: Cap) -> None:
+def _refuse_over_cap(plan, cap: Cap) -> None:
     """RequestTooLargeError (413) naming the example at which the body passes the cap, by
-    `body_bytes`' count (features, index tensors, keys), before anything is read."""
+    `body_bytes`' count (`example_bytes`: features, index tensors, keys), before anything is
+    read."""
     tokens = np.diff(np.asarray(plan.ends, dtype=np.int64))
-    per_token = plan.num_layers * plan.dim * np.dtype(plan.dtype).itemsize + 4 + 1
-    per_token += 4 * plan.num_layers if "scales" in small else 0
-    keys = np.array([len(k) + 4 for k in plan.keys], dtype=np.int64)
-    sizes = np.cumsum(tokens * per_token + 8 + 8 + keys) + 8  # + offsets[0]
+    keys = [len(k) for k in plan.keys]
+    each = example_bytes(tokens, plan.num_layers, plan.dim, plan.dtype, keys)
+    sizes = np.cumsum(each) + 8  # + offsets[0]
     over = np.flatnonzero(sizes > cap.limit)
     if len(over):
         done = int(over[0]) + 1

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from snowfire.jobs import JOB_KINDS, STATUSES, Home, Job, progress_of, read_tail, tail_lines
 
-Kind = Literal[tuple(JOB_KINDS)]  # type: ignore[valid-type]
-Status = Literal[STATUSES]  # type: ignore[valid-type]
+if TYPE_CHECKING:  # a Literal built at run time is opaque to the type checker: a str to it
+    Kind = str
+    Status = str
+else:
+    Kind = Literal[tuple(JOB_KINDS)]
+    Status = Literal[STATUSES]
 
 
 class JobRequest(BaseModel):
@@ -57,10 +61,10 @@ class JobSummary(BaseModel):
     def of(cls, job: Job) -> JobSummary:
         return cls(
             id=job.id,
-            kind=job.kind,  # type: ignore[arg-type]
-            status=job.status,  # type: ignore[arg-type]
+            kind=job.kind,
+            status=job.status,
             attempts=job.attempts,
-            created_at=_time(job.created_at),  # type: ignore[arg-type]
+            created_at=_time(job.created_at),
             started_at=_time(job.started_at),
             finished_at=_time(job.finished_at),
             cancel_requested=job.cancel_requested,

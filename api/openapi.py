@@ -85,6 +85,7 @@ def _links(paths: dict[str, Any]) -> None:
         for op, path, method in (
             ("GetFeatureSet", "/v1/featuresets/{fs_id}", "get"),
             ("GetKeys", "/v1/featuresets/{fs_id}/keys", "get"),
+            ("GetLengths", "/v1/featuresets/{fs_id}/lengths", "get"),
             ("GetOrder", "/v1/featuresets/{fs_id}/order", "get"),
             ("GetTexts", "/v1/featuresets/{fs_id}/texts", "get"),
             ("ReadFeatures", "/v1/featuresets/{fs_id}/features", "post"),

@@ -55,7 +55,9 @@ setInterval(refreshJobs, 2000);
 """
 
 
-def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
+def _table(
+    headers: list[str], rows: list[list[str]], numeric: frozenset[int] | set[int] = frozenset()
+) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join(
         "<tr>"

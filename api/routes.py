@@ -4,7 +4,7 @@ to status codes in errors.py."""
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
@@ -23,6 +23,7 @@ from .schemas import (
     ErrorBody,
     FeatureSetDetail,
     FeatureSetKeys,
+    FeatureSetLengths,
     FeatureSetOrder,
     FeatureSetSummary,
     FeatureSetTexts,
@@ -35,7 +36,7 @@ from .schemas import (
 
 router = APIRouter()
 
-_ERRORS = {
+_ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": text}
     for code, text in {
         404: "unknown feature set or example key",
@@ -117,6 +118,11 @@ def get_featureset(fs_id: str, store: StoreDep) -> FeatureSetDetail:
 @router.get("/v1/featuresets/{fs_id}/keys", response_model=FeatureSetKeys, responses=_ERRORS)
 def featureset_keys(fs_id: str, store: StoreDep) -> FeatureSetKeys:
     return FeatureSetKeys(id=fs_id, keys=store.featureset_keys(fs_id))
+
+
+@router.get("/v1/featuresets/{fs_id}/lengths", response_model=FeatureSetLengths, responses=_ERRORS)
+def featureset_lengths(fs_id: str, store: StoreDep) -> FeatureSetLengths:
+    return FeatureSetLengths(id=fs_id, lengths=store.featureset_lengths(fs_id))
 
 
 @router.get("/v1/featuresets/{fs_id}/order", response_model=FeatureSetOrder, responses=_ERRORS)

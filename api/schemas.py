@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -64,7 +64,11 @@ Layers = Annotated[
 #: Reduce each example to one row before sending (mean or max over its word pieces, special
 #: tokens left out; first: its first token; cls: its [CLS] state, refused where the first token
 #: is a word piece); none: every token's features. The pools are cache.POOLS.
-PoolName = Literal[("none", *POOLS)]
+if TYPE_CHECKING:  # a Literal built at run time is opaque to the type checker: a str to it
+    PoolName = str
+else:
+    _POOL_NAMES = ("none", *POOLS)
+    PoolName = Literal[_POOL_NAMES]
 Pool = Annotated[
     PoolName,
     Field(
@@ -156,6 +160,14 @@ class FeatureSetDetail(FeatureSetSummary):
 class FeatureSetKeys(BaseModel):
     id: str
     keys: list[str] = Field(description="example keys, in feature-set order")
+
+
+class FeatureSetLengths(BaseModel):
+    id: str
+    lengths: list[int] = Field(
+        description="tokens of each example, in the set's order: what a client sizes its "
+        "pages of features by (cache/paging.py)"
+    )
 
 
 class FeatureSetOrder(BaseModel):
@@ -276,7 +288,7 @@ class EmbedJSON(FeaturesJSON):
     i owns row i), with the pool they are stored in and which were already there."""
 
     format: Literal["snowfire-features/1"] = WIRE_FORMAT
-    featureset: str | None = None
+    featureset: str | None = None  # type: ignore[assignment]  # texts may span no one set
     encoder_id: str = Field(description="the pool the examples are stored in")
     cached: list[bool] = Field(description="true where the example was already in the store")
     pool: PoolName

@@ -16,7 +16,8 @@ import hmac
 import re
 from pathlib import Path
 
-from starlette.responses import JSONResponse, RedirectResponse
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 OPEN_PATHS = ("/healthz", "/ui/login")
@@ -52,17 +53,18 @@ def load_keys(inline: str | None, file: Path | None) -> dict[bytes, str]:
     return keys
 
 
-def _write_operations() -> list[re.Pattern]:
+def _write_operations() -> list[re.Pattern[str]]:
     """The paths of the operations that need a write key: the jobs router's POSTs (submit,
     cancel). Any other method or path is a read, or no operation at all: the router answers
     it (405 for a method a listed path does not take, 404 for an unknown path), whatever the
     key's scope."""
     from .job_routes import router
 
-    return [route.path_regex for route in router.routes if "POST" in route.methods]
+    routes = [r for r in router.routes if isinstance(r, Route)]  # every one: an APIRoute
+    return [r.path_regex for r in routes if "POST" in (r.methods or ())]
 
 
-def _needs_write(method: str, path: str, writes: list[re.Pattern]) -> bool:
+def _needs_write(method: str, path: str, writes: list[re.Pattern[str]]) -> bool:
     return method == "POST" and any(rx.match(path) for rx in writes)
 
 
@@ -105,6 +107,7 @@ class APIKeys:
             return
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         granted = self.ring.scope_of(headers.get("authorization") or _cookie(headers.get("cookie")))
+        response: Response
         if granted is None and scope["path"] == "/" and scope["method"] == "GET":
             response = RedirectResponse("/ui/login", status_code=303)
         elif granted is None:

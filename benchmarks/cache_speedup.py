@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 import report
-from rest_vs_inprocess import free_port, start_server
+from rest_vs_inprocess import start_server
 
 SHAPES = {
     "minilm": None,  # the bundled weights
@@ -68,6 +68,7 @@ def model_dir(shape: str, root: Path) -> str:
 def measure(shape: str, root: Path, sentences: int, repeats: int) -> dict:
     from snowfire.cache import RemoteStore, Store
     from snowfire.extractor import ExtractConfig, TextInput, extract, load_encoder, plan_segments
+    from snowfire.jobs import free_port, stop_process
     from snowfire.tasks import DEMO_DATA_DIR, read_split
 
     encoder = load_encoder(f"hf:{model_dir(shape, root)}")
@@ -98,8 +99,7 @@ def measure(shape: str, root: Path, sentences: int, repeats: int) -> dict:
         )
         remote.close()
     finally:
-        server.terminate()
-        server.wait(timeout=15)
+        stop_process(server, grace=15)
     med = {k: report.median(v) for k, v in times.items()}
     return {
         "shape": shape,

@@ -12,9 +12,12 @@ for `--repeats` epochs each; medians are compared:
     ratio remote/local = epoch time fed over REST / epoch time fed locally  (1.0: free)
 
 also printed: the same epoch with the features already in memory (no reads at all), so the
-share of the epoch spent waiting on features shows.
+share of the epoch spent waiting on features shows. Over REST each block is read in pages
+(cache/paging.py; a block of 512 examples is about 96 MB: two pages at the default 64 MiB,
+`--page-bytes` for another bound).
 
     python benchmarks/epoch_remote.py [--examples 3000] [--repeats 3] [--head mlp] [--json]
+                                      [--page-bytes N]
 """
 
 from __future__ import annotations
@@ -26,11 +29,12 @@ from pathlib import Path
 import numpy as np
 import report
 import torch
-from rest_vs_inprocess import free_port, start_server
+from rest_vs_inprocess import start_server
 from store_read import L, build
 
 from snowfire.cache import RemoteStore
 from snowfire.heads import FeatureSource, build_head, collate
+from snowfire.jobs import free_port, stop_process
 
 
 def epoch(source: FeatureSource, head, optim, labels: np.ndarray, seed: int) -> int:
@@ -52,6 +56,7 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--block", type=int, default=512, help="examples per streamed read")
     p.add_argument("--head", default="mlp")
+    p.add_argument("--page-bytes", type=int, default=None, help="RemoteStore's page bound")
     args = p.parse_args()
     torch.manual_seed(args.seed)
     with tempfile.TemporaryDirectory(prefix="snowfire-bench-") as tmp:
@@ -67,7 +72,7 @@ def main() -> int:
         port = free_port()
         server = start_server(store.path, port, root / "serve.log")
         try:
-            remote = RemoteStore(f"http://127.0.0.1:{port}")
+            remote = RemoteStore(f"http://127.0.0.1:{port}", page_bytes=args.page_bytes)
             block = args.block
             sources = {
                 "local store": FeatureSource(store, info, None, max_bytes=0, block_examples=block),
@@ -82,8 +87,7 @@ def main() -> int:
             report.interleaved(cases, 1)  # warm-up: maps, connections, allocator
             times = report.interleaved(cases, args.repeats)
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            stop_process(server, grace=30)
     med = {k: report.median(v) for k, v in times.items()}
     rows = [
         {

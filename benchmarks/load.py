@@ -36,8 +36,9 @@ from pathlib import Path
 
 import numpy as np
 import report
-from rest_vs_inprocess import free_port
 from store_read import build
+
+from snowfire.jobs import free_port, stop_process, stop_processes, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = (
@@ -56,19 +57,23 @@ def _start(cmd: list[str], log: Path) -> subprocess.Popen:
         )
 
 
-def _wait(url: str, proc: subprocess.Popen, log: Path) -> None:
+def _serve(home: Path, cached: list[str], *flags: str) -> tuple[str, subprocess.Popen]:
+    """`snowfire serve --home HOME` (the bundled encoder, `flags`) on a free port, once it
+    answers /healthz and has embedded `cached` (the warm-up: the cached pool); its URL and
+    process."""
     import httpx
 
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the service exited ({proc.returncode}): {log.read_text()}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).is_success:
-                return
-        except httpx.TransportError:
-            time.sleep(0.3)
-    raise RuntimeError("the service did not answer /healthz within 120 s")
+    url = f"http://127.0.0.1:{(port := free_port())}"
+    cmd = ["serve", "--home", str(home), "--port", str(port), "--encoder", "minilm", *flags]
+    proc = _start(cmd, home / "serve.log")
+    try:
+        wait_healthy(url, proc, home / "serve.log", timeout=120)
+        for i in range(0, len(cached), 64):
+            httpx.post(f"{url}/v1/embed", json={"texts": cached[i : i + 64]}, timeout=300)
+    except BaseException:
+        stop_process(proc)
+        raise
+    return url, proc
 
 
 def _sentences(n: int, rng: random.Random) -> list[str]:
@@ -185,33 +190,14 @@ def overload(args) -> int:
         home = Path(tmp)
         print(f"building {args.examples} synthetic examples in {home}/store ...")
         _, fs_id, *_ = build(home, args.examples, args.seed)
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        serve = _start(
-            [
-                "serve",
-                "--home",
-                str(home),
-                "--port",
-                str(port),
-                "--encoder",
-                "minilm",
-                "--max-in-flight",
-                str(n),
-            ],
-            home / "serve.log",
-        )
+        cached = _sentences(args.cached, rng)
+        url, serve = _serve(home, cached, "--max-in-flight", str(n))
         try:
-            _wait(url, serve, home / "serve.log")
-            cached = _sentences(args.cached, rng)
-            for i in range(0, len(cached), 64):  # warm-up: the cached pool
-                httpx.post(f"{url}/v1/embed", json={"texts": cached[i : i + 64]}, timeout=300)
             alone = _phase(url, fs_id, args, cached, 1, args.seconds / 2)
             loaded = _phase(url, fs_id, args, cached, 4 * n, args.seconds)
             metrics = httpx.get(f"{url}/metrics", timeout=30).text
         finally:
-            serve.terminate()
-            serve.wait(timeout=15)
+            stop_process(serve)
     counted = [ln for ln in metrics.splitlines() if ln.startswith("snowfire_refused_total")]
     refused = [t for c in loaded for t in c.refused]
     errors = [e for c in alone + loaded for e in c.errors]
@@ -287,18 +273,10 @@ def main() -> int:
         home = Path(tmp)
         print(f"building {args.examples} synthetic examples in {home}/store ...")
         _, fs_id, *_ = build(home, args.examples, args.seed)
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        serve = _start(
-            ["serve", "--home", str(home), "--port", str(port), "--encoder", "minilm"],
-            home / "serve.log",
-        )
+        cached = _sentences(args.cached, rng)
+        url, serve = _serve(home, cached)
         worker = _start(["worker", "--kind", "extract", "--home", str(home)], home / "worker.log")
         try:
-            _wait(url, serve, home / "serve.log")
-            cached = _sentences(args.cached, rng)
-            for i in range(0, len(cached), 64):  # warm-up: the cached pool
-                httpx.post(f"{url}/v1/embed", json={"texts": cached[i : i + 64]}, timeout=300)
             stop = threading.Event()
             alone = Client(url, fs_id, args.examples, cached, args.seed + 99, stop)
             with httpx.Client(timeout=120) as http:  # each request alone, 5 times
@@ -329,12 +307,7 @@ def main() -> int:
                 time.sleep(0.5)
             job_seconds = time.monotonic() - job["submitted"]
         finally:
-            for proc in (worker, serve):
-                proc.terminate()
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_processes((worker, serve))
 
     rows, record = [], {"kinds": {}}
     errors = [e for c in clients for e in c.errors]

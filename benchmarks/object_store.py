@@ -7,7 +7,8 @@ to a real object store is the number of requests per read and the client's own o
 which the ratios show.
 
     (a) the store: one random example (all layers) and --batch random examples, read through
-        BucketStore (s3://) and through the local Store, in turns; ratio bucket / local
+        the store over obstore (s3://: an ObjectBackend) and over the local directory, in
+        turns; ratio bucket / local
     (b) the client (the choice of library): the byte ranges of one example's tiles in one
         shard, and one whole shard object, fetched by obstore and by s3fs (when installed) on
         the same server; ratio s3fs / obstore
@@ -31,7 +32,6 @@ def local_s3():
     request handling would share our GIL) on loopback; the AWS_* environment set."""
     import atexit
     import shutil
-    import socket
     import subprocess
     import sys
     import time
@@ -39,9 +39,9 @@ def local_s3():
 
     import boto3
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    from snowfire.jobs import free_port
+
+    port = free_port()
     exe = shutil.which("moto_server") or str(Path(sys.executable).parent / "moto_server")
     proc = subprocess.Popen(
         [exe, "-H", "127.0.0.1", "-p", str(port)],
@@ -136,7 +136,7 @@ def store_reads(args, endpoint: str) -> tuple[list[dict], dict[str, float]]:
     """(a): the same feature set read from the bucket and from the directory."""
     from store_read import build
 
-    from snowfire.cache import BucketStore, Store
+    from snowfire.cache import Store, open_store
 
     tmp = tempfile.TemporaryDirectory(prefix="snowfire-bench-")
     root = Path(tmp.name)
@@ -144,7 +144,7 @@ def store_reads(args, endpoint: str) -> tuple[list[dict], dict[str, float]]:
     store, fs_id, _, offsets, _, n_segments = build(root, args.examples, args.seed)
     n = upload(store.path, "s3://bench/store")
     print(f"{n_segments} segments, {n} objects uploaded")
-    local, bucket = Store(store.path), BucketStore("s3://bench/store")
+    local, bucket = Store(store.path), open_store("s3://bench/store")
     rng = np.random.default_rng(args.seed + 1)
     singles = rng.integers(0, args.examples, size=args.singles).tolist()
     batches = [

@@ -15,9 +15,12 @@ rest/bare (what snowfire's HTTP path adds on top of moving the bytes). A fourth 
 bytes as two halves over two connections at once (a sending thread each, a receiving thread
 each): what spreading one read over both cores would gain.
 
-MB/s counts the feature bytes delivered (N tokens x L x D x 2).
+MB/s counts the feature bytes delivered (N tokens x L x D x 2). RemoteStore reads in pages
+(cache/paging.py): at the default bound (64 MiB) a read of 256 examples is one page;
+`--page-bytes` sets another, to see what smaller pages cost.
 
     python benchmarks/rest_vs_inprocess.py [--examples 3000] [--batch 256] [--repeats 11]
+                                           [--page-bytes N]
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -37,14 +39,9 @@ import report
 from store_read import build
 
 from snowfire.cache import RemoteStore
+from snowfire.jobs import free_port, stop_process, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def bare_server(listener: socket.socket, size: int, connections: int) -> None:
@@ -93,24 +90,16 @@ def bare_fetch(conns: list[socket.socket], n: int) -> np.ndarray:
 
 def start_server(store_dir: Path, port: int, log: Path) -> subprocess.Popen:
     """`snowfire serve` in a subprocess, once it answers /healthz (its output goes to `log`)."""
-    import httpx
-
     cmd = [sys.executable, "-m", "snowfire.cli", "serve"]
     cmd += ["--store", str(store_dir), "--port", str(port)]
     with open(log, "w") as out:  # a file, not a pipe nobody drains
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"snowfire serve exited ({proc.returncode}): {log.read_text()}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).is_success:
-                return proc
-        except httpx.TransportError:
-            time.sleep(0.2)
-    proc.terminate()
-    raise RuntimeError("snowfire serve did not answer /healthz within 60 s")
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", proc, log)
+    except RuntimeError:
+        stop_process(proc)
+        raise
+    return proc
 
 
 def main() -> int:
@@ -118,6 +107,7 @@ def main() -> int:
     p.add_argument("--examples", type=int, default=3000)
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--repeats", type=int, default=11)
+    p.add_argument("--page-bytes", type=int, default=None, help="RemoteStore's page bound")
     args = p.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="snowfire-bench-") as tmp:
@@ -127,7 +117,7 @@ def main() -> int:
         port = free_port()
         server = start_server(store.path, port, root / "serve.log")
         try:
-            remote = RemoteStore(f"http://127.0.0.1:{port}")
+            remote = RemoteStore(f"http://127.0.0.1:{port}", page_bytes=args.page_bytes)
             rng = np.random.default_rng(args.seed + 2)
             batches = [
                 rng.choice(args.examples, args.batch, replace=False).tolist()
@@ -163,12 +153,7 @@ def main() -> int:
                 conn.close()
             bare.join(10)
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop_process(server, grace=10)
 
     nbytes = [sum(int(offsets[i + 1] - offsets[i]) for i in b) * 7 * 384 * 2 for b in batches[1:]]
     mb = float(np.median(nbytes)) / 2**20

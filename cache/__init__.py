@@ -1,13 +1,17 @@
 """The chunked feature store (zarr v3). Imports nothing from the other snowfire packages."""
 
 from . import migrate as migration  # `snowfire migrate`'s file side (extractor/migrate.py)
-from .bucket import BucketStore, is_bucket
+from .backend import Backend
+from .bucket import ObjectBackend, is_bucket
+from .directory import DirectoryBackend
 from .durable import atomic_write
 from .errors import (
+    ByteRangeError,
     ExampleNotFoundError,
     FeatureSetNotFoundError,
     IncompatibleStoreError,
     InvalidSelectionError,
+    ObjectNotFoundError,
     RequestTooLargeError,
     ServiceUnreachableError,
     StoreCorruptError,
@@ -26,6 +30,7 @@ from .keys import (
     file_sha256,
     identity_content,
 )
+from .paging import DEFAULT_PAGE_BYTES, split_pages
 from .provenance import versions
 from .quant import QUANTIZATION
 from .reader import Reader, open_reader, open_store
@@ -35,9 +40,19 @@ from .retry import RetryPolicy
 from .segment import DEFAULT_TILES, TILES
 from .store import Store
 from .types import STORED_DTYPES, ExampleBatch, FeatureSetInfo, token_bytes
-from .wire import JSON, SAFETENSORS, WIRE_FORMAT, array_bytes, body_bytes, body_layout, encode_parts
+from .wire import (
+    JSON,
+    SAFETENSORS,
+    WIRE_FORMAT,
+    array_bytes,
+    body_bytes,
+    body_layout,
+    encode_parts,
+    example_bytes,
+)
 
 __all__ = [
+    "DEFAULT_PAGE_BYTES",
     "DEFAULT_TILES",
     "JSON",
     "POOLS",
@@ -47,14 +62,18 @@ __all__ = [
     "STORE_FORMAT_VERSION",
     "TILES",
     "WIRE_FORMAT",
-    "BucketStore",
+    "Backend",
+    "ByteRangeError",
     "Damage",
+    "DirectoryBackend",
     "ExampleBatch",
     "ExampleNotFoundError",
     "FeatureSetInfo",
     "FeatureSetNotFoundError",
     "IncompatibleStoreError",
     "InvalidSelectionError",
+    "ObjectBackend",
+    "ObjectNotFoundError",
     "Reader",
     "RemoteStore",
     "Report",
@@ -74,6 +93,7 @@ __all__ = [
     "digest",
     "encode_parts",
     "encoder_id",
+    "example_bytes",
     "example_key",
     "export_hdf5",
     "file_sha256",
@@ -86,6 +106,7 @@ __all__ = [
     "quarantine",
     "repair_files",
     "reduce_batch",
+    "split_pages",
     "token_bytes",
     "versions",
     "migration",

@@ -38,6 +38,16 @@ class StoreCorruptError(StoreError, RuntimeError):
     """On-disk data does not match its metadata."""
 
 
+class ObjectNotFoundError(StoreError, FileNotFoundError):
+    """A storage backend holds no object under that key (cache/backend.py): the key and the
+    backend are named. A FileNotFoundError, so a caller may catch either."""
+
+
+class ByteRangeError(StoreError, ValueError):
+    """A byte range a backend cannot give: negative, or past the end of its object (the key,
+    the range and the object's size are named)."""
+
+
 class StoreUnreachableError(StoreError, OSError):
     """Object storage answered with an error or not at all (HTTP 503): the bucket, the
     endpoint or the credentials, named in the message."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import StoreError
+from .segment import CHECKSUMS, check_objects, listed_keys, segment_prefix
 from .sidecars import UNCOVERED, SetCheck, check_set, repair_set
 from .store import Store
 
@@ -73,9 +74,8 @@ class Report:
 
 def check(store: Store, progress: bool = False) -> Report:
     """Every committed segment's files against its checksums; every feature set's files
-    against its manifest's; every feature set's keys present. A local store or one on object
-    storage (cache/bucket.py: each object fetched and its crc32c computed): the same checks
-    through the store's own file access."""
+    against its manifest's; every feature set's keys present. The same checks whatever the
+    store's backend (each file read through it and its crc32c computed)."""
     from tqdm import tqdm
 
     store.check_format()
@@ -83,28 +83,25 @@ def check(store: Store, progress: bool = False) -> Report:
     damage: dict[tuple[str, str], Damage] = {}
     for pool, seg in tqdm(segments, desc="segments", unit="seg", disable=not progress):
         try:
-            problems = store._segment_problems(pool, seg)
+            problems = check_objects(store.backend, segment_prefix(pool, seg))
         except StoreError as err:  # no or unreadable checksums
             problems = [str(err)]
         if problems:
-            damage[(pool, seg)] = Damage(
-                f"pools/{pool}/segments/{seg}", problems, pool=pool, segment=seg
-            )
-    keys_of = {where: store._segment_keys(*where) for where in segments}  # read once
+            where = segment_prefix(pool, seg)
+            damage[(pool, seg)] = Damage(where, problems, pool=pool, segment=seg)
+    keys_of = {where: listed_keys(store.backend, segment_prefix(*where)) for where in segments}
     bad_keys = {k: where for where in damage for k in keys_of[where]}
     out = list(damage.values())
-    names = store._manifest_names()
     sets = {}
-    for name in tqdm(names, desc="feature sets", unit="set", disable=not progress):
-        fs = name.removesuffix(".json")
+    for fs in tqdm(store.featureset_ids(), desc="feature sets", unit="set", disable=not progress):
         sets[fs] = got = check_set(store, fs)
         if got.problems:
             out.append(Damage(f"feature set {fs}", list(got.problems.values())))
         if got.keys is None or got.manifest is None:
             continue  # its keys are damaged: reported above
         keys, pool = got.keys, got.manifest["encoder_id"]
-        for where in {bad_keys[k] for k in keys if k in bad_keys}:
-            damage[where].featuresets.append(fs)
+        for seg_at in {bad_keys[k] for k in keys if k in bad_keys}:
+            damage[seg_at].featuresets.append(fs)
         healthy = {
             k
             for where, seg_keys in keys_of.items()
@@ -135,12 +132,16 @@ def repair_files(
 
 
 def quarantine(store: Store, damage: list[Damage]) -> list[str]:
-    """Set each damaged segment aside under STORE/quarantine/ (nothing is deleted: on object
-    storage its objects are copied there first); the store then lacks its examples, which a
-    re-extraction computes again. Where each went."""
+    """Set each damaged segment aside under STORE/quarantine/ (nothing is deleted: a folder
+    is renamed; objects are copied there, then deleted, its checksums first, so it is no
+    longer committed before it is partly gone); the store then lacks its examples, which a
+    re-extraction computes again (in a store opened afresh: this one may have them indexed).
+    Where each went."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    return [
-        store._set_aside(d.pool, d.segment, f"{d.pool}-{d.segment}-{stamp}")
-        for d in damage
-        if d.segment is not None
-    ]
+    out = []
+    for d in damage:
+        if d.pool is not None and d.segment is not None:
+            name = f"quarantine/{d.pool}-{d.segment}-{stamp}"
+            store.backend.rename(segment_prefix(d.pool, d.segment), name, CHECKSUMS)
+            out.append(f"{store.backend.location}/{name}")
+    return out

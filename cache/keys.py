@@ -65,9 +65,13 @@ def identity_content(identity: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in identity.items() if k not in LABEL_FIELDS}
 
 
+#: Hex digits of an example's key (the wire's page sizes count them, cache/wire.py).
+KEY_DIGITS = 32
+
+
 def example_key(pool_id: str, payload: dict[str, Any]) -> str:
     """Key of one example: its pool (encoder identity + dtype) and its canonical text."""
-    return digest({"pool": pool_id, "text": payload}, 32)
+    return digest({"pool": pool_id, "text": payload}, KEY_DIGITS)
 
 
 def file_sha256(path, chunk: int = 1 << 20) -> str:

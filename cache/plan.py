@@ -33,7 +33,7 @@ class ReadPlan:
     """n examples of a pool: each one's (segment, start, end) token range, its rows in the
     answer (`ends`), the layers asked for, the stored dtype and the dtype to return."""
 
-    store: Any  # the Store (or BucketStore) whose _read_ranges reads the bytes
+    store: Any  # the Store whose read_spans reads the bytes
     spans: list[tuple[Segment, int, int]]  # (segment, start, end) of each example
     rows: list[int]  # each example's row in its segment
     ends: list[int]  # (n + 1,) the examples' token offsets in the answer
@@ -66,7 +66,7 @@ class ReadPlan:
                 (seg, s, e, out[ends[i] - base : ends[i + 1] - base])
                 for i, (seg, s, e) in enumerate(self.spans[lo:hi], start=lo)
             ]
-        self.store._read_ranges(jobs, self.layers)
+        self.store.read_spans(jobs, self.layers)
         if self.stored == "int8" and self.want != "int8":
             return quant.dequantize(out, self._scales(lo, hi), self.want)
         return out if self.want == self.stored else out.astype(self.want)
@@ -130,10 +130,11 @@ class ReadPlan:
 
     def _scales(self, lo: int, hi: int) -> np.ndarray:
         """(N', Lsel) float32 scales of examples lo:hi of an int8 pool."""
-        parts = [
-            seg.scales[s:e] if self.layers is None else seg.scales[s:e][:, self.layers]
-            for seg, s, e in self.spans[lo:hi]
-        ]
+        parts = []
+        for seg, s, e in self.spans[lo:hi]:
+            assert seg.scales is not None  # every segment of an int8 pool has its scales
+            scales = seg.scales[s:e]  # (n, L)
+            parts.append(scales if self.layers is None else scales[:, self.layers])
         return np.concatenate(parts or [np.empty((0, self.num_layers), np.float32)])
 
 

@@ -1,7 +1,7 @@
 """`Reader`: the read side every store shares, and `open_reader`, which picks one by location.
 
-    Store          a local directory (store.py)
-    BucketStore    an s3:// prefix on object storage (bucket.py)
+    Store          a local directory (store.py over directory.py's backend), or an s3://
+                   prefix on object storage (store.py over bucket.py's backend)
     RemoteStore    the snowfire REST service at an http(s):// URL (remote.py)
 
 A trainer, the predictor or an analysis holds a `Reader` and cannot tell which it has: the
@@ -42,14 +42,28 @@ class Reader(Protocol):
         ...
 
     def find_featureset(
-        self, *, encoder: str, task: str, split: str, pair_encoding: str | None = None
+        self,
+        *,
+        encoder: str,
+        task: str,
+        split: str,
+        pair_encoding: str | None = None,
+        sha256: str | None = None,
+        read: str | None = None,
     ) -> FeatureSetInfo:
         """The one feature set of a task split made by `encoder` (its spec or name);
-        `FeatureSetNotFoundError` when none or several match."""
+        `FeatureSetNotFoundError` when none or several match. sha256: only a set made from
+        the source file of that digest; read: only one whose source was read that way (a
+        user task's format and columns: tasks.split_source gives both)."""
         ...
 
     def featureset_keys(self, fs_id: str) -> list[str]:
         """The set's example keys, in its order."""
+        ...
+
+    def featureset_lengths(self, fs_id: str) -> list[int]:
+        """Tokens of each example, in the set's order: the size of each one's features (a
+        paged reader cuts its pages by them, cache/paging.py)."""
         ...
 
     def storage_order(self, fs_id: str) -> list[int]:
@@ -77,12 +91,15 @@ class Reader(Protocol):
 
 
 def open_store(location: str | os.PathLike, retry: RetryPolicy | None = None) -> Store:
-    """The store at a directory, or on object storage for an s3://bucket/prefix URL (retried
-    under `retry`, default `RetryPolicy.from_env()`)."""
-    from .bucket import BucketStore, is_bucket
+    """The store at a directory (a `DirectoryBackend`), or on object storage for an
+    s3://bucket/prefix URL (an `ObjectBackend`, retried under `retry`, default
+    `RetryPolicy.from_env()`)."""
+    from .bucket import ObjectBackend, is_bucket
     from .store import Store
 
-    return BucketStore(str(location), retry=retry) if is_bucket(location) else Store(location)
+    if is_bucket(location):
+        return Store(ObjectBackend(str(location), retry=retry))
+    return Store(location)
 
 
 def open_reader(location: str | os.PathLike, retry: RetryPolicy | None = None) -> Reader:

@@ -1,14 +1,22 @@
 """`RemoteStore`: the read side of `Store` over the snowfire REST service.
 
 Same methods, same return types, same exceptions (the service names the store's exception
-class in each error body), so a trainer cannot tell a URL from a directory. A large read is
-split into several requests, each sized to about half the service's body cap from what the
-earlier ones weighed; a request the service still refuses (413) is halved and retried.
+class in each error body), so a trainer cannot tell a URL from a directory.
+
+A read is made in pages (paging.py): the selection is cut into runs of examples whose answer
+stays within the page bound (and the service's body cap), from the examples' lengths (one
+GET of /lengths per set, kept); the answer is allocated once and each page's body is read
+straight into its place. A selection whose sizes the lengths cannot say (keys of other sets,
+indices out of range) goes out as one request, halved while the service answers 413, so the
+service names what is wrong with it.
 
 A try that fails for a reason that may pass (refused, reset, a body cut short, 502/503/504, 429
 with Retry-After) is tried again under the reader's `RetryPolicy` (retry.py); every request
-here is a read, so repeating one is safe. A body is returned only whole: its length is checked
-against Content-Length (or its chunked framing), and a short one is asked for again.
+here is a read, so repeating one is safe. A body cut short keeps the examples that arrived
+whole, and the next try asks only for the rest: that is progress, from which the policy's
+attempts and deadline count again. A try that brought nothing whole asks for half as many
+examples (a smaller header), down to one. A JSON body is returned only whole: its length is
+checked against Content-Length (or its chunked framing), and a short one is asked for again.
 """
 
 from __future__ import annotations
@@ -20,34 +28,21 @@ from typing import Any
 
 import numpy as np
 
-from . import errors
 from .errors import (
     FeatureSetNotFoundError,
     InvalidSelectionError,
     RequestTooLargeError,
     ServiceUnreachableError,
-    StoreError,
 )
+from .exchange import TryFailed, body_into_buffer, exchange, read_into, target
+from .paging import Assembly, check_page_bytes, page_bytes_from_env, split_pages
 from .plan import check_index_type, check_layers, read_dtype
-from .retry import RATE_LIMITED, RETRY_STATUSES, RetryPolicy, Tries, retry_after
+from .retry import RetryPolicy, Tries
 from .types import ExampleBatch, FeatureSetInfo
-from .wire import SAFETENSORS, decode
+from .wire import SAFETENSORS, decode, example_bytes, header_bound
 
 log = logging.getLogger(__name__)
 
-#: Store errors by class name, as the service reports them in `"error"`.
-_ERRORS = {
-    name: cls
-    for name, cls in vars(errors).items()
-    if isinstance(cls, type) and issubclass(cls, StoreError)
-}
-#: When the body names no class: what each status means.
-_BY_STATUS: dict[int, type[StoreError]] = {
-    404: FeatureSetNotFoundError,
-    413: RequestTooLargeError,
-    422: InvalidSelectionError,
-}
-_GUESS_TOKENS = 64  # tokens per example assumed before a set reports its num_tokens
 PARALLEL_MIN_EXAMPLES = 32  # a read of fewer examples than twice this goes in one request
 
 
@@ -61,12 +56,14 @@ class RemoteStore:
         timeout: float = 120.0,
         parallel: int = 1,
         retry: RetryPolicy | None = None,
+        page_bytes: int | None = None,
     ):
-        """timeout: seconds one try may wait for the service's next bytes. parallel: requests
-        a large read is split into and sent at once (one connection each). 1 by default: the
-        service streams one answer while it reads it, and one body is decoded in place, where
-        parts would be copied into one batch at the end (benchmarks/README.md, stop 22).
-        retry: what is tried again and for how long (default: `RetryPolicy.from_env()`)."""
+        """timeout: seconds one try may wait for the service's next bytes. parallel: pages
+        sent at once (one connection each; a read of one page is split in as many). 1 by
+        default: the service streams one answer while it reads it, and on two cores a second
+        connection gained nothing (benchmarks/README.md, stop 22). retry: what is tried again
+        and for how long (default: `RetryPolicy.from_env()`). page_bytes: the most one answer
+        may hold (default: SNOWFIRE_PAGE_BYTES, else paging.DEFAULT_PAGE_BYTES)."""
         import urllib3
 
         self.url = base_url.rstrip("/")
@@ -78,9 +75,14 @@ class RemoteStore:
         )
         self._infos: dict[str, FeatureSetInfo] = {}
         self._keys: dict[str, list[str]] = {}
+        self._lengths: dict[str, np.ndarray] = {}
+        self._key_places: dict[str, dict[str, int]] = {}
         self._max_body: int | None = None
         self.parallel = max(1, parallel)
         self.retry = RetryPolicy.from_env() if retry is None else retry
+        self.page_bytes = (
+            page_bytes_from_env() if page_bytes is None else check_page_bytes(page_bytes)
+        )
 
     def __repr__(self) -> str:
         return f"RemoteStore({self.url!r})"
@@ -129,6 +131,15 @@ class RemoteStore:
             self._keys[fs_id] = self._get(f"/v1/featuresets/{_quote(fs_id)}/keys")["keys"]
         return self._keys[fs_id]
 
+    def featureset_lengths(self, fs_id: str) -> list[int]:
+        return self._lengths_of(fs_id).tolist()
+
+    def _lengths_of(self, fs_id: str) -> np.ndarray:
+        if fs_id not in self._lengths:  # (n,) a feature set never changes under its id
+            got = self._get(f"/v1/featuresets/{_quote(fs_id)}/lengths")["lengths"]
+            self._lengths[fs_id] = np.asarray(got, dtype=np.int64)
+        return self._lengths[fs_id]
+
     def storage_order(self, fs_id: str) -> list[int]:
         return self._get(f"/v1/featuresets/{_quote(fs_id)}/order")["order"]
 
@@ -151,7 +162,9 @@ class RemoteStore:
         if dtype is not None:
             read_dtype(dtype, self.get_featureset(fs_id).dtype)
         field = "indices" if indices is not None else "keys"
-        selection = [_plain(x) for x in (indices if indices is not None else keys)]
+        given = indices if indices is not None else keys
+        assert given is not None  # exactly one of them, checked above
+        selection = [_plain(x) for x in given]
         if indices is not None:  # checked here, as the local store does (JSON's 1.0 is 1)
             for i in selection:
                 check_index_type(i)
@@ -160,22 +173,105 @@ class RemoteStore:
             check_layers(layer_list, self.get_featureset(fs_id).num_layers)
         if not selection:
             return _as_dtype(self._read_one(fs_id, field, selection, layer_list), dtype)
-        step = self._first_step(fs_id, layer_list)
-        if len(selection) >= 2 * PARALLEL_MIN_EXAMPLES and self.parallel > 1:
-            step = min(step, -(-len(selection) // self.parallel))  # one part per connection
-        chunks = [selection[i : i + step] for i in range(0, len(selection), step)]
-        if len(chunks) == 1:
-            parts = [self._read_split(fs_id, field, chunks[0], layer_list)]
+        positions = self._positions(fs_id, field, selection)
+        if positions is None:  # sizes unknown: the service says what is wrong, or answers
+            return _as_dtype(self._read_split(fs_id, field, selection, layer_list), dtype)
+        return _as_dtype(self._read_pages(fs_id, positions, layer_list), dtype)
+
+    # ---------------------------------------------------------------- internals
+    def _positions(self, fs_id: str, field: str, selection: list) -> np.ndarray | None:
+        """(n,) the selection's places in the set, or None when some are not there (a key of
+        another set of the pool, an index out of range)."""
+        lengths = self._lengths_of(fs_id)
+        if field == "indices":
+            positions = np.asarray(selection, dtype=np.int64)
+            return None if ((positions < 0) | (positions >= len(lengths))).any() else positions
+        if fs_id not in self._key_places:
+            self._key_places[fs_id] = {k: i for i, k in enumerate(self.featureset_keys(fs_id))}
+        places = self._key_places[fs_id]
+        if any(k not in places for k in selection):
+            return None
+        return np.array([places[k] for k in selection], dtype=np.int64)
+
+    def _read_pages(self, fs_id: str, positions: np.ndarray, layers: list | None) -> ExampleBatch:
+        """Examples `positions` of the set in pages under the page bound and the service's
+        cap, each read into its place in one answer; pages go out `parallel` at a time."""
+        info = self.get_featureset(fs_id)
+        picked = layers if layers is not None else list(range(info.num_layers))
+        lengths = self._lengths_of(fs_id)[positions]  # (n,)
+        out = Assembly(lengths, picked, info.dim, info.dtype)
+        sizes = example_bytes(lengths, len(picked), info.dim, info.dtype)
+        limit = min(self.page_bytes - header_bound(fs_id, len(picked)), self._body_cap()) - 8
+        most = None
+        if self.parallel > 1 and len(positions) >= 2 * PARALLEL_MIN_EXAMPLES:
+            most = -(-len(positions) // self.parallel)  # at least one page per connection
+        pages = split_pages(sizes, limit, most)
+        if self.parallel == 1 or len(pages) == 1:
+            for lo, hi in pages:
+                self._fetch(fs_id, positions, layers, out, lo, hi)
         else:
             from concurrent.futures import ThreadPoolExecutor
 
-            with ThreadPoolExecutor(min(self.parallel, len(chunks))) as pool:
-                parts = list(
-                    pool.map(lambda c: self._read_split(fs_id, field, c, layer_list), chunks)
-                )
-        return _as_dtype(parts[0] if len(parts) == 1 else ExampleBatch.concat(parts), dtype)
+            with ThreadPoolExecutor(min(self.parallel, len(pages))) as pool:
+                done = pool.map(lambda p: self._fetch(fs_id, positions, layers, out, *p), pages)
+                list(done)
+        return out.batch()
 
-    # ---------------------------------------------------------------- internals
+    def _fetch(
+        self,
+        fs_id: str,
+        positions: np.ndarray,
+        layers: list | None,
+        out: Assembly,
+        lo: int,
+        hi: int,
+    ) -> None:
+        """Examples lo:hi of `positions` into `out`: one request, or, after a cut, one for
+        the examples still missing (fewer when a try brought none whole, or the service
+        answers 413); the tries count from the last progress."""
+        path = f"/v1/featuresets/{_quote(fs_id)}/features"
+        tries = Tries(self.retry, target(self.url, "POST", path), ServiceUnreachableError)
+        ask = hi - lo
+        while lo < hi:
+            end = min(hi, lo + ask)
+            body: dict[str, Any] = {"indices": positions[lo:end].tolist()}
+            if layers is not None:
+                body["layers"] = layers
+
+            def read(response, a=lo, b=end):
+                length = response.headers.get("Content-Length")
+                out.receive(read_into(response), a, b, None if length is None else int(length))
+                response.release_conn()
+
+            try:
+                exchange(
+                    self._send,
+                    self.url,
+                    "POST",
+                    path,
+                    json=body,
+                    headers={"Accept": SAFETENSORS},
+                    read=read,
+                )
+            except TryFailed as retry:
+                if retry.whole:
+                    lo += retry.whole
+                    tries.progressed()
+                elif retry.cut:
+                    ask = max(1, ask // 2)
+                tries.failed(retry.cause, retry.after)
+                continue
+            except RequestTooLargeError:
+                if end - lo == 1:
+                    raise
+                ask = (end - lo) // 2
+                log.info(
+                    "%s: %d examples too large for one answer; trying %d", fs_id, end - lo, ask
+                )
+                continue
+            lo = end
+            tries.progressed()
+
     def _read_split(self, fs_id: str, field: str, chunk: list, layers: list | None):
         """One request for `chunk`, halved (recursively) while the service answers 413."""
         try:
@@ -197,23 +293,9 @@ class RemoteStore:
             f"/v1/featuresets/{_quote(fs_id)}/features",
             json=body,
             headers={"Accept": SAFETENSORS},
-            read=_body_into_buffer,
+            read=body_into_buffer,
         )
         return decode(data)
-
-    def _first_step(self, fs_id: str, layers: list | None) -> int:
-        """Examples in the first request: about half the body cap at the set's mean length."""
-        try:
-            info = self.get_featureset(fs_id)
-        except FeatureSetNotFoundError:
-            return 1  # let the read itself raise, with the service's message
-        mean_tokens = info.manifest.get("num_tokens", _GUESS_TOKENS * info.num_examples) / max(
-            info.num_examples, 1
-        )
-        n_layers = len(layers) if layers is not None else info.num_layers
-        per_token = info.bytes_per_token(n_layers) + 5  # + word, type ids
-        per_example = max(1.0, mean_tokens * per_token + 48)  # + offsets, pair start, key
-        return max(1, int(self._body_cap() // 2 / per_example))
 
     def _body_cap(self) -> int:
         if self._max_body is None:
@@ -225,7 +307,7 @@ class RemoteStore:
 
     def _send(self, method: str, url: str, body: bytes | None, headers: dict[str, str]):
         """One HTTP exchange (a seam for tests); the urllib3 response, its body not yet read
-        (`.data` reads it; `_body_into_buffer` reads a large one without copies)."""
+        (`.data` reads it; `exchange.body_into_buffer` reads a large one without copies)."""
         return self._pool.request(method, url, body=body, headers=headers, preload_content=False)
 
     def _request(
@@ -236,110 +318,27 @@ class RemoteStore:
         params: dict | None = None,
         json: Any = None,
         headers: dict[str, str] | None = None,
-        read: Callable[[Any], bytes | memoryview] | None = None,
+        read: Callable[[Any], Any] | None = None,
     ):
         """The body of a 2xx answer, whole (read by `read`); a failure that may pass is tried
         again under `self.retry`, and ServiceUnreachableError names the tries when it gives up;
         any other answer raises the store's exception the service names."""
-        import json as json_lib
-        from urllib.parse import urlencode
-
-        url = self.url + path + (f"?{urlencode(params)}" if params else "")
-        headers = dict(headers or {})
-        body = None
-        if json is not None:
-            body = json_lib.dumps(json).encode()
-            headers["Content-Type"] = "application/json"
-        read = read or _whole_body
-        transient = _transient()
-        tries = Tries(self.retry, f"{method} {url}", ServiceUnreachableError)
+        what = target(self.url, method, path, params)
+        tries = Tries(self.retry, what, ServiceUnreachableError)
         while True:
             try:
-                response = self._send(method, url, body, headers)
-            except transient as err:  # refused, reset before an answer, connect timeout
-                tries.failed(f"cannot reach the snowfire service at {self.url}: {_cause(err)}")
-                continue
-            status = response.status
-            if 200 <= status < 300:
-                try:
-                    return read(response)
-                except transient as err:  # reset or closed mid-body: never returned short
-                    _discard(response)
-                    tries.failed(f"HTTP {status}, the body cut short: {_cause(err)}")
-                    continue
-            try:
-                text = response.data.decode("utf-8", "replace")
-            except transient as err:
-                _discard(response)
-                tries.failed(f"HTTP {status}, the body cut short: {_cause(err)}")
-                continue
-            try:
-                payload = json_lib.loads(text)
-                detail, name = str(payload.get("detail")), payload.get("error")
-            except (ValueError, AttributeError):
-                detail, name = text.strip()[:300], None
-            after = retry_after(response.headers.get("Retry-After"))
-            if status in RETRY_STATUSES or (status == RATE_LIMITED and after is not None):
-                tries.failed(f"HTTP {status}: {detail}", after)
-                continue
-            cls = _ERRORS.get(name) or _BY_STATUS.get(status)
-            if cls is None:
-                raise StoreError(f"{method} {self.url}{path}: HTTP {status}: {detail}")
-            raise cls(detail)
-
-
-def _transient() -> tuple[type[BaseException], ...]:
-    """What a failed exchange raises when the network, not the request, was at fault."""
-    import http.client
-
-    import urllib3
-
-    return (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
-
-
-def _cause(err: BaseException) -> str:
-    """One line for a network failure: urllib3 nests the socket's error in its reason."""
-    reason = getattr(err, "reason", None) or err
-    return f"{type(reason).__name__}: {reason}"
-
-
-def _discard(response) -> None:
-    """Close a response whose connection broke, so the pool opens a new one."""
-    try:
-        response.close()
-    finally:
-        response.release_conn()
-
-
-def _whole_body(response) -> bytes:
-    """The body; urllib3 raises (ProtocolError) when fewer bytes than Content-Length or a
-    broken chunked framing came, rather than return them."""
-    data = response.data
-    response.release_conn()
-    return data
-
-
-def _body_into_buffer(response) -> memoryview | bytes:
-    """The body read straight into one writable buffer of its Content-Length, which `decode`
-    then views without copying; `.data` when the length is not given. The buffer is not
-    zero-filled first (np.empty, not bytearray): for a large body that fill cost as much as
-    receiving it."""
-    length = response.headers.get("Content-Length")
-    if length is None:
-        return response.data
-    buf = memoryview(np.empty(int(length), dtype=np.uint8))
-    # urllib3's readinto reads into a temporary bytes and copies it over; the http.client
-    # response under it reads into the buffer itself (the body is never content-encoded here)
-    raw = getattr(response, "_fp", None)
-    readinto = raw.readinto if hasattr(raw, "readinto") else response.readinto
-    view, got = buf, 0
-    while got < len(buf):
-        n = readinto(view[got:])
-        if not n:
-            raise ConnectionError(f"the service sent {got} of {len(buf)} body bytes, then closed")
-        got += n
-    response.release_conn()
-    return buf
+                return exchange(
+                    self._send,
+                    self.url,
+                    method,
+                    path,
+                    params=params,
+                    json=json,
+                    headers=headers,
+                    read=read,
+                )
+            except TryFailed as retry:
+                tries.failed(retry.cause, retry.after)
 
 
 def _plain(x: Any) -> Any:

@@ -8,9 +8,15 @@ body cut short, HTTP 502/503/504, or 429 with a Retry-After — is tried again a
 
 for the n-th retry (exponential backoff with "equal jitter": never less than half of d, so
 clients that failed together spread out without retrying at once). A Retry-After the server
-sends is waited instead. No try starts after `deadline` seconds from the first, and at most
-`attempts` are made; then the caller gets one error naming the URL, the tries, the time and
-the last cause. Anything else (4xx, 500) is an answer, not a transient failure: not retried.
+sends is waited instead. No try starts after `deadline` seconds without progress, and at most
+`attempts` are made in a row without progress; then the caller gets one error naming the URL,
+the tries, the time and the last cause. Anything else (4xx, 500) is an answer, not a transient
+failure: not retried.
+
+Progress: a try cut short that still delivered part of the answer whole (examples of a
+features page, bytes of an object's range) is resumed, not restarted (paging.py, bucket.py),
+and counts as progress: the attempts and the deadline start again from there, so a long read
+over a link that cuts every answer still ends, as long as each try brings something whole.
 
 Every request a reader sends is a read (GET, or POST of a selection that changes nothing),
 so repeating one is always safe. Object storage writes are PUTs of whole objects: repeating
@@ -26,7 +32,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import timedelta
 from email.utils import parsedate_to_datetime
@@ -51,8 +57,9 @@ class RetryPolicy:
     backoff: float = 0.2
     #: the longest wait between two tries (seconds)
     backoff_max: float = 15.0
-    #: seconds from the first try after which no try starts (a try in flight runs to its own
-    #: timeout); also bounds how long a request's credentials must stay valid on S3
+    #: seconds from the first try, or from the last that made progress, after which no try
+    #: starts (a try in flight runs to its own timeout); also bounds how long a request's
+    #: credentials must stay valid on S3
     deadline: float = 180.0
 
     def __post_init__(self) -> None:
@@ -71,14 +78,14 @@ class RetryPolicy:
             )
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> RetryPolicy:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RetryPolicy:
         """The defaults, with each field given as SNOWFIRE_RETRY_<FIELD> taken from the
         environment; ValueError naming the variable when its value is not a number."""
-        environ = os.environ if environ is None else environ
+        env = os.environ if environ is None else environ
         changes: dict[str, Any] = {}
         for f in fields(cls):
             name = ENV_PREFIX + f.name.upper()
-            text = environ.get(name)
+            text = env.get(name)
             if text is None or not text.strip():
                 continue
             kind = int if f.type in (int, "int") else float
@@ -129,7 +136,9 @@ def retry_after(value: str | None, now: float | None = None) -> float | None:
 
 class Tries:
     """The tries of one request under a policy. After a failed try, `failed(cause)` waits
-    for the next or raises `error` naming `what`, the tries, the time taken and the cause."""
+    for the next or raises `error` naming `what`, the tries, the time taken and the cause;
+    `progressed()` after a try that brought part of the answer whole starts the count and the
+    deadline again (the request goes on from there)."""
 
     def __init__(
         self,
@@ -144,7 +153,13 @@ class Tries:
         self.policy, self.what, self.error = policy, what, error
         self.clock, self.sleep, self.rng = clock, sleep, rng
         self.start = clock()
-        self.count = 1  # the try under way
+        self.count = 1  # the try under way, counted from the last progress
+
+    def progressed(self) -> None:
+        """The try under way delivered part of the answer whole: what failed so far no longer
+        counts against the policy."""
+        self.start = self.clock()
+        self.count = 1
 
     def failed(self, cause: str, after: float | None = None) -> None:
         """The try under way failed with `cause` (a server's Retry-After: `after` seconds)."""
@@ -163,6 +178,6 @@ class Tries:
             self.count += 1
             return
         raise self.error(
-            f"{self.what}: gave up after {elapsed:.1f} s: {why}; the last: {cause} "
-            f"(retries: SNOWFIRE_RETRY_ATTEMPTS, SNOWFIRE_RETRY_DEADLINE)"
+            f"{self.what}: gave up after {elapsed:.1f} s without progress: {why}; "
+            f"the last: {cause} (retries: SNOWFIRE_RETRY_ATTEMPTS, SNOWFIRE_RETRY_DEADLINE)"
         )

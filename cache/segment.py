@@ -42,6 +42,11 @@ TILES = ("token", "layer")  # a features chunk holds all L layers of its tokens,
 DEFAULT_TILES = "token"
 
 
+def segment_prefix(pool_id: str, seg_id: str) -> str:
+    """Where a segment of a pool lives in a store (its folder, or its objects' prefix)."""
+    return f"pools/{pool_id}/segments/{seg_id}"
+
+
 def check_tiles(tiles: str | None, where: str) -> str:
     """`tiles` (None: DEFAULT_TILES), or ValueError naming `where` and the choices."""
     tiles = tiles or DEFAULT_TILES
@@ -112,7 +117,7 @@ def write_segment(
         shards.write(path / "features", layout, features)
     else:  # a zarr whose defaults differ from the layout shards.py writes
         arr[:] = features
-    small = {
+    small: dict[str, np.ndarray] = {
         "offsets": offsets,
         "word_ids": np.concatenate([p[1] for p in parts]).astype(np.int32),
         "type_ids": np.concatenate([p[2] for p in parts]).astype(np.int8),
@@ -143,6 +148,18 @@ def file_crc32c(path: Path, block: int = 1 << 22) -> str:
     return crc.digest().hex()
 
 
+def object_crc32c(backend, key: str, size: int, block: int = 1 << 24) -> str:
+    """crc32c of a backend's object of `size` bytes, hex, read `block` bytes at a time (a
+    shard may be hundreds of MB)."""
+    import google_crc32c
+
+    crc = google_crc32c.Checksum()
+    for start in range(0, size, block):
+        (data,) = backend.get_ranges({key: [(start, min(block, size - start))]})[key]
+        crc.update(bytes(data))
+    return crc.digest().hex()
+
+
 def crc32c(data: bytes) -> str:
     """crc32c of bytes in memory, hex (as file_crc32c gives it)."""
     import google_crc32c
@@ -158,23 +175,34 @@ def record_checksums(path: Path) -> None:
 
 
 def read_checksums(path: Path) -> dict[str, list]:
+    """The CHECKSUMS table of the segment folder `path`."""
     try:
-        table = json.loads((path / CHECKSUMS).read_text())
-        if isinstance(table, dict) and all(
-            isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and type(v[1]) is int
-            for v in table.values()
-        ):
-            return table
-        raise StoreCorruptError(
-            f"segment {path}: {CHECKSUMS} is not a table of files' [crc32c, size]"
-        )
+        data = (path / CHECKSUMS).read_bytes()
     except FileNotFoundError:
-        raise StoreCorruptError(
-            f"segment {path}: no {CHECKSUMS} (every segment records one when written); "
-            "run `snowfire fsck --store STORE --repair`"
-        ) from None
+        raise no_checksums(path) from None
+    return parse_checksums(data, path)
+
+
+def parse_checksums(data: bytes, where) -> dict[str, list]:
+    """A CHECKSUMS table from its bytes; StoreCorruptError naming the segment `where`."""
+    try:
+        table = json.loads(data)
     except ValueError as err:
-        raise StoreCorruptError(f"segment {path}: {CHECKSUMS} is unreadable ({err})") from err
+        raise StoreCorruptError(f"segment {where}: {CHECKSUMS} is unreadable ({err})") from err
+    if isinstance(table, dict) and all(
+        isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and type(v[1]) is int
+        for v in table.values()
+    ):
+        return table
+    raise StoreCorruptError(f"segment {where}: {CHECKSUMS} is not a table of files' [crc32c, size]")
+
+
+def no_checksums(where) -> StoreCorruptError:
+    """What a segment without its CHECKSUMS is (every segment records one when written)."""
+    return StoreCorruptError(
+        f"segment {where}: no {CHECKSUMS} (every segment records one when written); "
+        "run `snowfire fsck --store STORE --repair`"
+    )
 
 
 def mismatch(name: str, size: int | None, crc, recorded: list) -> str | None:
@@ -188,9 +216,12 @@ def mismatch(name: str, size: int | None, crc, recorded: list) -> str | None:
     return None if got == recorded[0] else f"{name}: crc32c {got}, recorded {recorded[0]}"
 
 
-def damaged_files(path: Path, names: list[str] | None = None) -> list[str]:
-    """Files of segment `path` (all, or `names`) whose bytes differ from CHECKSUMS, with why."""
-    table = read_checksums(path)
+def damaged_files(
+    path: Path, names: list[str] | None = None, table: dict[str, list] | None = None
+) -> list[str]:
+    """Files of segment `path` (all, or `names`) whose bytes differ from CHECKSUMS (`table`,
+    when read already), with why; with all, the files it does not record too."""
+    table = read_checksums(path) if table is None else table
     problems = []
     for name in sorted(table if names is None else names):
         f = path / name
@@ -198,26 +229,65 @@ def damaged_files(path: Path, names: list[str] | None = None) -> list[str]:
         problem = mismatch(name, size, lambda f=f: file_crc32c(f), table[name])
         if problem:
             problems.append(problem)
-    listed = {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()}
     if names is None:
+        listed = {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()}
         problems += [f"{n}: not recorded" for n in sorted(listed - set(table) - {CHECKSUMS})]
     return problems
 
 
-class Segment:
-    """Read side of one committed segment. The small arrays are loaded once."""
+def check_objects(backend, prefix: str) -> list[str]:
+    """Every object of the segment under `prefix` of a storage backend (backend.py) read, its
+    size and crc32c against CHECKSUMS, with why each differs ([] when sound); objects it does
+    not record are named too. StoreCorruptError when CHECKSUMS is missing or unreadable (what
+    `snowfire fsck` reports)."""
+    where = f"{backend.location}/{prefix}"
+    try:
+        table = parse_checksums(backend.get(f"{prefix}/{CHECKSUMS}"), where)
+    except FileNotFoundError:
+        raise no_checksums(where) from None
+    sizes = {key[len(prefix) + 1 :]: size for key, size in backend.list(prefix).items()}
+    problems = [
+        problem
+        for name in sorted(table)
+        if (
+            problem := mismatch(
+                name,
+                sizes.get(name),
+                lambda n=name: object_crc32c(backend, f"{prefix}/{n}", sizes[n]),
+                table[name],
+            )
+        )
+    ]
+    return problems + [f"{n}: not recorded" for n in sorted(set(sizes) - set(table) - {CHECKSUMS})]
 
-    def __init__(self, path: Path):
+
+def listed_keys(backend, prefix: str) -> list[str]:
+    """The keys the metadata of the segment under `prefix` lists ([] when unreadable: fsck
+    reports why)."""
+    try:
+        return list(json.loads(backend.get(f"{prefix}/zarr.json"))["attributes"]["keys"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+class Segment:
+    """Read side of one committed segment. The small arrays are loaded once.
+
+    `Segment(path)` opens a segment folder of local files, its features shards mapped
+    (shards.py); `Segment.from_parts` one whose arrays were fetched otherwise (ranged.py)."""
+
+    def __init__(self, path: Path, table: dict[str, list] | None = None):
+        """table: its CHECKSUMS, when the caller has read them (else they are read here)."""
         import zarr
 
-        self.path = path
-        table = read_checksums(path)
+        self.path: Path | str = path  # a folder, or where the ranges come from (from_parts)
+        table = read_checksums(path) if table is None else table
         shard_files = {n for n in table if n.startswith("features/c/")}
         layout = shards.layout(path / "features")
         # the small arrays and metadata now; shard files when first mapped (or all now, when
         # zarr reads a layout shards.py does not)
         small = sorted(set(table) - shard_files) if layout is not None else None
-        problems = damaged_files(path, small)
+        problems = damaged_files(path, small, table)
         if problems:
             raise StoreCorruptError(
                 f"segment {path} is damaged: {'; '.join(problems)}; "
@@ -229,6 +299,22 @@ class Segment:
         self._shards = (
             None if layout is None else shards.ShardReader(path / "features", layout, expected)
         )
+
+    @classmethod
+    def from_parts(cls, where: str, group, shards) -> Segment:
+        """A segment of a zarr `group` holding its checked small arrays, its features read
+        through `shards` (a reader with shards.ShardReader's `read` and `views`)."""
+        seg = cls.__new__(cls)
+        seg.path = where
+        seg._load(group)
+        seg._shards = shards
+        return seg
+
+    @property
+    def shards(self):
+        """What reads its features: shards.ShardReader (mapped files), ranged.RangeReader
+        (byte ranges), or None (zarr reads a layout shards.py does not)."""
+        return self._shards
 
     def _load(self, group) -> None:
         """The keys and small arrays of the segment's zarr group."""

@@ -298,6 +298,7 @@ class ShardReader:
             if shard is None:
                 dst[...] = self.layout.fill_value
             elif shard.linear:  # token-major in order: tokens a:b are rows a:b, a view
+                assert shard.rows is not None  # a linear shard is row-aligned
                 src = shard.rows[a:b]  # (S', L, D)
                 if layers is None:
                     np.copyto(dst, src)
@@ -317,13 +318,14 @@ class ShardReader:
         out = []
         for k, a, b, _ in shard_spans(start, end, self.layout.shard_tokens):
             shard = self._shard(k)
-            if shard is None or not shard.linear:
+            if shard is None or not shard.linear or shard.rows is None:
                 return None
             out.append(shard.rows[a:b])
         return out
 
     def _gather(self, shard: _Shard, a: int, b: int, layers, dst: np.ndarray) -> None:
         """Tokens a:b of a shard by one numpy take through its token_rows table."""
+        assert shard.rows is not None  # read() gathers from row-aligned shards only
         rows = shard.token_rows[a:b]  # (S', G), a view
         # rows are checked inside the body when the shard is mapped: clip never clips
         if self.layout.chunk_layers == 1:  # a row per token and layer

@@ -61,6 +61,7 @@ def render_manifest(manifest: dict[str, Any]) -> bytes:
     body = {k: v for k, v in manifest.items() if k != SELF_CRC}
     data = json.dumps({**body, SELF_CRC: _BLANK.decode()}, indent=2, sort_keys=True).encode()
     at = _SELF.search(data)
+    assert at is not None  # the blank SELF_CRC was just written
     return data[: at.start(1)] + crc32c(data).encode() + data[at.end(1) :]
 
 
@@ -102,10 +103,10 @@ def parse_manifest(data: bytes) -> tuple[dict[str, Any] | None, bool, str | None
 def load_manifest(store, fs_id: str, data: bytes) -> dict[str, Any]:
     """A manifest's content; StoreCorruptError naming the file when damaged."""
     content, _, why = parse_manifest(data)
-    if why is None and content["id"] != fs_id:
+    if content is not None and content["id"] != fs_id:
         why = f"its id is {content['id']!r}, its file name says {fs_id!r}"
-    if why is not None:
-        raise _corrupt(store, fs_id, rel(fs_id, MANIFEST), why)
+    if why is not None or content is None:  # (content is None only with a why)
+        raise _corrupt(store, fs_id, rel(fs_id, MANIFEST), why or "unreadable")
     return content
 
 
@@ -163,7 +164,7 @@ def _corrupt(store, fs_id: str, name: str, why: str) -> StoreCorruptError:
 
 def _get(store, name: str) -> bytes | None:
     try:
-        return store._read_bytes(name)
+        return store.backend.get(name)
     except FileNotFoundError:
         return None
 
@@ -219,18 +220,20 @@ def _read_manifest(store, fs_id: str, suffix: str) -> _Manifest:
     if data is None:
         return _Manifest(None, None, False, "missing")
     content, covered, why = parse_manifest(data)
-    if why is None and content["id"] != fs_id:
-        content, why = None, f"its id is {content['id']!r}, its file name says {fs_id!r}"
+    if content is not None and content["id"] != fs_id:
+        why = f"its id is {content['id']!r}, its file name says {fs_id!r}"
+        content = None
     return _Manifest(data, content, covered, why)
 
 
 def _check_recorded(store, out: SetCheck) -> None:
+    assert out.manifest is not None  # check_set found one sound
     for suffix, recorded in out.manifest[FILES].items():
         name = rel(out.fs_id, suffix)
         data = _get(store, name)
         why = _differs(data, recorded)
-        if why is not None:
-            out.damaged(name, why)
+        if why is not None or data is None:  # (data is None only with a why: "missing")
+            out.damaged(name, why or "missing")
         elif suffix == KEYS:
             out.keys = data.decode().split()
         elif suffix == TEXTS:
@@ -241,6 +244,7 @@ def _check_uncovered(store, out: SetCheck) -> None:
     """What a manifest written before the checksums allows: its keys against keys_sha256, its
     texts by their example keys, its pool id against its encoder and its count of examples."""
     m, fs_id = out.manifest, out.fs_id
+    assert m is not None  # check_set found one sound
     data = _get(store, rel(fs_id, KEYS))
     keys = None if data is None else data.decode(errors="replace").split()
     why = "missing" if keys is None else _unlike_keys(m, keys)
@@ -251,7 +255,7 @@ def _check_uncovered(store, out: SetCheck) -> None:
     data = _get(store, rel(fs_id, TEXTS))
     if data is not None:
         texts, why = _parse_texts(data)
-        if why is None:
+        if texts is not None:  # (why is None)
             why = _unlike_keys(m, [example_key(m["encoder_id"], t) for t in texts], out.keys)
         if why is None:
             out.texts = texts
@@ -308,13 +312,13 @@ def repair_set(
     if names[TEXTS] in check.problems:
         texts, line = _rebuild_texts(check, source_texts)
         if texts is not None:
-            store._write_bytes(names[TEXTS], render_texts(texts))
+            store.backend.put(names[TEXTS], render_texts(texts))
         done.append(f"{names[TEXTS]}: {line}")
     if names[KEYS] in check.problems:
         keys = None if texts is None else [example_key(m["encoder_id"], t) for t in texts]
         why = "its texts are not sound" if keys is None else _unlike_record(check, KEYS, keys)
-        if why is None:
-            store._write_bytes(names[KEYS], render_keys(keys))
+        if why is None and keys is not None:
+            store.backend.put(names[KEYS], render_keys(keys))
             done.append(f"{names[KEYS]}: rebuilt from its texts (each text's example key)")
         else:
             keys = None
@@ -322,7 +326,7 @@ def repair_set(
     if check.covered:
         for name, source in ((names[MANIFEST], "its copy"), (names[COPY], "the manifest")):
             if name in check.problems:
-                store._write_bytes(name, check.raw)
+                store.backend.put(name, check.raw)
                 done.append(f"{name}: restored from {source}")
         return done
     left = [why for n, why in check.problems.items() if n not in (names[KEYS], names[TEXTS])]
@@ -331,13 +335,14 @@ def repair_set(
         return done + [f"feature set {fs_id}: {UNCOVERED}; checksums not added: {why}"]
     files, _ = featureset_files(m, keys, texts)
     for name, data in files:
-        store._write_bytes(name, data)
+        store.backend.put(name, data)
     checked = "its keys matched keys_sha256" + (", its texts their keys" if texts else "")
     return done + [f"feature set {fs_id}: checksums added ({checked})"]
 
 
 def _rebuild_texts(check: SetCheck, source_texts) -> tuple[list[dict] | None, str]:
     """Texts from the set's source file, and what was done (or why not)."""
+    assert check.manifest is not None  # repair_set has one
     source = check.manifest.get("source") or {}
     if source_texts is None or not source.get("path"):
         return None, "cannot rebuild: the manifest records no source file"
@@ -355,6 +360,7 @@ def _rebuild_texts(check: SetCheck, source_texts) -> tuple[list[dict] | None, st
 def _unlike_record(check: SetCheck, suffix: str, keys: list[str], texts=None) -> str | None:
     """Why a rebuilt file (keys, or texts with their example keys) is not what was recorded:
     its crc32c and size, or for a set written before them, keys_sha256; None when it is."""
+    assert check.manifest is not None  # repair_set has one
     if check.covered:
         data = render_keys(keys) if suffix == KEYS else render_texts(texts)
         return _differs(data, check.manifest[FILES][suffix])

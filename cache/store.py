@@ -11,18 +11,21 @@
       featuresets/<id>.texts.jsonl       their texts; <id>.json.copy: the manifest again
 
 An example's key hashes its pool id and its canonical text, so the same text is stored once
-per pool however many feature sets list it (SICK-E and SICK-R share their pairs). Writes go to
-a temporary directory renamed into place: a reader never sees a half-written example, and a
-killed writer leaves only `.tmp-*` directories, removed by the next writer.
+per pool however many feature sets list it (SICK-E and SICK-R share their pairs).
+
+The store owns this format and is given a storage backend (backend.py) that moves the bytes:
+a local directory (directory.py) or an s3:// prefix on object storage (bucket.py), the same
+names and bytes in both. Every write is whole or not at all: a segment is one `put_tree`
+(a folder renamed into place, or its objects with its checksums.json last) and is committed
+once `has_tree` says so; a feature set's files are single `put`s, its manifest last
+(sidecars.py). A reader never sees a half-written example or set. Where the backend's objects
+are local files (`backend.root`), a segment's features shards are mapped (shards.py); else
+they are read by byte ranges (ranged.py).
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
-import shutil
-import stat
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -30,43 +33,65 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from . import quant, sidecars
-from .durable import atomic_write, fsync_dir, fsync_tree
+from . import find, quant, ranged, sidecars
+from .backend import Backend, check_key
+from .bucket import is_bucket
+from .directory import DirectoryBackend
 from .errors import (
     ExampleNotFoundError,
     FeatureSetNotFoundError,
     IncompatibleStoreError,
     InvalidSelectionError,
-    StoreCorruptError,
 )
+from .groups import group_json, pool_attributes, root_attributes
 from .keys import STORE_FORMAT_VERSION, digest, encoder_id
 from .plan import ReadPlan, check_index_type, check_layers, read_dtype
-from .segment import Segment, damaged_files, write_segment
+from .segment import CHECKSUMS, Segment, no_checksums, parse_checksums, segment_prefix
+from .segment import write_segment as write_segment_files
 from .types import STORED_DTYPES, ExampleBatch, FeatureSetInfo
+
+#: Seconds a parsed manifest is trusted before it is read again: another process's rewrite of
+#: a feature set is seen within this, this process's own at once. Longer where a read is a
+#: round trip to object storage than where it is a local file.
+MANIFEST_TTL = {"files": 1.0, "objects": 5.0}
 
 
 class Store:
-    """A directory holding pools of examples and the feature sets that list them."""
+    """Pools of examples and the feature sets that list them, on a storage backend.
 
-    #: Seconds a parsed manifest is trusted before its file is looked at again (one stat):
-    #: another process's rewrite of a feature set is seen within this; this process's own at
-    #: once. A manifest is replaced whole (a new inode) or deleted, never edited.
-    manifest_ttl = 1.0
+    location: a directory (a `DirectoryBackend` over it), or any `Backend`; `open_store`
+    picks the backend for a directory or an s3:// URL."""
 
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
+    def __init__(self, location: Backend | str | os.PathLike):
+        backend: Backend
+        if isinstance(location, (str, os.PathLike)):
+            if is_bucket(location):
+                raise ValueError(
+                    f"Store({str(location)!r}): a bucket URL; open it with "
+                    "cache.open_store(url), or Store(ObjectBackend(url))"
+                )
+            backend = DirectoryBackend(location)
+        elif isinstance(location, Backend):
+            backend = location
+        else:
+            raise TypeError(
+                f"Store: expected a directory or a cache.Backend, got {type(location).__name__}"
+            )
+        self.backend = backend
+        #: where its segments' files are mapped from; None: read by ranges (ranged.py)
+        self._files: Path | None = backend.root
+        #: a directory (a Path) or the backend's URL
+        self.path = backend.root if backend.root is not None else backend.location
+        self.manifest_ttl = MANIFEST_TTL["files" if self._files is not None else "objects"]
         self._lock = threading.Lock()
         self._segments: dict[tuple[str, str], Segment] = {}
         self._index: dict[str, dict[str, tuple[str, int]]] = {}  # pool -> key -> (seg, row)
         self._keys_cache: dict[str, list[str]] = {}
         self._meta_cache: dict[str, dict[str, Any]] = {}
-        # fs_id -> ((inode, mtime, size) of its .json, when it was looked at, info): a read
-        # parses the manifest once, and stats it at most every manifest_ttl seconds
-        self._info_cache: dict[str, tuple[tuple[int, int, int], float, FeatureSetInfo]] = {}
+        # fs_id -> (its manifest's bytes, when they were read, info): a read parses the
+        # manifest once, and reads it again at most every manifest_ttl seconds
+        self._info_cache: dict[str, tuple[bytes, float, FeatureSetInfo]] = {}
         self._format_checked = False
-        self._fs_dir = os.fspath(self.path / "featuresets")  # a str: read() builds names on it
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -77,13 +102,9 @@ class Store:
         if self._format_checked:
             return
         try:
-            attrs = json.loads(self._read_text("zarr.json")).get("attributes", {})
+            attrs = root_attributes(self.backend.get("zarr.json"), f"{self.path}/zarr.json")
         except FileNotFoundError:
             return  # nothing written yet: reads find no feature set
-        except (ValueError, AttributeError) as err:  # not JSON, or JSON of another shape
-            raise IncompatibleStoreError(f"{self.path}/zarr.json is not a store's: {err}") from err
-        if not isinstance(attrs, dict):
-            raise IncompatibleStoreError(f"{self.path}/zarr.json: attributes {attrs!r}, not a map")
         if attrs.get("format") != "snowfire-store":
             raise IncompatibleStoreError(f"{self.path} is a zarr store but not a snowfire store")
         if attrs.get("version") == STORE_FORMAT_VERSION - 1:
@@ -104,18 +125,18 @@ class Store:
 
     # ---------------------------------------------------------------- writing
     def ensure(self) -> None:
-        """Create the root group if the directory is new; refuse a foreign directory."""
-        root = self.path / "zarr.json"
-        if root.exists():
+        """Create the root group if the store is new; refuse a location holding other things."""
+        if self.backend.exists("zarr.json"):
             self.check_format()
             return
-        if self.path.exists() and any(self.path.iterdir()):
-            raise IncompatibleStoreError(f"{self.path} exists, is not empty and is not a store")
-        import zarr
-
-        group = zarr.open_group(str(self.path), mode="a")
-        group.attrs.update({"format": "snowfire-store", "version": STORE_FORMAT_VERSION})
-        (self.path / "featuresets").mkdir(exist_ok=True)
+        held = self.backend.list_dir("")
+        if held:
+            raise IncompatibleStoreError(
+                f"{self.path} is not empty and is not a store: it holds objects "
+                f"({', '.join(held[:3])}{', ...' if len(held) > 3 else ''})"
+            )
+        attrs = {"format": "snowfire-store", "version": STORE_FORMAT_VERSION}
+        self.backend.put("zarr.json", group_json(attrs))
 
     def ensure_pool(self, identity: dict[str, Any], dtype: str, num_layers: int, dim: int) -> str:
         """Create (once) the pool for an encoder identity at a dtype; return its id."""
@@ -126,21 +147,17 @@ class Store:
         attrs = {"identity": identity, "dtype": dtype, "num_layers": num_layers, "dim": dim}
         if dtype == "int8":
             attrs["quantization"] = quant.QUANTIZATION
-        self._create_pool(pool_id, attrs)
+        meta = f"pools/{pool_id}/zarr.json"
+        if not self.backend.exists(meta):  # two writers put the same bytes
+            self.backend.put(meta, group_json(attrs))
         return pool_id
 
     @contextmanager
     def writer(self, pool_id: str) -> Iterator[None]:
-        """Hold the pool's write lock; clean up what a killed writer left behind."""
-        pool = self.path / "pools" / pool_id
-        with open(pool / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            for tmp in (pool / "segments").glob(".tmp-*"):
-                shutil.rmtree(tmp, ignore_errors=True)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        """Hold the pool's write lock (a directory's: what a killed writer left is removed;
+        object storage needs none)."""
+        with self.backend.lock(f"pools/{pool_id}"):
+            yield
 
     def write_segment(
         self,
@@ -152,10 +169,12 @@ class Store:
         tiles: str | None = None,
     ) -> None:
         """Atomically add one segment of examples (call inside `writer`); tiles: of its
-        features, "token" (the default) or "layer" (cache/segment.py)."""
+        features, "token" (the default) or "layer" (cache/segment.py). Written locally, then
+        put whole (`put_tree`), its checksums the commit."""
         if self.has_segment(pool_id, seg_id):
             return
-        self._commit_segment(pool_id, seg_id, keys, parts, dtype, tiles)
+        with self.backend.put_tree(segment_prefix(pool_id, seg_id), CHECKSUMS) as folder:
+            write_segment_files(folder, keys, parts, dtype, tiles)
         with self._lock:
             if pool_id in self._index:
                 for row, key in enumerate(keys):
@@ -186,7 +205,7 @@ class Store:
         # its files are in place (sidecars.py: the manifest records their checksums)
         files, manifest = sidecars.featureset_files(manifest, keys, texts)
         for rel, data in files:
-            self._write_bytes(rel, data)
+            self.backend.put(rel, data)
         self._forget(fs_id)
         return _info(manifest)
 
@@ -196,36 +215,38 @@ class Store:
         index = self._pool_index(pool_id, refresh=True)
         return list(dict.fromkeys(k for k in keys if k not in index))
 
+    def featureset_ids(self) -> list[str]:
+        """The id of every feature set with a manifest, sound or not (what fsck checks)."""
+        names = self.backend.list_dir("featuresets")
+        return [n.removesuffix(sidecars.MANIFEST) for n in names if n.endswith(sidecars.MANIFEST)]
+
     def list_featuresets(self) -> list[FeatureSetInfo]:
         self.check_format()
         return [
-            _info(sidecars.load_manifest(self, name[:-5], self._read_bytes(f"featuresets/{name}")))
-            for name in self._manifest_names()
+            _info(sidecars.load_manifest(self, fs_id, self.backend.get(_manifest(fs_id))))
+            for fs_id in self.featureset_ids()
         ]
 
     def get_featureset(self, fs_id: str) -> FeatureSetInfo:
         cached = self._info_cache.get(fs_id)
         now = time.monotonic()
         if cached is not None and now - cached[1] < self.manifest_ttl:
-            return cached[2]  # on every read: no system call
+            return cached[2]  # on every read: no I/O
         self.check_format()
-        path = f"{self._fs_dir}/{fs_id}.json"  # a str: no Path parsing
         try:
-            st = None if "/" in fs_id else os.stat(path)
-        except (OSError, ValueError):  # missing, or a name no file can have
-            st = None
-        if st is None or not stat.S_ISREG(st.st_mode):
+            data = self.backend.get(_manifest(fs_id)) if _is_id(fs_id) else None
+        except FileNotFoundError:
+            data = None
+        if data is None:
             self._forget(fs_id)
             raise FeatureSetNotFoundError(f"no feature set {fs_id!r} in {self.path}")
-        # manifests are replaced atomically (a new inode), never edited: the stat tells
-        # whether the cached parse is still the file's
-        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
-        if cached is not None and cached[0] == stamp:
-            self._info_cache[fs_id] = (stamp, now, cached[2])
+        # a manifest is replaced whole, never edited: the same bytes are the same set
+        if cached is not None and cached[0] == data:
+            self._info_cache[fs_id] = (data, now, cached[2])
             return cached[2]
         self._forget(fs_id)  # replaced: its keys may be others
-        info = _info(sidecars.load_manifest(self, fs_id, Path(path).read_bytes()))
-        self._info_cache[fs_id] = (stamp, now, info)
+        info = _info(sidecars.load_manifest(self, fs_id, data))  # StoreCorruptError if damaged
+        self._info_cache[fs_id] = (data, now, info)
         return info
 
     def _forget(self, fs_id: str) -> None:
@@ -242,33 +263,17 @@ class Store:
         sha256: str | None = None,
         read: str | None = None,
     ) -> FeatureSetInfo:
-        """The feature set of a task split made by an encoder (named by its spec or name).
-
-        sha256: only a set whose manifest's source file had this digest (an edited file's old
-        features are not its texts'); read: only a set whose source was read this way (a user
-        task's format and columns; a registered task's reading is fixed, its sets record none)."""
-        sets = self.list_featuresets()
-        hits = [
-            fs
-            for fs in sets
-            if fs.task == task
-            and fs.split == split
-            and encoder in (fs.encoder.get("spec"), fs.encoder.get("name"))
-            and (pair_encoding is None or fs.encoder.get("pair_encoding") == pair_encoding)
-            and _same_source(fs.manifest.get("source") or {}, sha256, read)
-        ]
-        if len(hits) == 1:
-            return hits[0]
-        if not hits:
-            have = sorted({f"{fs.encoder.get('spec')}:{fs.task}/{fs.split}" for fs in sets})
-            what = "" if sha256 is None else f" from the file with sha256 {sha256[:12]}…"
-            raise FeatureSetNotFoundError(
-                f"no feature set for encoder {encoder!r}, task {task!r}, split {split!r}{what} "
-                f"in {self.path}; it holds: {', '.join(have) or 'nothing'}"
-            )
-        raise FeatureSetNotFoundError(
-            f"{len(hits)} feature sets match encoder {encoder!r}, task {task!r}, split {split!r}: "
-            f"{', '.join(fs.id for fs in hits)}; name one with --featureset"
+        """The feature set of a task split made by an encoder (named by its spec or name);
+        sha256 and read: of its source file, and how it was read (cache/find.py)."""
+        return find.find_featureset(
+            self.list_featuresets(),
+            str(self.path),
+            encoder=encoder,
+            task=task,
+            split=split,
+            pair_encoding=pair_encoding,
+            sha256=sha256,
+            read=read,
         )
 
     def featureset_keys(self, fs_id: str) -> list[str]:
@@ -276,6 +281,13 @@ class Store:
             info = self.get_featureset(fs_id)
             self._keys_cache[fs_id] = sidecars.load_keys(self, info)  # checked, whole
         return self._keys_cache[fs_id]
+
+    def featureset_lengths(self, fs_id: str) -> list[int]:
+        """Tokens of each example, in the set's order (what a paged reader sizes pages by):
+        its keys located in the pool, no feature read."""
+        info = self.get_featureset(fs_id)
+        ends = self._plan(info.encoder_id, self.featureset_keys(fs_id), None, None).ends
+        return [b - a for a, b in zip(ends, ends[1:], strict=False)]
 
     def storage_order(self, fs_id: str) -> list[int]:
         """Feature-set indices sorted by where their examples sit on disk (segment, row)."""
@@ -327,6 +339,7 @@ class Store:
                         f"0..{len(all_keys) - 1}"
                     )
             keys = [all_keys[i] for i in indices]
+        assert keys is not None  # exactly one of them, checked above
         return self._plan(info.encoder_id, list(keys), layer_list, dtype)
 
     def read_keys(
@@ -375,32 +388,41 @@ class Store:
             want=read_dtype(dtype, meta["dtype"]),
         )
 
-    # ---------------------------------------------------------------- internals
-    def _read_ranges(self, jobs: list[tuple[Segment, int, int, np.ndarray]], layers) -> None:
-        """Read each (segment, start, end, out) token range into its out array (`layers` are
-        checked against the pool already: the segment's own checks are skipped)."""
+    def read_spans(self, jobs: list[tuple[Segment, int, int, Any]], layers) -> None:
+        """Read each (segment, start, end, out) token range into its out array (`layers`
+        are checked against the pool already: the segment's own checks are skipped). Local
+        files: each range copied from the mapped shards; else every range of the jobs
+        fetched together (ranged.py)."""
+        if self._files is None:
+            ranged.read_spans(self.backend, jobs, layers)
+            return
         for seg, start, end, out in jobs:
             seg.read_checked(start, end, layers, out)  # (S, Lsel, D)
 
+    # ---------------------------------------------------------------- segments
+    def has_segment(self, pool_id: str, seg_id: str) -> bool:
+        """Whether a segment is committed (a re-run skips it)."""
+        return self.backend.has_tree(segment_prefix(pool_id, seg_id), CHECKSUMS)
+
+    def segments(self) -> list[tuple[str, str]]:
+        """(pool id, segment id) of every segment written whole, pool by pool (what fsck
+        checks; a writer's unfinished one is not listed)."""
+        return [
+            (pool, seg)
+            for pool in self.backend.list_dir("pools")
+            for seg in self._segment_names(pool)
+            if self.has_segment(pool, seg)
+        ]
+
+    # ---------------------------------------------------------------- internals
     def _pool_meta(self, pool_id: str) -> dict[str, Any]:
         if pool_id in self._meta_cache:  # a pool's attributes never change once written
             return self._meta_cache[pool_id]
         try:
-            meta = json.loads(self._read_text(f"pools/{pool_id}/zarr.json"))
-        except FileNotFoundError:
+            raw = self.backend.get(f"pools/{pool_id}/zarr.json")
+        except (FileNotFoundError, ValueError):  # ValueError: not a pool id any key can have
             raise ExampleNotFoundError(f"no pool {pool_id} in {self.path}") from None
-        except ValueError as err:  # not UTF-8 JSON: the file is damaged (no checksum covers it)
-            raise StoreCorruptError(f"{self.path}/pools/{pool_id}/zarr.json: {err}") from err
-        attrs = meta.get("attributes") if isinstance(meta, dict) else None
-        if not (
-            isinstance(attrs, dict)
-            and attrs.get("dtype") in STORED_DTYPES
-            and all(type(attrs.get(k)) is int and attrs[k] > 0 for k in ("num_layers", "dim"))
-        ):
-            raise StoreCorruptError(
-                f"{self.path}/pools/{pool_id}/zarr.json: not a pool's metadata (expected its "
-                f"attributes num_layers, dim and dtype, got {str(attrs)[:200]})"
-            )
+        attrs = pool_attributes(raw, f"{self.path}/pools/{pool_id}/zarr.json")
         self._meta_cache[pool_id] = attrs
         return self._meta_cache[pool_id]
 
@@ -431,93 +453,41 @@ class Store:
             self._segments[(pool_id, seg_id)] = seg
         return seg
 
-    # ------------------------------------------------ where the bytes live: a local directory
-    # (cache/bucket.py puts the same names on object storage)
-    def has_segment(self, pool_id: str, seg_id: str) -> bool:
-        """Whether a segment is committed (a re-run skips it)."""
-        return (self.path / "pools" / pool_id / "segments" / seg_id).exists()
-
-    def _create_pool(self, pool_id: str, attrs: dict[str, Any]) -> None:
-        """The pool's group with its attributes, unless it exists."""
-        meta = self.path / "pools" / pool_id / "zarr.json"
-        if not meta.exists():
-            import zarr
-
-            zarr.open_group(str(meta.parent), mode="a").attrs.update(attrs)
-            (meta.parent / "segments").mkdir(exist_ok=True)
-
-    def _commit_segment(self, pool_id: str, seg_id: str, keys: list[str], parts, dtype, tiles):
-        """Write the segment into a temporary directory, fsync it, rename it into place."""
-        final = self.path / "pools" / pool_id / "segments" / seg_id
-        tmp = final.with_name(f".tmp-{seg_id}-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        write_segment(tmp, keys, parts, dtype, tiles)
-        fsync_tree(tmp)
-        os.rename(tmp, final)
-        fsync_dir(final.parent)
-
-    def _read_text(self, rel: str) -> str:
-        return (self.path / rel).read_text()  # FileNotFoundError when absent
-
-    def _read_bytes(self, rel: str) -> bytes:
-        return (self.path / rel).read_bytes()  # FileNotFoundError when absent
-
-    def _write_bytes(self, rel: str, data: bytes) -> None:
-        (self.path / rel).parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.path / rel, data)
-
-    def _manifest_names(self) -> list[str]:
-        fs_dir = self.path / "featuresets"
-        return sorted(p.name for p in fs_dir.glob("[!.]*.json")) if fs_dir.is_dir() else []
-
     def _segment_names(self, pool_id: str) -> list[str]:
-        seg_dir = self.path / "pools" / pool_id / "segments"
-        return sorted(p.name for p in seg_dir.glob("[!.]*")) if seg_dir.is_dir() else []
-
-    # ------------------------------------------------ checking (cache/fsck.py)
-    def _pool_names(self) -> list[str]:
-        pools = self.path / "pools"
-        if not pools.is_dir():
-            return []
-        return sorted(p.name for p in pools.iterdir() if p.is_dir() and p.name[0] != ".")
-
-    def segments(self) -> list[tuple[str, str]]:
-        """(pool id, segment id) of every segment written whole, pool by pool (what fsck
-        checks; a writer's unfinished one is not listed)."""
-        return [(p, s) for p in self._pool_names() for s in self._committed_segments(p)]
-
-    def _committed_segments(self, pool_id: str) -> list[str]:
-        return self._segment_names(pool_id)  # a local segment appears whole (a rename)
-
-    def _segment_problems(self, pool_id: str, seg_id: str) -> list[str]:
-        """What differs between a segment's files and its checksums ([] when sound)."""
-        return damaged_files(self.path / "pools" / pool_id / "segments" / seg_id)
-
-    def _segment_keys(self, pool_id: str, seg_id: str) -> list[str]:
-        """The keys a segment's metadata lists ([] when unreadable: fsck reports why)."""
         try:
-            meta = self._read_text(f"pools/{pool_id}/segments/{seg_id}/zarr.json")
-            return list(json.loads(meta)["attributes"]["keys"])
-        except (OSError, ValueError, KeyError, TypeError):
+            return self.backend.list_dir(f"pools/{pool_id}/segments")
+        except ValueError:  # not a pool id any key can have
             return []
-
-    def _set_aside(self, pool_id: str, seg_id: str, name: str) -> str:
-        """Move a segment to quarantine/NAME; where it went."""
-        dst = self.path / "quarantine" / name
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        os.rename(self.path / "pools" / pool_id / "segments" / seg_id, dst)
-        return str(dst)
 
     def _open_segment(self, pool_id: str, seg_id: str) -> Segment | None:
-        return Segment(self.path / "pools" / pool_id / "segments" / seg_id)
+        """The committed segment (None: not committed yet), its checksums read once."""
+        prefix = segment_prefix(pool_id, seg_id)
+        where = f"{self.backend.location}/{prefix}"
+        try:
+            table = parse_checksums(self.backend.get(f"{prefix}/{CHECKSUMS}"), where)
+        except FileNotFoundError:
+            if self.backend.has_tree(prefix, CHECKSUMS):  # whole, yet without its checksums
+                raise no_checksums(where) from None
+            return None
+        if self._files is None:
+            return ranged.open_segment(self.backend, prefix, table)
+        return Segment(self._files / prefix, table)
+
+
+def _manifest(fs_id: str) -> str:
+    return sidecars.rel(fs_id, sidecars.MANIFEST)
+
+
+def _is_id(fs_id: str) -> bool:
+    """Whether `fs_id` can name a feature set (a path, or a name no key can have, cannot)."""
+    if not isinstance(fs_id, str) or not fs_id or "/" in fs_id:
+        return False
+    try:
+        check_key(_manifest(fs_id))
+    except ValueError:
+        return False
+    return True
 
 
 def _info(manifest: dict[str, Any]) -> FeatureSetInfo:
     return FeatureSetInfo.from_dict(manifest, manifest)
-
-
-def _same_source(source: dict[str, Any], sha256: str | None, read: str | None) -> bool:
-    """Whether a manifest's source is the file asked for, read the way asked for."""
-    if sha256 is not None and source.get("sha256") != sha256:
-        return False
-    return read is None or source.get("read") == read

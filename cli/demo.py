@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -34,32 +33,13 @@ DEMO_COMPARE = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the service exited with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise RuntimeError(f"the service at {url} did not become healthy in {timeout:.0f} s")
-
-
 def run_demo(out: Path, port: int = 0) -> int:
     """Run the demo into `out`; library errors propagate to the caller (the CLI reports them)."""
     from snowfire.compare import BUDGET_LIMITED, CompareConfig, run_compare
     from snowfire.extractor import ExtractConfig, run_extract
     from snowfire.heads import TrainConfig
     from snowfire.heads import train as train_head
+    from snowfire.jobs import free_port, stop_process, wait_healthy
     from snowfire.tasks import DEMO_DATA_DIR
 
     started = time.perf_counter()
@@ -71,7 +51,7 @@ def run_demo(out: Path, port: int = 0) -> int:
         )
         for info in run_extract(config):
             print(f"   {info.id}: {info.num_examples} examples x {info.num_layers} layers")
-    port = port or _free_port()
+    port = port or free_port()
     url = f"http://127.0.0.1:{port}"
     task, head = DEMO_REST_HEAD
     print(f"== 2/3 serve {url}; ❄️ {head} head on {task} from features fetched over REST")
@@ -80,7 +60,7 @@ def run_demo(out: Path, port: int = 0) -> int:
         env={**os.environ, "PYTHONUNBUFFERED": "1", "SNOWFIRE_LOG_LEVEL": "warning"},
     )
     try:
-        _wait_healthy(url, proc)
+        wait_healthy(url, proc)
         with urllib.request.urlopen(f"{url}/v1/featuresets") as r:
             print(f"   the service lists {len(json.load(r))} feature sets")
         cfg = TrainConfig(
@@ -96,8 +76,7 @@ def run_demo(out: Path, port: int = 0) -> int:
         )
         rest = train_head(cfg)["dev"]
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_process(proc, grace=30)
     print(f"   {task} ❄️ {head}: dev " + ", ".join(f"{k} {v:.4f}" for k, v in rest.items()))
     print(
         "== 3/3 snowfire compare on the STS-B sample: ❄️ ESIM (pooled, pairs encoded "

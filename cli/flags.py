@@ -23,10 +23,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import types
 import typing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # only to name the type: pydantic loads when a command needs it
+    from pydantic_settings import BaseSettings
+
+from snowfire.options import is_union, unwrap_optional
 
 #: Fields shown under another flag: field -> (flag, action, help).
 _ALIASES = {"progress": ("--quiet", "store_false", "no progress bar")}
@@ -34,19 +38,9 @@ _ALIASES = {"progress": ("--quiet", "store_false", "no progress bar")}
 _EXAMPLES = {int: "2,3,4", float: "2e-5,3e-5"}
 
 
-def _unwrap(hint: Any) -> Any:
-    """`X | None` -> X; other hints unchanged."""
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return hint
-
-
 def _path_or_object(hint: Any) -> bool:
     """`str | dict`: on the command line a path to a file holding the object."""
-    args = set(typing.get_args(hint)) - {type(None)}
-    return typing.get_origin(hint) in (typing.Union, types.UnionType) and args == {str, dict}
+    return is_union(hint) and set(typing.get_args(hint)) - {type(None)} == {str, dict}
 
 
 def _json_object(text: str) -> dict:
@@ -95,7 +89,7 @@ def add_config_arguments(
 
 
 def add_settings_arguments(
-    parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ...] = ()
+    parser: argparse.ArgumentParser, cls: type[BaseSettings], *, skip: tuple[str, ...] = ()
 ) -> None:
     """Add one flag per field of pydantic-settings class `cls` (except `skip`) to `parser`,
     its description as the help, with the default and the environment variable it reads."""
@@ -138,7 +132,7 @@ def _add_flag(
         flag, action, extra = _ALIASES[dest]
         parser.add_argument(flag, action=action, dest=dest, default=argparse.SUPPRESS, help=extra)
         return
-    base = _unwrap(hint)
+    base, _ = unwrap_optional(hint)
     origin = typing.get_origin(base)
     if base is bool:
         kw["action"] = argparse.BooleanOptionalAction
@@ -177,7 +171,7 @@ def _items(kind: type, choices: tuple | None):
         wrong = [v for v in values if choices and v not in choices]
         if wrong:
             raise argparse.ArgumentTypeError(
-                f"expected one of {', '.join(map(str, choices))}, got {wrong[0]!r}"
+                f"expected one of {', '.join(map(str, choices or ()))}, got {wrong[0]!r}"
             )
         return values
 

@@ -10,12 +10,14 @@ written once, and a bad value is refused when the config is built.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
 from pathlib import Path
 
 from snowfire.options import THREADS_ENV, use_threads
+from snowfire.rundir import PAUSED
 
 from .flags import DeferredParser, add_config_arguments, add_settings_arguments, config_from_args
 from .predict import add_parser as add_predict_parser
@@ -89,6 +91,11 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _print_metrics(prefix: str, metrics: dict[str, dict[str, float]], out: str) -> None:
+    paused = Path(out) / PAUSED
+    if not metrics and paused.is_file():
+        at = json.loads(paused.read_text())
+        print(f"{prefix}: paused after epoch {at['epoch']} (best {at['best_epoch']}): {paused}")
+        return
     for split, values in metrics.items():
         print(f"{prefix} {split}: " + ", ".join(f"{k} {v:.4f}" for k, v in values.items()))
     print(f"run written to {out}")
@@ -109,7 +116,7 @@ def _finetune(args: argparse.Namespace) -> int:
 
     config = config_from_args(snowfire.FinetuneConfig, args)
     use_threads()
-    metrics = snowfire.finetune(config).metrics
+    metrics = snowfire.finetune(config).metrics  # type: ignore[operator]  # the package, callable
     if config.grid is not None:
         print((Path(config.out) / GRID_TABLE).read_text())
     chosen = " (chosen on dev)" if config.grid is not None else ""
@@ -119,23 +126,16 @@ def _finetune(args: argparse.Namespace) -> int:
 
 def _baseline(args: argparse.Namespace) -> int:
     from snowfire.cache import open_reader
+    from snowfire.extractor import current_featureset
     from snowfire.heads import cosine_scores
-    from snowfire.tasks import evaluate, read_split, resolve_task, split_source
+    from snowfire.tasks import evaluate, read_split, resolve_task
 
     spec = resolve_task(args.task)
     if spec.kind != "regression" or not spec.pair:
         raise ValueError(f"baseline: {spec.name} is not a pair regression task (stsb, sick-r)")
-    source = split_source(spec, args.data, args.split)
     reader = open_reader(args.store)
-    info = reader.find_featureset(
-        encoder=args.encoder,
-        task=spec.name,
-        split=args.split,
-        pair_encoding=args.pair_encoding,
-        sha256=source["sha256"],
-        read=source.get("read"),
-    )
-    gold = [float(e.label) for e in read_split(spec, args.data, args.split)]
+    info = current_featureset(reader, args.encoder, spec, args.data, args.split, args.pair_encoding)
+    gold = [e.label for e in read_split(spec, args.data, args.split)]  # scores, as read
     scores = cosine_scores(reader, info, layer=args.layer)
     metrics = evaluate(spec, gold, scores.tolist())
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
@@ -156,7 +156,7 @@ def _compare(args: argparse.Namespace) -> int:
         if fmt not in EXPORT_FORMATS:
             raise ValueError(f"--export: expected a format of {EXPORT_FORMATS}, got {fmt!r}")
     use_threads()
-    result = snowfire.compare(config, export_mteb=where)
+    result = snowfire.compare(config, export_mteb=where)  # type: ignore[operator]  # (callable)
     print(result.table)
     print(f"results in {Path(config.out) / RESULTS}")
     if where is not None:

@@ -41,7 +41,8 @@ def _pieces(spec: str):
     use_threads()
     encoder = load_encoder(spec)
     tokenizer = getattr(encoder, "tokenizer", None)
-    if tokenizer is None:
+    window: int | None = getattr(encoder, "max_length", None)  # a BERT-family encoder's
+    if tokenizer is None or window is None:
         return None  # ELMo reads characters of whole words: no pieces, no window
 
     def count(examples) -> tuple[list[int], int]:
@@ -56,7 +57,7 @@ def _pieces(spec: str):
             )
             for e in examples
         ]
-        return counts, encoder.max_length
+        return counts, window
 
     return count
 

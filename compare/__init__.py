@@ -3,7 +3,8 @@
     cfg = CompareConfig(encoder="minilm", tasks=["stsb", "sick-r"], data=DIR, out=OUT)
     summary = run_compare(cfg)       # OUT/results.json, table.md, table.png, layer_weights.png
 
-config.py (options, budgets, the paper's head per task), run.py (extraction and cells),
+config.py (options, the paper's head per task), budget.py (the budgets' typed caps, `Caps`,
+`Budget`), cell.py (a run of the comparison: `Cell`, its `Mode`), run.py (extraction and cells),
 report.py (tables and plots), judge.py (a task's verdict from its runs), verdict.py (Δ's
 words), mteb.py (the results as MTEB's results files: `export_mteb(out, directory)`); the
 statistics of the verdict:
@@ -17,39 +18,42 @@ still improving at its cap), restarts.py (the seeds' spread, degenerate restarts
     task_verdict(boot, snow_cells, fire_cells, baseline=BASELINE_WORDS["regression"])
 """
 
+from snowfire.options import lazy_exports
+
+#: name -> where it loads from on first use: CompareConfig (the CLI) loads no plotting
 _WHERE = {
-    "ANALYSES": "analyses",
-    "analysis_config": "analyses",
-    "run_analysis": "analyses",
-    "CompareConfig": "config",
-    "run_compare": "run",
-    "judge": "judge",
-    "BASELINE_WORDS": "verdict",
-    "BUDGET_LIMITED": "verdict",
-    "call": "verdict",
-    "task_verdict": "verdict",
-    "weigh": "verdict",
-    "zero_training_words": "verdict",
-    "Bootstrap": "interval",
-    "Interval": "interval",
-    "bootstrap": "interval",
-    "delta_interval": "interval",
-    "Convergence": "convergence",
-    "mark_curve": "convergence",
-    "curve_of": "convergence",
-    "read_curve": "convergence",
-    "restart_spread": "restarts",
-    "plot_curves": "curves",
-    "EXPORT_FORMATS": "mteb",
-    "export_mteb": "mteb",
+    "ANALYSES": ".analyses:ANALYSES",
+    "analysis_config": ".analyses:analysis_config",
+    "run_analysis": ".analyses:run_analysis",
+    "CompareConfig": ".config:CompareConfig",
+    "BUDGETS": ".budget:BUDGETS",
+    "Budget": ".budget:Budget",
+    "Caps": ".budget:Caps",
+    "Cell": ".cell:Cell",
+    "Mode": ".cell:Mode",
+    "run_compare": ".run:run_compare",
+    "judge": ".judge:judge",
+    "BASELINE_WORDS": ".verdict:BASELINE_WORDS",
+    "BUDGET_LIMITED": ".verdict:BUDGET_LIMITED",
+    "call": ".verdict:call",
+    "task_verdict": ".verdict:task_verdict",
+    "weigh": ".verdict:weigh",
+    "zero_training_words": ".verdict:zero_training_words",
+    "Bootstrap": ".interval:Bootstrap",
+    "Interval": ".interval:Interval",
+    "bootstrap": ".interval:bootstrap",
+    "delta_interval": ".interval:delta_interval",
+    "Convergence": ".convergence:Convergence",
+    "mark_curve": ".convergence:mark_curve",
+    "curve_of": ".convergence:curve_of",
+    "read_curve": ".convergence:read_curve",
+    "restart_spread": ".restarts:restart_spread",
+    "plot_curves": ".curves:plot_curves",
+    "EXPORT_FORMATS": ".mteb:EXPORT_FORMATS",
+    "export_mteb": ".mteb:export_mteb",
 }
 
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
-#: Every arm, in the table's order.
-ARMS = ("snow", "fire", "adapter", "lora", "bitfit", "l2sp", "lpft", "seq")
+from .cell import Mode
+
+#: Every arm, in the table's order (the arms among compare/cell.py's modes).
+ARMS = tuple(m.value for m in Mode if m.is_arm)
 DEFAULT_ARMS = ("snow", "fire")
 #: What each fine-tuning arm sets on the 🔥 config (the arms that need a run of their own first
 #: add it in `arm_options`).
@@ -56,7 +58,7 @@ PLAIN_NAMES = {
     "seq": "sequential fine-tuning",
 }
 #: The ❄️ probe an lpft cell starts from: what a BERT-family 🔥 output layer reads.
-PROBE = {"head": "probe", "hparams": {"pool": "cls"}, "dir": "probe-cls"}
+PROBE: dict[str, Any] = {"head": "probe", "hparams": {"pool": "cls"}, "dir": "probe-cls"}
 
 
 def plain(arm: str) -> str:

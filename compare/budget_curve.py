@@ -35,7 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 
 
-def _order(select: Sequence[float], report: Sequence[float] | None) -> np.ndarray:
+def _order(
+    select: Sequence[float] | np.ndarray, report: Sequence[float] | np.ndarray | None
+) -> np.ndarray:
     """Report scores ordered by (selection score, trial index), ascending."""
     s = np.asarray(select, dtype=float)
     r = s if report is None else np.asarray(report, dtype=float)
@@ -149,8 +151,7 @@ def crossings(curves: dict[str, BudgetCurve]) -> list[tuple[float, str, str]]:
     points = sorted({x for c in curves.values() for x in c.compute})
     changes, leader = [], None
     for x in points:
-        scores = {arm: c.at(x) for arm, c in curves.items()}
-        scores = {a: v for a, v in scores.items() if v is not None}
+        scores = {arm: v for arm, c in curves.items() if (v := c.at(x)) is not None}
         if len(scores) < len(curves):
             continue  # a crossing needs every arm in the race
         best = max(scores.values())

@@ -1,13 +1,16 @@
-"""The config of `snowfire compare` and its budgets."""
+"""The config of `snowfire compare`; its budgets are compare/budget.py's."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from functools import cached_property
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from snowfire.extractor import PAIR_ENCODINGS
+from snowfire.extractor import DEVICE_HELP, PAIR_ENCODINGS
 from snowfire.options import check, option
+from snowfire.tasks import SELECTIONS, TaskListFields
+
+from .budget import BUDGETS, Caps
+from .cell import Mode
 
 #: The paper's ❄️ model per task (sec. 3): the BiLSTM-CRF for NER, BCN for sentiment, ESIM for
 #: sentence pairs; `--heads auto` trains it and the smallest head (linear) beside it.
@@ -25,33 +28,20 @@ SMALLEST_HEAD = {"tagging": "crf", "classification": "linear", "regression": "li
 #: The seven tasks of the paper's Table 2 (`--tasks all`).
 ALL_TASKS = ("conll2003", "sst2", "mnli", "sick-e", "sick-r", "mrpc", "stsb")
 
-#: Caps per budget, per side, and a training subsample per task applied to both sides (the same
-#: examples, drawn with the seed: tasks.train_subset).
-#:   quick     a first look that fits a 2-core laptop in minutes: 2,000 training examples, ❄️ 3
-#:             epochs, 🔥 2; its cells rarely converge, so its verdicts mostly read
-#:             "budget-limited: no verdict" (compare/judge.py).
-#:   standard  converges on the smaller tasks on a laptop: every training example (SST-2 and
-#:             MNLI: 20,000 drawn), ❄️ the paper's head alone, early-stopped on dev (up to 40
-#:             epochs, patience 4), 🔥 with its family's recipe, up to 6 epochs scored on dev
-#:             each, the best epoch's weights kept (patience 2); no grid.
-#:   full      the commands' defaults, and 🔥 with its rate and epochs tuned on dev (`snowfire
-#:             finetune --grid shared`: 3 rates x 2, 3, 4 epochs).
-#: Every budget scores 🔥's dev twice within each epoch too (curve_points), for its curve.
-BUDGETS: dict[str, dict[str, dict[str, Any]]] = {
-    "quick": {
-        "snow": {"epochs": 3, "patience": 2, "max_train_examples": 2000},
-        "fire": {"epochs": 2, "max_train_examples": 2000, "curve_points": 2},
-    },
-    "standard": {
-        "snow": {"epochs": 40, "patience": 4},
-        "fire": {"epochs": 6, "patience": 2, "curve_points": 2},
-        "subsample": {"sst2": 20000, "mnli": 20000},
-    },
-    "full": {"snow": {}, "fire": {"curve_points": 2}},
-}
-#: Seeds per side when --seeds is not given: a first look runs one; a budget meant to give a
-#: verdict runs enough restarts for their spread to enter Δ's interval.
-DEFAULT_SEEDS = {"quick": 1, "standard": 3, "full": 3}
+
+def time_budget(text: str) -> float | None:
+    """Hours of a time budget ("2h", "1.5h", "90m"), None when `text` is not one."""
+    import re
+
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([hm])", text.strip())
+    if found is None or float(found[1]) <= 0:
+        return None
+    return float(found[1]) / (60 if found[2] == "m" else 1)
+
+
+def named_budget(budget: str) -> str:
+    """The named budget whose caps a `--budget` takes (a time budget: standard's)."""
+    return "standard" if time_budget(budget) else budget
 
 
 def paper_head(kind: str, pair: bool) -> str:
@@ -63,25 +53,15 @@ def paper_head(kind: str, pair: bool) -> str:
 
 
 @dataclass(frozen=True)
-class CompareConfig:
-    """One `snowfire compare`: ❄️ heads and 🔥 fine-tuning of one encoder on some tasks."""
+class CompareConfig(TaskListFields):
+    """One `snowfire compare`: ❄️ heads and 🔥 fine-tuning of one encoder on some tasks (the
+    registered `tasks`, and the user's `task_spec` with `data`: tasks.TaskListFields)."""
 
     encoder: str = option(help="the encoder: minilm, hf:NAME_OR_DIR, elmo:OPTIONS,WEIGHTS")
     out: str = option(help="output directory: runs, results.json, table.md, plots")
     tasks: list[str] = option(
         help="registered tasks to compare (repeatable, or comma-separated; all: the paper's seven)",
         factory=list,
-    )
-    task_spec: list[str | dict] | None = option(
-        None,
-        "your own task: a spec file (repeatable; README 'Your own task'); a job may give "
-        "spec objects",
-    )
-    data: str | None = option(
-        None,
-        "task data directory of the registered tasks (train, dev, "
-        "and test where present); a job's spec objects: their relative "
-        "paths",
     )
     seeds: int | None = option(
         None,
@@ -97,8 +77,23 @@ class CompareConfig:
         "quick",
         "quick: a first look in minutes (rarely earns a verdict); "
         "standard: converges on a laptop; full: the commands' defaults and "
-        "🔥 tuned on dev (table.md prints the caps)",
-        choices=tuple(BUDGETS),
+        "🔥 tuned on the selection split (table.md prints the caps); or a time, e.g. 2h or "
+        "90m (CPU-hours, GPU-hours on a GPU): standard's caps, and as many trials per arm as "
+        "fit, planned from each arm's measured trial (compare/plan.py)",
+    )
+    trials: int | None = option(
+        None,
+        "tune every arm with N configurations drawn from its search space (compare/search.py: "
+        "the same draws for every task and seed); each arm keeps its best on the selection "
+        "split, and every trial draws its budget curve; default: each arm's one recipe",
+        ge=1,
+    )
+    selection: str = option(
+        "auto",
+        "the split every choice is made on, for every arm: auto: dev where a labelled test "
+        "split reports, else a stratified slice of train, dev reporting (tasks/selection.py); "
+        "dev: select and report on dev (the old protocol: optimistic, flagged in table.md)",
+        choices=SELECTIONS,
     )
     store: str | None = option(
         None, "feature store (default OUT/store); features already there are reused"
@@ -128,7 +123,7 @@ class CompareConfig:
         "arm seq: the task fine-tuned first (a registered task, e.g. mnli, read from "
         "--data) or a finished 🔥 run directory",
     )
-    device: str | None = option(None, "cpu, cuda (default: the GPU when present)")
+    device: str | None = option(None, DEVICE_HELP)
     progress: bool = option(True, "show progress bars")
     ray: str | None = option(
         None,
@@ -139,35 +134,23 @@ class CompareConfig:
     def __post_init__(self) -> None:
         check(self)
         from snowfire.extractor import encoder_family
-        from snowfire.tasks import get_task
 
         if encoder_family(self.encoder) == "elmo" and self.pair_encoding == "joint":
             raise ValueError(
                 "CompareConfig.pair_encoding: ELMo encodes each text alone; "
                 "expected separate (or none), got 'joint'"
             )
+        if self.budget not in BUDGETS and time_budget(self.budget) is None:
+            raise ValueError(
+                f"CompareConfig.budget: expected one of {', '.join(BUDGETS)} or a time such as "
+                f"2h or 90m, got {self.budget!r}"
+            )
         names = [t for item in self.tasks for t in item.split(",") if t]
         names = list(ALL_TASKS) if names == ["all"] else names
-        for name in names:
-            try:
-                get_task(name)
-            except ValueError as err:
-                raise ValueError(f"CompareConfig.tasks: {err}") from err
-        if not names and not self.task_spec:
-            raise ValueError("CompareConfig.tasks: expected at least one task (or task_spec)")
-        if names and self.data is None:
-            raise ValueError(
-                f"CompareConfig.data: the tasks {', '.join(names)} need their data directory"
-            )
         object.__setattr__(self, "tasks", list(dict.fromkeys(names)))
+        self.specs  # noqa: B018 (resolved and checked now: the errors name the field)
         if self.seeds is None:
-            object.__setattr__(self, "seeds", DEFAULT_SEEDS[self.budget])
-        seen = [spec.name for spec in self.specs.values()]
-        if len(seen) != len(self.tasks) + len(self.task_spec or []):
-            raise ValueError(
-                "CompareConfig.task_spec: expected tasks of distinct names (their runs are "
-                f"OUT/snow/NAME, OUT/fire/NAME), got {self._all_names()}"
-            )
+            object.__setattr__(self, "seeds", 1 if self.hours else BUDGETS[self.budget].seeds)
         if self.heads is not None:
             object.__setattr__(self, "heads", [h for item in self.heads for h in item.split(",")])
         from .arms import parse_arms
@@ -215,46 +198,32 @@ class CompareConfig:
                     "directory"
                 )
 
-    def _all_names(self) -> list[str]:
-        return list(self.tasks) + [self._user(ref).name for ref in self.task_spec or []]
-
-    def _user(self, ref):
-        from snowfire.tasks import resolve_task
-
+    def caps(self, mode: Mode | str, task: str) -> Caps:
+        """The budget's caps of a `mode` cell of `task` (a ❄️ run's for snow and probe, a 🔥
+        run's for the others): its side's and the task's training subsample, the same for
+        both sides."""
         try:
-            return resolve_task(ref, base=self.data)
-        except (ValueError, TypeError, OSError) as err:
-            raise ValueError(f"CompareConfig.task_spec: {err}") from err
-
-    @cached_property
-    def specs(self) -> dict[str, Any]:
-        """Every task of the comparison by name (`tasks.TaskSpec`): the registered ones, then
-        the user's, in the order given."""
-        from snowfire.tasks import get_task
-
-        specs = {name: get_task(name) for name in self.tasks}
-        for ref in self.task_spec or []:
-            spec = self._user(ref)
-            specs.setdefault(spec.name, spec)
-        return specs
-
-    @property
-    def names(self) -> list[str]:
-        """The names of the tasks compared, in order (the table's columns)."""
-        return list(self.specs)
-
-    def caps(self, mode: str, task: str) -> dict[str, Any]:
-        """The budget's options of a `mode` ("snow", "fire") cell of `task`: the side's caps and
-        the task's training subsample, the same for both sides."""
-        budget = BUDGETS[self.budget]
-        caps = dict(budget[mode])
-        if task in budget.get("subsample", {}):
-            caps.setdefault("max_train_examples", budget["subsample"][task])
+            mode = Mode(mode)
+        except ValueError:
+            raise ValueError(
+                f"CompareConfig.caps: expected a mode among {[m.value for m in Mode]}, got {mode!r}"
+            ) from None
+        caps = BUDGETS[self.named_budget].caps(mode, task)
         from snowfire.extractor import encoder_family
 
-        if encoder_family(self.encoder) != "hf":
-            caps.pop("curve_points", None)  # ELMo: scored at epoch ends only (its state)
+        if encoder_family(self.encoder) != "hf":  # ELMo: scored at epoch ends only (its state)
+            caps = replace(caps, curve_points=None)
         return caps
+
+    @property
+    def hours(self) -> float | None:
+        """A time budget in hours (CPU-hours, GPU-hours on a GPU), None for a named one."""
+        return time_budget(self.budget)
+
+    @property
+    def named_budget(self) -> str:
+        """The named budget whose caps the runs take: a time budget takes standard's."""
+        return named_budget(self.budget)
 
     @property
     def seeds_fire(self) -> int:
@@ -277,7 +246,7 @@ class CompareConfig:
             return list(self.heads)
         spec = self.specs[task]
         paper = PAPER_HEAD[task] if spec.registered else paper_head(spec.kind, spec.pair)
-        if self.budget == "standard":
+        if self.named_budget == "standard":
             return [paper]
         return list(dict.fromkeys([paper, SMALLEST_HEAD[spec.kind]]))
 

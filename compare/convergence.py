@@ -42,6 +42,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from snowfire.rundir import selection_scores
+
 CONVERGED = "converged"
 STILL_IMPROVING = "still improving at the cap"
 TOO_SHORT = "too short to tell"
@@ -149,18 +151,19 @@ def mark_curve(
 
 
 def curve_of(records: Iterable[Mapping], metric: str) -> list[tuple[float, float]]:
-    """(epoch, dev score) pairs from a run's per-epoch log records (RUN/log.jsonl lines of the ❄️
-    and 🔥 trainers: {"epoch": ..., "dev": {metric: ...}, ...}; a 🔥 record's "within": the
-    points scored inside that epoch, same form, before it)."""
+    """(epoch, selection score) pairs from a run's per-epoch log records (RUN/log.jsonl lines of
+    the ❄️ and 🔥 trainers: {"epoch": ..., "selection": {metric: ...}, ...}, "dev" in runs made
+    before the honest protocol; a 🔥 record's "within": the points scored inside that epoch,
+    same form, before it)."""
     curve = []
     for i, record in enumerate(records):
         try:
             for point in record.get("within", ()):
-                curve.append((float(point["epoch"]), float(point["dev"][metric])))
-            curve.append((float(record["epoch"]), float(record["dev"][metric])))
+                curve.append((float(point["epoch"]), float(selection_scores(point)[metric])))
+            curve.append((float(record["epoch"]), float(selection_scores(record)[metric])))
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(
-                f"learning curve: record {i}: expected 'epoch' and 'dev' with "
+                f"learning curve: record {i}: expected 'epoch' and 'selection' (or 'dev') with "
                 f"{metric!r}, got {dict(record)!r}"
             ) from err
     return curve

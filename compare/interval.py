@@ -161,9 +161,9 @@ class Bootstrap:
         """(R,) √(v_A + v_B) · t_ν, step 3 of the module docstring; its own random stream per
         pair of sides, so an interval is the same whichever others were asked for first."""
         parts = [
-            (self.restart_sd[s] ** 2 / self.seeds[s], self.seeds[s] - 1)
+            (sd**2 / self.seeds[s], self.seeds[s] - 1)
             for s in (minus, plus)
-            if self.restart_sd[s]
+            if (sd := self.restart_sd[s])
         ]
         total = sum(v for v, _ in parts)
         if total == 0.0:

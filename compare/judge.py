@@ -21,6 +21,7 @@ from typing import Any
 
 from snowfire.rundir import CONFIG, prediction_file
 
+from .cell import Cell
 from .convergence import mark_curve, read_curve
 from .restarts import restart_spread
 from .verdict import BASELINE_WORDS, task_verdict, weigh
@@ -31,14 +32,36 @@ from .verdict import BASELINE_WORDS, task_verdict, weigh
 _ZERO_FLOOR = ("pearson", "spearman", "matthews", "span_f1")
 
 
-def eval_split(cells: list[dict[str, Any]]) -> str:
-    """test when every cell has a labelled test score, else dev."""
-    return "test" if all("test" in c.get("metrics", {}) for c in cells) else "dev"
+def cell_roles(cells: list[Cell]) -> dict[str, Any]:
+    """The split the cells selected on and the one they report (each run's config.json
+    "roles", tasks/selection.py), and whether the two differ ("honest"); every cell must agree.
+    Runs made before the honest protocol selected on dev: they report test when every cell has
+    a labelled test score, else dev (then selected and reported on one split)."""
+    found = set()
+    for cell in cells:
+        config = json.loads((Path(cell.run) / CONFIG).read_text())
+        roles = config.get("roles")
+        if roles is None:
+            every_test = all("test" in (c.metrics or {}) for c in cells)
+            roles = {"selection": "dev", "report": "test" if every_test else "dev"}
+        found.add((roles["selection"], roles["report"]))
+    if len(found) != 1:
+        raise ValueError(
+            f"the cells of one task disagree on their splits (selection, report): "
+            f"{sorted(found)}; rerun them with one --selection"
+        )
+    ((selection, report),) = found
+    return {"selection": selection, "report": report, "honest": selection != report}
 
 
-def _run_of(cell: dict[str, Any]) -> tuple[Path, float | None]:
+def eval_split(cells: list[Cell]) -> str:
+    """The split a verdict weighs: the cells' report split (`cell_roles`)."""
+    return cell_roles(cells)["report"]
+
+
+def _run_of(cell: Cell) -> tuple[Path, float | None]:
     """The run whose log is the cell's curve (a 🔥 grid: its chosen run) and its epoch cap."""
-    run = Path(cell["run"])
+    run = Path(cell.run)
     config = json.loads((run / CONFIG).read_text())
     if "grid" in config:
         run = Path(config["grid"]["chosen"]["run"])
@@ -48,44 +71,45 @@ def _run_of(cell: dict[str, Any]) -> tuple[Path, float | None]:
     return run, float(cap) if cap is not None else None
 
 
-def convergence(cell: dict[str, Any], metric: str):
+def convergence(cell: Cell, metric: str):
     """The cell's learning curve and its `Convergence`."""
     run, cap = _run_of(cell)
     curve = read_curve(run, metric)
     return curve, mark_curve(curve, cap=cap)
 
 
-def _predictions(cells: list[dict[str, Any]], split: str, kind: str) -> tuple[list, list[list]]:
+def _predictions(cells: list[Cell], split: str, kind: str) -> tuple[list, list[list]]:
     """Gold (from the first cell) and each cell's predictions on `split`; every cell must have
     scored the same examples in the same order."""
     from snowfire.tasks import read_predictions
 
     gold, preds = None, []
     for cell in cells:
-        path = prediction_file(cell["run"], split)
+        path = prediction_file(cell.run, split)
         g, p = read_predictions(path, kind)
         if gold is None:
             gold = g
         elif g != gold:
             raise ValueError(
-                f"{path}: its gold answers differ from {cells[0]['run']}'s on "
+                f"{path}: its gold answers differ from {cells[0].run}'s on "
                 f"{split}: the cells did not score the same examples"
             )
         preds.append(p)
+    assert gold is not None  # one cell at least: each side has its seeds
     return gold, preds
 
 
 def judge(
     spec,
-    snow: list[dict],
-    fire: list[dict],
+    snow: list[Cell],
+    fire: list[Cell],
     baseline: dict | None,
     replicates: int | None = None,
-    arms: dict[str, list[dict]] | None = None,
+    arms: dict[str, list[Cell]] | None = None,
 ) -> dict[str, Any]:
     """The task's verdict (see the module docstring) from its best ❄️ head's cells and its 🔥
-    cells, each a finished cell of compare/run.py (`run`, `seed`, `metrics`); `arms`: the other
-    arms' cells by arm."""
+    cells, each a finished `Cell` of compare/run.py (its run, seed and metrics); `arms`: the
+    other arms' cells by arm."""
     arms = arms or {}
     split = eval_split(snow + fire + [c for cells in arms.values() for c in cells])
     metric = spec.metric
@@ -108,7 +132,7 @@ def judge(
     for side, cells in (("snow", snow), ("fire", fire)):
         pairs = [convergence(c, metric) for c in cells]
         curves[side] = [
-            {"seed": c["seed"], "curve": curve, **mark.to_json()}
+            {"seed": c.seed, "curve": curve, **mark.to_json()}
             for c, (curve, mark) in zip(cells, pairs, strict=True)
         ]
         marks[side] = [mark for _, mark in pairs]
@@ -137,7 +161,7 @@ def judge(
     return out
 
 
-def _arm(boot, arm: str, cells: list[dict], metric: str) -> dict[str, Any]:
+def _arm(boot, arm: str, cells: list[Cell], metric: str) -> dict[str, Any]:
     """One arm's evidence: its seeds' mean and scores, Δ against ❄️ and 🔥 (arm − side) with
     the 95% interval, its curves and their marks."""
     pairs = [convergence(c, metric) for c in cells]
@@ -148,7 +172,7 @@ def _arm(boot, arm: str, cells: list[dict], metric: str) -> dict[str, Any]:
         "vs_fire": boot.interval("fire", arm).to_json(),
         "converged": all(mark.converged for _, mark in pairs),
         "curves": [
-            {"seed": c["seed"], "curve": curve, **mark.to_json()}
+            {"seed": c.seed, "curve": curve, **mark.to_json()}
             for c, (curve, mark) in zip(cells, pairs, strict=True)
         ],
     }

@@ -23,7 +23,7 @@ def _sklearn():
         from sklearn.neighbors import KDTree, NearestNeighbors
     except ImportError as err:
         raise RuntimeError(
-            "the mi analysis needs scikit-learn: pip install 'snowfire[analysis]'"
+            "the mi analysis needs scikit-learn: pip install -e '.[analysis]'"
         ) from err
     return PCA, KDTree, NearestNeighbors
 

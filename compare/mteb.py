@@ -21,6 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .cell import Cell, Mode
+
 #: What `snowfire compare --export FORMAT DIR` writes.
 EXPORT_FORMATS = ("mteb",)
 #: Every task of the paper is English; MTEB names a language by ISO 639-3 and script.
@@ -50,19 +52,16 @@ def _dataset_revision(data: str, task: str) -> str:
     return f"sha256-{digest(found, 16)}" if found else "not_recorded"
 
 
-def _scores(cells: list[dict[str, Any]], metric: str) -> dict[str, list[dict[str, Any]]]:
+def _scores(cells: list[Cell], metric: str) -> dict[str, list[dict[str, Any]]]:
     """{split: [one score entry]}: the mean of each metric over seeds, and every seed's."""
     scores = {}
     for split in ("dev", "test"):
-        runs = [c for c in cells if split in c["metrics"]]
+        runs = [(c.seed, c.metrics[split]) for c in cells if c.metrics and split in c.metrics]
         if not runs:
             continue
-        names = list(runs[0]["metrics"][split])
-        per_seed = [
-            {"seed": c["seed"], "main_score": c["metrics"][split][metric], **c["metrics"][split]}
-            for c in runs
-        ]
-        mean = {n: sum(c["metrics"][split][n] for c in runs) / len(runs) for n in names}
+        names = list(runs[0][1])
+        per_seed = [{"seed": seed, "main_score": m[metric], **m} for seed, m in runs]
+        mean = {n: sum(m[n] for _, m in runs) / len(runs) for n in names}
         scores[split] = [
             {
                 "main_score": mean[metric],
@@ -75,19 +74,19 @@ def _scores(cells: list[dict[str, Any]], metric: str) -> dict[str, list[dict[str
     return scores
 
 
-def _snow_details(cells: list[dict[str, Any]]) -> dict[str, Any]:
+def _snow_details(cells: list[Cell]) -> dict[str, Any]:
     """Layers, scalar-mix weights (per seed) and dtype of a ❄️ arm, from its runs."""
     from snowfire.rundir import HEAD, SCALAR_MIX
 
-    head = json.loads((Path(cells[0]["run"]) / HEAD).read_text())
+    head = json.loads((Path(cells[0].run) / HEAD).read_text())
     layers = head["layers"]  # None: all of them
     if layers is None:
         layers = list(range(head["head"]["num_layers"]))
     mixes = []
     for c in cells:
-        path = Path(c["run"]) / SCALAR_MIX
+        path = Path(c.run) / SCALAR_MIX
         saved = json.loads(path.read_text()) if path.is_file() else {}
-        mixes.append({"seed": c["seed"], **saved})
+        mixes.append({"seed": c.seed, **saved})
     return {
         "layers": layers,
         "mix_weights": mixes,
@@ -102,7 +101,8 @@ def export_mteb(out: str | Path, directory: str | Path) -> list[Path]:
     from snowfire.cache import versions
     from snowfire.rundir import RESULTS, write_json
 
-    from .config import BUDGETS
+    from .budget import BUDGETS
+    from .config import named_budget
     from .report import _cost
 
     out = Path(out)
@@ -113,17 +113,17 @@ def export_mteb(out: str | Path, directory: str | Path) -> list[Path]:
     cfg = results["config"]
     identity = results.get("encoder") or {"spec": cfg["encoder"]}
     written: list[Path] = []
-    arms: dict[str, list[dict[str, Any]]] = {}
-    for c in results["cells"]:
-        if c["mode"] in ("probe", "intermediate"):  # an arm's first stage, not an arm
+    arms: dict[str, list[Cell]] = {}
+    for c in map(Cell.from_json, results["cells"]):
+        if not c.mode.is_arm:  # an arm's first stage (probe, intermediate)
             continue
-        arm = f"snow-{c['head']}" if c["mode"] == "snow" else c["mode"]  # fire, lora, ...
+        arm = f"snow-{c.head}" if c.mode is Mode.SNOW else c.mode.value  # fire, lora, ...
         arms.setdefault(arm, []).append(c)
     for arm, cells in arms.items():
         name, revision = _model(identity, arm)
         folder = Path(directory) / "results" / name.replace("/", "__") / revision
         folder.mkdir(parents=True, exist_ok=True)
-        mode = cells[0]["mode"]
+        mode = cells[0].mode
         costs = {id(c): _cost(c) for c in cells}
         meta = {
             "loader": None,
@@ -144,29 +144,29 @@ def export_mteb(out: str | Path, directory: str | Path) -> list[Path]:
             "reference": None,
             "similarity_fn_name": None,
             "use_instructions": False,
-            "training_datasets": sorted({c["task"] for c in cells}),
+            "training_datasets": sorted({c.task for c in cells}),
             "adapted_from": identity.get("name") or identity.get("spec"),
             "superseded_by": None,
             "modalities": ["text"],
         }
         write_json(folder / "model_meta.json", meta)
         written.append(folder / "model_meta.json")
-        for task in sorted({c["task"] for c in cells}):
-            mine = sorted((c for c in cells if c["task"] == task), key=lambda c: c["seed"])
+        for task in sorted({c.task for c in cells}):
+            mine = sorted((c for c in cells if c.task == task), key=lambda c: c.seed)
             summary = results["tasks"][task]
             block = {
-                "arm": mode,
-                "head": mine[0]["head"],
+                "arm": mode.value,
+                "head": mine[0].head,
                 "budget": cfg["budget"],
-                "caps": BUDGETS[cfg["budget"]]["snow" if mode == "snow" else "fire"],
+                "caps": BUDGETS[named_budget(cfg["budget"])].side(mode).to_json(),
                 "metric": summary["metric"],
-                "seeds": [c["seed"] for c in mine],
-                "runs": [c["run"] for c in mine],
+                "seeds": [c.seed for c in mine],
+                "runs": [c.run for c in mine],
                 "layers": None,
                 "mix_weights": None,
                 "dtype": None,
                 "pair_encoding": results.get("extraction", {}).get(task, {}).get("pair_encoding"),
-                "hparams": cfg.get("hparams") if mode == "snow" else None,
+                "hparams": cfg.get("hparams") if mode is Mode.SNOW else None,
                 "verdict": {
                     k: summary["verdict"][k] for k in ("verdict", "text", "split", "delta")
                 },
@@ -174,7 +174,7 @@ def export_mteb(out: str | Path, directory: str | Path) -> list[Path]:
                 "compare": str(out),
                 "versions": versions(),
             }
-            if mode == "snow":
+            if mode is Mode.SNOW:
                 block.update(_snow_details(mine))
             result = {
                 "dataset_revision": _dataset_revision(cfg["data"], task),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from typing import Any
 
 Z_CUT = 3.5
 RESOLUTION = 0.01
@@ -30,7 +31,7 @@ RESOLUTION = 0.01
 
 def restart_spread(
     scores: Sequence[float], floor: float | None = None, resolution: float = RESOLUTION
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """{"seeds", "mean", "sd", "median", "min", "max", "degenerate": [seed index, ...],
     "why": {index: words}} of one side's seed scores (sd None for one seed)."""
     xs = [float(x) for x in scores]

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .cell import Cell, Mode
 from .config import CompareConfig
 
 
@@ -42,28 +43,24 @@ def task_fields(spec) -> dict[str, Any]:
 
 
 def check_tasks(cfg: CompareConfig) -> None:
-    """Read every split of every task (each row checked) before anything is written: a bad
-    row stops the comparison with its file and line, the store and OUT untouched."""
-    from snowfire.tasks import TASK_NAMES, available_splits, get_task, read_split
+    """Read every split of every task as its runs will (`tasks.read_training`: each row
+    checked, train and dev with gold labels) before anything is written: a bad row stops the
+    comparison with its file and line, the store and OUT untouched."""
+    from snowfire.tasks import TASK_NAMES, get_task, read_training
 
     specs = list(cfg.specs.values())
     if cfg.intermediate in TASK_NAMES:  # arm seq fine-tunes on it first
         specs.append(get_task(cfg.intermediate))
     for spec in specs:
-        splits = available_splits(spec, cfg.data)
-        for needed in ("train", "dev"):
-            if needed not in splits:
-                raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
-        for split in splits:
-            read_split(spec, cfg.data, split)
+        read_training(spec, cfg.data)
 
 
 def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     """The task's feature sets (every split in the data directory), extracted where missing."""
     from snowfire.cache import FeatureSetNotFoundError, open_reader
-    from snowfire.extractor import ExtractConfig, run_extract
+    from snowfire.extractor import ExtractConfig, current_featureset, run_extract
     from snowfire.rundir import write_json
-    from snowfire.tasks import available_splits, split_source
+    from snowfire.tasks import available_splits
 
     record_path = Path(cfg.out) / "extract" / f"{task}.json"
     record = json.loads(record_path.read_text()) if record_path.is_file() else {}
@@ -72,16 +69,8 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     reader = open_reader(_store(cfg))
     missing, splits = [], available_splits(spec, cfg.data)
     for split in splits:
-        source = split_source(spec, cfg.data, split)
         try:
-            reader.find_featureset(
-                encoder=cfg.encoder,
-                task=task,
-                split=split,
-                pair_encoding=pair_encoding,
-                sha256=source["sha256"],
-                read=source.get("read"),
-            )
+            current_featureset(reader, cfg.encoder, spec, cfg.data, split, pair_encoding)
         except (FeatureSetNotFoundError, ValueError):
             missing.append(split)
     if missing:
@@ -123,21 +112,13 @@ def find_or_extract(
     """The feature set of one task split (`task`: a TaskSpec or a registered name) made from
     its current file, extracted first when the store lacks it."""
     from snowfire.cache import FeatureSetNotFoundError, open_reader
-    from snowfire.extractor import ExtractConfig, run_extract
-    from snowfire.tasks import as_spec, split_source
+    from snowfire.extractor import ExtractConfig, current_featureset, run_extract
+    from snowfire.tasks import as_spec
 
     spec = as_spec(task)
-    source = split_source(spec, data, split)
 
     def find():
-        return open_reader(store).find_featureset(
-            encoder=encoder,
-            task=spec.name,
-            split=split,
-            pair_encoding=pair,
-            sha256=source["sha256"],
-            read=source.get("read"),
-        )
+        return current_featureset(open_reader(store), encoder, spec, data, split, pair)
 
     try:
         return find()
@@ -170,177 +151,194 @@ def intermediate_run(cfg: CompareConfig) -> str | None:
     return cfg.intermediate
 
 
-def plan(cfg: CompareConfig) -> list[dict[str, Any]]:
+def plan(cfg: CompareConfig) -> list[Cell]:
     """Every cell of the comparison, in the order they run."""
     from snowfire.tasks import TASK_NAMES
 
     from .arms import PROBE, fine_tuning_arms
+    from .trials import probe_run, trial_cells
 
-    cells = []
+    out = Path(cfg.out)
+    cells: list[Cell] = []
     if cfg.intermediate in TASK_NAMES:  # arm seq's first stage, before every task
-        cells.append(
-            {
-                "mode": "intermediate",
-                "task": cfg.intermediate,
-                "head": None,
-                "seed": 0,
-                "run": intermediate_run(cfg),
-            }
-        )
+        cells.append(Cell(Mode.INTERMEDIATE, cfg.intermediate, None, 0, intermediate_run(cfg)))
     for task in cfg.names:
+        if cfg.trials:
+            cells += trial_cells(cfg, task)
+            continue
         for seed in range(cfg.seeds):
             for head in cfg.heads_for(task):
-                out = Path(cfg.out) / "snow" / task / head / f"seed{seed}"
-                cells.append(
-                    {"mode": "snow", "task": task, "head": head, "seed": seed, "run": str(out)}
-                )
+                run = out / "snow" / task / head / f"seed{seed}"
+                cells.append(Cell(Mode.SNOW, task, head, seed, str(run)))
         for seed in range(cfg.seeds_fire):
-            out = Path(cfg.out) / "fire" / task / f"seed{seed}"
             cells.append(
-                {"mode": "fire", "task": task, "head": None, "seed": seed, "run": str(out)}
+                Cell(Mode.FIRE, task, None, seed, str(out / "fire" / task / f"seed{seed}"))
             )
-        for arm in fine_tuning_arms(cfg.arms):
-            if arm == "seq" and task == cfg.intermediate:
+        for arm in map(Mode, fine_tuning_arms(cfg.arms)):
+            if arm is Mode.SEQ and task == cfg.intermediate:
                 continue  # a task after itself is just more epochs
             for seed in range(cfg.seeds_fire):
-                if arm == "lpft":
-                    probe = Path(cfg.out) / "snow" / task / PROBE["dir"] / f"seed{seed}"
-                    cells.append(
-                        {
-                            "mode": "probe",
-                            "task": task,
-                            "head": PROBE["head"],
-                            "seed": seed,
-                            "run": str(probe),
-                        }
-                    )
-                out = Path(cfg.out) / arm / task / f"seed{seed}"
-                cells.append(
-                    {"mode": arm, "task": task, "head": None, "seed": seed, "run": str(out)}
-                )
+                if arm is Mode.LPFT:
+                    probe = probe_run(cfg, task, seed, None)
+                    cells.append(Cell(Mode.PROBE, task, PROBE["head"], seed, probe))
+                run = out / arm.value / task / f"seed{seed}"
+                cells.append(Cell(arm, task, None, seed, str(run)))
     return cells
 
 
-def run_cell(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> dict[str, Any]:
+def run_cell(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> dict[str, Any]:
     """Train one cell (or return its finished run): {split: {metric: value}}."""
     from .arms import ARM_OPTIONS, PROBE
+    from .trials import fire_options, probe_run, snow_options
 
-    caps = {mode: cfg.caps(mode, cell["task"]) for mode in ("snow", "fire")}
-    spec = cfg.specs.get(cell["task"])
-    task = task_fields(spec) if spec is not None else {"task": cell["task"]}
-    if cell["mode"] in ("snow", "probe"):
+    caps: dict[str, Any] = cfg.caps(cell.mode, cell.task).options()
+    spec = cfg.specs.get(cell.task)
+    task = task_fields(spec) if spec is not None else {"task": cell.task}
+    if cell.mode.side is Mode.SNOW:
         from snowfire.heads import TrainConfig, train
 
-        hparams = PROBE["hparams"] if cell["mode"] == "probe" else cfg.hparams
+        hparams = PROBE["hparams"] if cell.mode is Mode.PROBE else cfg.hparams
+        if cell.trial is not None:  # the trial's draw (compare/search.py)
+            caps = snow_options(cell, caps)
+            hparams = {**hparams, **caps.pop("hparams", {})}
         return train(
             TrainConfig(
                 store=_store(cfg),
                 encoder=cfg.encoder,
-                head=cell["head"],
+                head=cell.head,
                 data=cfg.data,
-                out=cell["run"],
-                seed=cell["seed"],
+                out=cell.run,
+                seed=cell.seed,
+                selection=cfg.selection,
                 pair_encoding=pair_encoding,
                 progress=cfg.progress,
                 device=cfg.device,
                 hparams=dict(hparams),
                 **task,
-                **caps["snow"],
+                **caps,
             )
         )
     from snowfire.finetune import FinetuneConfig
     from snowfire.finetune import train as finetune
 
-    # full: the rate and epochs tuned on dev as the paper did (`snowfire finetune --grid shared`)
-    grid = "shared" if cfg.budget == "full" else None
-    options = dict(ARM_OPTIONS.get(cell["mode"], {}))
+    # full: the rate and epochs tuned as the paper did, on the selection split (`--grid shared`)
+    grid = "shared" if cfg.named_budget == "full" else None
+    options = dict(ARM_OPTIONS.get(cell.mode.value, {}))
     encoder = cfg.encoder
-    if cell["mode"] == "lpft":
-        probe = Path(cfg.out) / "snow" / cell["task"] / PROBE["dir"] / f"seed{cell['seed']}"
-        options["init_head"] = str(probe)
-    if cell["mode"] == "seq":
+    if cell.mode is Mode.LPFT:
+        options["init_head"] = probe_run(cfg, cell.task, cell.seed, cell.trial)
+    if cell.mode is Mode.SEQ:
         encoder = f"hf:{Path(intermediate_run(cfg)) / 'encoder'}"
-    if options.get("method") or cell["mode"] == "intermediate":
+    if options.get("method") or cell.mode is Mode.INTERMEDIATE:
         grid = None  # a grid tunes 🔥 alone; the other arms run their papers' recipes
+    if cell.trial is not None:  # the trial's draw, not a grid: every arm tuned alike
+        grid, caps = None, fire_options(cell, caps)
+        options = {k: v for k, v in options.items() if k not in caps}
     return finetune(
         FinetuneConfig(
             encoder=encoder,
             data=cfg.data,
-            out=cell["run"],
-            seed=cell["seed"],
+            out=cell.run,
+            seed=cell.seed,
+            selection=cfg.selection,
             progress=cfg.progress,
             device=cfg.device,
             grid=grid,
             **task,
-            **caps["fire"],
+            **caps,
             **options,
         )
     )
 
 
 def run_compare(cfg: CompareConfig) -> dict[str, Any]:
-    """Run every cell (finished ones are read back), write the report; its summary."""
-    from .baseline import run_baseline
+    """Run every cell (finished ones are read back), write the report; its summary. A time
+    budget (`--budget 2h`) plans the trials first (compare/timebudget.py)."""
     from .report import write_report
 
     check_tasks(cfg)  # every row of every task, before anything is written
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    extraction: dict[str, dict] = {}
+    baselines: dict[str, dict | None] = {}
+    finished: dict[Cell, Cell] = {}
+    timing = None
+    if cfg.hours:  # a time budget: one trial of every arm first, then as many as fit
+        from dataclasses import replace
+
+        from .timebudget import calibration_costs, plan_trials
+
+        first = replace(cfg, trials=1)
+        print(f"compare: budget {cfg.budget}: one trial of every arm first", flush=True)
+        _run_cells(first, plan(first), extraction, baselines, finished)
+        spent, per_trial, unit = calibration_costs(list(finished.values()), extraction)
+        timing = plan_trials(cfg.hours, spent, per_trial, unit)
+        print(f"compare: {timing.describe()}", flush=True)
+        cfg = replace(cfg, trials=timing.trials)
     cells = plan(cfg)
-    extraction, baselines = {}, {}
-    first = [c for c in cells if c["mode"] == "intermediate"]  # arm seq's first stage
-    done = _run_stage(cfg, first, {"pair_encoding": cfg.pair_encoding_used}, 0, len(cells))
+    _run_cells(cfg, cells, extraction, baselines, finished)
+    return write_report(cfg, [finished[c] for c in cells], extraction, baselines, timing)
+
+
+def _run_cells(
+    cfg: CompareConfig, cells: list[Cell], extraction: dict, baselines: dict, finished: dict
+) -> None:
+    """Every cell of `cells` not yet in `finished`, task by task: each task's features first
+    (extracted where missing) and its zero-training baseline."""
+    from .baseline import run_baseline
+
+    cells = [c for c in cells if c not in finished]
+    first = [c for c in cells if c.mode is Mode.INTERMEDIATE]  # arm seq's first stage
+    _run_stage(cfg, first, {"pair_encoding": cfg.pair_encoding_used}, finished, len(cells))
     for task in cfg.names:
-        print(f"compare {task}: features of {cfg.encoder}", flush=True)
-        extraction[task] = extract_task(cfg, task)
-        baselines[task] = run_baseline(cfg, task, _store(cfg))
-        if baselines[task]:
-            shown = ", ".join(f"{k} {v:.4f}" for k, v in baselines[task].get("dev", {}).items())
-            print(
-                f"compare {task}: no training, {baselines[task]['method']}: dev {shown}", flush=True
-            )
-        mine = [c for c in cells if c["task"] == task and c["mode"] != "intermediate"]
+        if task not in extraction:
+            print(f"compare {task}: features of {cfg.encoder}", flush=True)
+            extraction[task] = extract_task(cfg, task)
+            baselines[task] = run_baseline(cfg, task, _store(cfg))
+            if baselines[task]:
+                base = baselines[task]
+                shown = ", ".join(f"{k} {v:.4f}" for k, v in base.get("dev", {}).items())
+                print(f"compare {task}: no training, {base['method']}: dev {shown}", flush=True)
+        mine = [c for c in cells if c.task == task and c.mode is not Mode.INTERMEDIATE]
         # lpft's probes before the arms that start from them (Ray runs a stage's cells at once)
         for stage in (
-            [c for c in mine if c["mode"] == "probe"],
-            [c for c in mine if c["mode"] != "probe"],
+            [c for c in mine if c.mode is Mode.PROBE],
+            [c for c in mine if c.mode is not Mode.PROBE],
         ):
-            done = _run_stage(cfg, stage, extraction[task], done, len(cells))
-    return write_report(cfg, cells, extraction, baselines)
+            _run_stage(cfg, stage, extraction[task], finished, len(cells))
 
 
 def _run_stage(
-    cfg: CompareConfig, cells: list[dict], extraction: dict, done: int, total: int
-) -> int:
-    """Run `cells` (at once on Ray, else in turn), printing each as it finishes."""
+    cfg: CompareConfig, cells: list[Cell], extraction: dict, finished: dict, total: int
+) -> None:
+    """Run `cells` (at once on Ray, else in turn), each into `finished` (cell -> the cell with
+    its metrics) and printed as it finishes."""
     from .arms import ARM_NAMES
 
     if not cells:
-        return done
+        return
     runs = _on_ray(cfg, cells, extraction) if cfg.ray else _here(cfg, cells, extraction)
     for cell, (metrics, seconds) in runs:
-        cell["metrics"] = metrics
-        done += 1
+        finished[cell] = cell.finished(metrics)
         what = {
-            "snow": f"❄️ {cell['head']}",
-            "probe": "❄️ probe (LP-FT's start)",
-            "intermediate": "🔥 intermediate (arm seq's start)",
-        }.get(cell["mode"], ARM_NAMES.get(cell["mode"], cell["mode"]))
+            Mode.SNOW: f"❄️ {cell.head}",
+            Mode.PROBE: "❄️ probe (LP-FT's start)",
+            Mode.INTERMEDIATE: "🔥 intermediate (arm seq's start)",
+        }.get(cell.mode) or ARM_NAMES[cell.mode.value]
         shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.get("dev", {}).items())
         print(
-            f"[{done}/{total}] {cell['task']} {what} seed {cell['seed']}: dev {shown} "
+            f"[{len(finished)}/{total}] {cell.task} {what} seed {cell.seed}: dev {shown} "
             f"({seconds:.0f} s)",
             flush=True,
         )
-    return done
 
 
-def _timed(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str) -> tuple[dict, float]:
+def _timed(cfg: CompareConfig, cell: Cell, pair_encoding: str) -> tuple[dict, float]:
     started = time.perf_counter()
     return run_cell(cfg, cell, pair_encoding), time.perf_counter() - started
 
 
-def _here(cfg: CompareConfig, cells: list[dict], extraction: dict):
+def _here(cfg: CompareConfig, cells: list[Cell], extraction: dict):
     """The cells one after another, each as it finishes."""
     for cell in cells:
         yield cell, _timed(cfg, cell, extraction["pair_encoding"])
@@ -350,7 +348,7 @@ def _here(cfg: CompareConfig, cells: list[dict], extraction: dict):
 CELL_CPUS = 1
 
 
-def _cell_on_ray(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str, cpus: int):
+def _cell_on_ray(cfg: CompareConfig, cell: Cell, pair_encoding: str, cpus: int):
     """A cell's Ray task: its torch threads from its num_cpus, then the cell (Ray runs many
     cells at once on one node: each with its default threads would oversubscribe the cores)."""
     from snowfire.options import use_threads
@@ -359,7 +357,7 @@ def _cell_on_ray(cfg: CompareConfig, cell: dict[str, Any], pair_encoding: str, c
     return _timed(cfg, cell, pair_encoding)
 
 
-def _on_ray(cfg: CompareConfig, cells: list[dict], extraction: dict):
+def _on_ray(cfg: CompareConfig, cells: list[Cell], extraction: dict):
     """The cells at once as Ray tasks (a GPU each for 🔥 when the cluster has GPUs), each as
     it finishes. A cell's seed is in its config, so its result is the sequential one."""
     import ray
@@ -370,7 +368,7 @@ def _on_ray(cfg: CompareConfig, cells: list[dict], extraction: dict):
     gpu = cluster_gpus() > 0
     task = ray.remote(_cell_on_ray)
     refs = {
-        task.options(num_cpus=CELL_CPUS, num_gpus=1 if gpu and c["mode"] == "fire" else 0).remote(
+        task.options(num_cpus=CELL_CPUS, num_gpus=1 if gpu and c.mode is Mode.FIRE else 0).remote(
             cfg, c, extraction["pair_encoding"], CELL_CPUS
         ): c
         for c in cells

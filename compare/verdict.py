@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from typing import Any
 
 #: The paper's Table 2 (test sets), for the rows beside ours.
 PAPER_TABLE2 = {
@@ -114,7 +115,7 @@ def weigh(
 
 def task_verdict(
     boot, snow_cells=(), fire_cells=(), baseline: str | None = None, level: float = 0.95
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """A task's verdict from `weigh`'s bootstrap and each side's cells' `Convergence` (one per
     seed), in this order:
 

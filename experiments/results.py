@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 ANALYSES = ("mi", "probes", "pairs", "ner-params")
-QUICK = {"epochs": 3, "max_train_examples": 2000}  # compare's quick caps (compare/config.py)
+QUICK = {"epochs": 3, "max_train_examples": 2000}  # compare's quick caps (compare/budget.py)
 
 
 def commands(args: argparse.Namespace) -> list[list[str]]:

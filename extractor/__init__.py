@@ -1,5 +1,7 @@
 """Text -> all-layer activations of a frozen encoder, written once into the store."""
 
+from snowfire.options import lazy_exports
+
 from .base import EXTRACTOR_VERSION, Encoded, Encoder, Prepared, TextInput
 from .batching import bucket_batches
 from .config import (
@@ -13,27 +15,30 @@ from .config import (
     ExtractConfig,
     encoder_family,
 )
+from .device import DEVICE_HELP, default_device
 from .embed import EmbedBusyError, EmbedWorker
 from .encoders import MINILM_NAME, encoder_name, load_encoder, minilm_dir
 from .hf import hf_identity, resolve_model_dir, weights_sha256
 from .inputs import InputSet, gather_inputs, run_extract
+from .lookup import current_featureset
 from .migrate import MigrateConfig, migrate_store
 from .ray_run import cluster_gpus, connect_ray
 from .repair import repair
 from .run import encode_segment, extract, plan_segments
 
 #: ELMo's parts the 🔥 ELMo model reuses; they load torch, so on first use only (PEP 562).
-_ELMO = (
-    "ElmoBiLM",
-    "LstmState",
-    "batch_to_ids",
-    "expected_shapes",
-    "resolve_elmo_spec",
-    "warmup_state",
-)
+_ELMO = {
+    "ElmoBiLM": ".elmo:ElmoBiLM",
+    "LstmState": ".elmo:LstmState",
+    "batch_to_ids": ".elmo:batch_to_ids",
+    "expected_shapes": ".elmo:expected_shapes",
+    "resolve_elmo_spec": ".elmo:resolve_elmo_spec",
+    "warmup_state": ".elmo:warmup_state",
+}
 
 __all__ = [
     "BATCH_SIZE",
+    "DEVICE_HELP",
     "DTYPE",
     "ENCODER_FORMS",
     "ENCODER_PATTERN",
@@ -57,6 +62,8 @@ __all__ = [
     "bucket_batches",
     "cluster_gpus",
     "connect_ray",
+    "current_featureset",
+    "default_device",
     "encode_segment",
     "encoder_family",
     "encoder_name",
@@ -76,10 +83,4 @@ __all__ = [
     "weights_sha256",
 ]
 
-
-def __getattr__(name: str):
-    if name in _ELMO:
-        from . import elmo
-
-        return getattr(elmo, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _ELMO)

@@ -9,12 +9,13 @@ encoder options from a stored encoder identity (a manifest's or head.json's `enc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from snowfire.cache import DEFAULT_TILES, STORED_DTYPES, TILES
 from snowfire.options import check, option
-from snowfire.tasks import SPLITS, TASK_NAMES, WORDS_PATTERN
+from snowfire.tasks import SPLITS, WORDS_PATTERN, TaskFields
+
+from .device import DEVICE_HELP
 
 ENCODER_FORMS = "'minilm', 'hf:NAME_OR_DIR', 'elmo:OPTIONS.json,WEIGHTS.hdf5' or 'elmo:DIR'"
 #: The same forms as a JSON-Schema pattern (what `encoder_family` accepts, and the text rule):
@@ -48,19 +49,14 @@ def check_pair_encoding(value: str) -> None:
 
 
 @dataclass(frozen=True)
-class ExtractConfig:
-    """One extraction: an encoder and a store, and what to read, a task's splits (`task` +
-    `data`) or a raw text file (`input`). Without either, the config says how to encode and
-    store texts its user hands over (`extract`, the embed service, `fsck --repair`);
-    `run_extract` needs one (`check_inputs`)."""
+class ExtractConfig(TaskFields):
+    """One extraction: an encoder and a store, and what to read, a task's splits (`task` or
+    `task_spec`, and `data`: tasks.TaskFields) or a raw text file (`input`). Without either,
+    the config says how to encode and store texts its user hands over (`extract`, the embed
+    service, `fsck --repair`); `run_extract` needs one (`check_inputs`)."""
 
     encoder: str = option(help=f"the encoder: {ENCODER_FORMS}")
     store: str = option(help="store directory or s3://bucket/prefix")
-    task: str | None = option(None, "a registered task (or --task-spec)", choices=TASK_NAMES)
-    task_spec: str | dict | None = option(
-        None, "your own task: a spec file (.yaml, .yml, .json); a job may give the spec object"
-    )
-    data: str | None = option(None, "task data directory (one folder per task)")
     split: list[str] | None = option(
         None, "split to extract (repeatable; default: every split present)", choices=SPLITS
     )
@@ -88,7 +84,7 @@ class ExtractConfig:
     max_length: int | None = option(
         None, "window length in pieces (<= the model's maximum; longer texts are windowed)", ge=1
     )
-    device: str | None = option(None, "cpu, cuda, cuda:1 (default: the GPU when present)")
+    device: str | None = option(None, DEVICE_HELP)
     elmo_state: str = option(
         "fixed", "ELMo's LSTM state between batches (see docs)", choices=STATE_POLICIES
     )
@@ -112,24 +108,13 @@ class ExtractConfig:
             encoder_family(self.encoder)
         except ValueError as err:
             raise ValueError(f"ExtractConfig.encoder: {err}") from err
-        tasked = self.task is not None or self.task_spec is not None
-        if tasked and self.input is not None:
+        if self.names_task and self.input is not None:
             raise ValueError(_EITHER)
-        if tasked:
-            self.spec  # noqa: B018 (resolved and checked now: the errors name the field)
-
-    @cached_property
-    def spec(self):
-        """The task to read (`tasks.TaskSpec`), or None for a raw text file or no input."""
-        if self.task is None and self.task_spec is None:
-            return None
-        from snowfire.tasks import config_task
-
-        return config_task("ExtractConfig", self.task, self.task_spec, self.data)
+        self.resolve_spec(required=False)  # None: a raw text file, or texts handed over
 
     def check_inputs(self) -> None:
         """ValueError unless the config names what to read (a task, or an input file)."""
-        if self.spec is None and self.input is None:
+        if not self.names_task and self.input is None:
             raise ValueError(_EITHER)
 
     def encoder_options(self) -> dict[str, Any]:

@@ -117,7 +117,7 @@ class EmbedWorker:
         missing = set(self.store.missing_keys(pool, keys))
         hits = [k not in missing for k in keys]
         if missing:
-            first = {}
+            first: dict[str, TextInput] = {}
             for key, text in zip(keys, texts, strict=True):
                 if key in missing:
                     first.setdefault(key, text)

@@ -17,6 +17,7 @@ import numpy as np
 
 from .base import EXTRACTOR_VERSION, Encoded, Prepared, TextInput
 from .config import check_pair_encoding
+from .device import default_device
 from .windows import plan_windows, stitch
 
 log = logging.getLogger(__name__)
@@ -141,7 +142,7 @@ class HFEncoder:
         if not self.tokenizer.is_fast:
             raise HFEncoderError(f"{model_dir}: a fast tokenizer is needed for word alignment")
         self.model = AutoModel.from_pretrained(model_dir, dtype=torch.float32).eval()
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = default_device(device)
         self.model.to(self.device)
         limit = getattr(config, "max_position_embeddings", 512)
         if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):

@@ -45,14 +45,7 @@ def gather_inputs(
     """A task's splits (every split present by default; `task` a TaskSpec or a registered
     name), every row of each read and checked before anything is extracted, or one raw text
     file."""
-    from snowfire.tasks import (
-        as_spec,
-        available_splits,
-        read_split,
-        read_text_file,
-        split_path,
-        split_source,
-    )
+    from snowfire.tasks import as_spec, need_splits, read_split, read_text_file, split_source
 
     if (input is None) == (task is None):
         raise ValueError("give either a task (with its data directory) or an input file")
@@ -63,12 +56,9 @@ def gather_inputs(
     spec = as_spec(task)
     if spec.folder is not None and data is None:
         raise ValueError(f"task {spec.name!r} needs its data directory (--data DIR)")
-    present = available_splits(spec, data)
+    present = need_splits(spec, data, splits or [])  # each asked for, and at least one
     out = []
     for split in splits or present:
-        if split not in present:
-            where = split_path(spec, data, split) if split in spec.splits else "no such split"
-            raise ValueError(f"no {split} split for {spec.name}: expected {where}")
         texts = _texts(read_split(spec, data, split))
         out.append(InputSet(spec.name, split, texts, split_source(spec, data, split)))
     return out
@@ -104,7 +94,7 @@ def run_extract(config: ExtractConfig) -> list[FeatureSetInfo]:
         )
     config.check_inputs()
     inputs = gather_inputs(
-        task=config.spec,
+        task=config.spec if config.names_task else None,
         data=config.data,
         splits=config.split,
         input=config.input,

@@ -126,6 +126,7 @@ def migrate_store(config: MigrateConfig) -> Outcome:
         if why:
             out.reextract[s.manifest["id"]] = {"why": why, "command": _command(s.manifest, root)}
             continue
+        assert identity is not None and s.texts is not None  # else a why above
         new_pool = encoder_id(identity, pools[pool]["dtype"])
         new_keys = [example_key(new_pool, t) for t in s.texts]
         rekeys[pool].update(zip(s.keys, new_keys, strict=True))
@@ -136,7 +137,7 @@ def migrate_store(config: MigrateConfig) -> Outcome:
         new_pool = encoder_id(identity, pools[pool]["dtype"])
         attrs = {**pools[pool], "identity": identity}
         mapping = rekeys[pool]
-        unmapped = set()
+        unmapped: set[str] = set()
 
         def rekey(key: str, mapping=mapping, unmapped=unmapped) -> str:
             if key not in mapping:

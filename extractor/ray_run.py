@@ -34,7 +34,7 @@ def connect_ray(address: str) -> None:
     try:
         import ray
     except ImportError:
-        raise RuntimeError("--ray needs Ray: pip install 'snowfire[ray]'") from None
+        raise RuntimeError("--ray needs Ray: pip install -e '.[ray]'") from None
     if ray.is_initialized():
         return
     if address == "local":

@@ -5,39 +5,46 @@ minimal output layer, scored with the same data and metrics as the ❄️ heads.
     metrics = train(cfg)          # writes RUN/{config,metrics}.json, log.jsonl, predictions/,
                                   # encoder/ (extractable: hf:RUN/encoder | elmo:RUN/encoder)
 
+The models (`BertFinetuner`, `ElmoFinetuner`) implement one contract, `FireModel`
+(finetune/base.py): collate, forward, predict, layer groups, refresh/trained state, save.
 Re-running the same config on the same RUN resumes from RUN/checkpoint.pt. Reads `tasks/` for
 data and metrics, and the pretrained weights through `extractor`.
 Dimension glossary: B batch, L layers, T words, S subword pieces, D hidden size, K tags/classes.
 """
 
+from snowfire.options import lazy_exports
+
+#: name -> where it loads from on first use: the config (the CLI, job params) loads no torch
 _WHERE = {
-    "BertFinetuner": "bert",
-    "save_bilm": "bilm_file",
-    "tf_arrays": "bilm_file",
-    "FinetuneConfig": "config",
-    "ElmoFinetuner": "elmo",
-    "build_model": "model",
-    "epoch_batches": "model",
-    "to_device": "model",
-    "predict": "model",
-    "load_run": "predict",
-    "predict_run_texts": "predict",
-    "Adapter": "methods",
-    "insert_adapters": "methods",
-    "l2sp_penalty": "methods",
-    "trained_by": "methods",
-    "group_rates": "optim",
-    "lr_multiplier": "optim",
-    "param_groups": "optim",
-    "trainable_depth": "optim",
-    "unfreeze": "optim",
-    "OutputLayer": "output",
-    "TagScores": "output",
-    "RECIPES": "recipe",
-    "SCHEDULES": "recipe",
-    "Recipe": "recipe",
-    "build_optimizer": "trainer",
-    "train": "trainer",
+    "FireModel": ".base:FireModel",
+    "BertFinetuner": ".bert:BertFinetuner",
+    "save_bilm": ".bilm_file:save_bilm",
+    "tf_arrays": ".bilm_file:tf_arrays",
+    "FinetuneConfig": ".config:FinetuneConfig",
+    "ElmoFinetuner": ".elmo:ElmoFinetuner",
+    "build_model": ".model:build_model",
+    "epoch_batches": "snowfire.tasks:epoch_batches",  # ❄️ and 🔥 alike
+    "to_device": ".model:to_device",
+    "predict": ".model:predict",
+    "load_run": ".predict:load_run",
+    "predict_run_texts": ".predict:predict_run_texts",
+    "Adapter": ".methods:Adapter",
+    "insert_adapters": ".methods:insert_adapters",
+    "l2sp_penalty": ".methods:l2sp_penalty",
+    "trained_by": ".methods:trained_by",
+    "group_rates": ".optim:group_rates",
+    "lr_multiplier": ".optim:lr_multiplier",
+    "param_groups": ".optim:param_groups",
+    "trainable_depth": ".optim:trainable_depth",
+    "unfreeze": ".optim:unfreeze",
+    "OutputLayer": ".output:OutputLayer",
+    "TagScores": ".output:TagScores",
+    "RECIPES": ".recipe:RECIPES",
+    "SCHEDULES": ".recipe:SCHEDULES",
+    "Recipe": ".recipe:Recipe",
+    "RecipeSettings": ".recipe:RecipeSettings",
+    "build_optimizer": ".trainer:build_optimizer",
+    "train": ".trainer:train",
 }
 
 __all__ = [
@@ -49,9 +56,11 @@ __all__ = [
     "predict_run_texts",
     "trained_by",
     "SCHEDULES",
+    "RecipeSettings",
     "BertFinetuner",
     "ElmoFinetuner",
     "FinetuneConfig",
+    "FireModel",
     "OutputLayer",
     "Recipe",
     "TagScores",
@@ -71,10 +80,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    # names load on first use: the config (the CLI, job params) loads no torch
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _WHERE)

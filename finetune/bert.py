@@ -30,6 +30,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from snowfire.tasks import encode_targets, label_indices
+
+from .base import FireModel
 from .methods import insert_adapters, insert_lora, trained_by
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
@@ -37,7 +40,7 @@ from .output import IGNORE_INDEX, OutputLayer, TagScores
 _LAYER = re.compile(r"(?:^|\.)(?:layer|layers)\.(\d+)\.")  # encoder.layer.N. in BERT/RoBERTa
 
 
-class BertFinetuner(nn.Module):
+class BertFinetuner(FireModel):
     """A Hugging Face encoder + `OutputLayer`; `collate` tokenises `tasks.Example`s."""
 
     def __init__(
@@ -55,6 +58,7 @@ class BertFinetuner(nn.Module):
         adapter_size: int = 64,
         lora_rank: int = 8,
         lora_alpha: float = 8.0,
+        lora_targets: str = "attention",
     ) -> None:
         """model_dir: a HF folder (or hub name); labels: class names or tags (index order),
         None for regression; max_length: pieces per input, capped at the model's limit;
@@ -78,7 +82,8 @@ class BertFinetuner(nn.Module):
         self.kind = kind
         self.uses_types = getattr(config, "type_vocab_size", 0) > 1
         self.num_layers = config.num_hidden_layers + 1  # L, embeddings included
-        pad_tag = list(labels).index("O") if kind == "tagging" and "O" in labels else 0
+        tags = list(labels or ())
+        pad_tag = tags.index("O") if kind == "tagging" and "O" in tags else 0
         tagging = kind == "tagging"
         self.output = OutputLayer(
             config.hidden_size,
@@ -89,13 +94,13 @@ class BertFinetuner(nn.Module):
             lstm=lstm if tagging else 0,
             pad_tag=pad_tag,
         )
-        self.label_index = {label: i for i, label in enumerate(labels or ())}
+        self.labels = list(labels or ())  # class names or tags, in index order
         self.method = method
         self.adapters = None
         if method == "adapter":
             self.adapters = insert_adapters(self.encoder, adapter_size)
         elif method == "lora":
-            insert_lora(self.encoder, lora_rank, lora_alpha)
+            insert_lora(self.encoder, lora_rank, lora_alpha, lora_targets)
 
     # ------------------------------------------------------------------ data
     def collate(self, examples: Sequence[Any]) -> dict[str, torch.Tensor]:
@@ -116,11 +121,8 @@ class BertFinetuner(nn.Module):
             batch["token_type_ids"] = enc["token_type_ids"]  # (B, S)
         if self.kind == "tagging":
             batch.update(self._align(enc, examples))
-        elif all(e.label is not None for e in examples):
-            if self.kind == "regression":
-                batch["labels"] = torch.tensor([float(e.label) for e in examples])  # (B,)
-            else:
-                batch["labels"] = torch.tensor([self.label_index[str(e.label)] for e in examples])
+        elif (targets := encode_targets(self.kind, self.labels, examples)) is not None:
+            batch["labels"] = torch.from_numpy(targets)  # (B,): ❄️'s class indices, or scores
         return batch
 
     def _align(self, enc, examples) -> dict[str, torch.Tensor]:
@@ -140,7 +142,7 @@ class BertFinetuner(nn.Module):
         if all(e.tags is not None for e in examples):
             tags = torch.full((len(examples), n_words), IGNORE_INDEX)  # (B, T)
             for b, e in enumerate(examples):
-                tags[b, : len(e.tags)] = torch.tensor([self.label_index[t] for t in e.tags])
+                tags[b, : len(e.tags)] = torch.from_numpy(label_indices(self.labels, e.tags))
             out["labels"] = tags.masked_fill(~mask, IGNORE_INDEX)  # (B, T)
         return out
 
@@ -159,8 +161,9 @@ class BertFinetuner(nn.Module):
         x = torch.gather(h, 1, index)  # (B, T, D)
         return self.output(x, labels, mask=batch["word_mask"], lengths=batch["num_words"])
 
-    def predict(self, output: torch.Tensor | TagScores) -> list:
-        return self.output.predict(output)
+    @property
+    def pretrained(self) -> nn.Module:
+        return self.encoder
 
     def layer_groups(self) -> list[LayerGroup]:
         """Top-down: output layer, encoder layer N-1, ..., layer 0, embeddings: the parameters

@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from torch import nn
+
+if TYPE_CHECKING:
+    from snowfire.extractor import ElmoBiLM
 
 OPTIONS_FILE = "options.json"
 WEIGHTS_FILE = "weights.hdf5"
@@ -25,7 +28,7 @@ def _np(t) -> np.ndarray:
     return np.ascontiguousarray(t.detach().float().cpu().numpy())
 
 
-def tf_arrays(bilm: nn.Module) -> dict[str, np.ndarray]:
+def tf_arrays(bilm: ElmoBiLM) -> dict[str, np.ndarray]:
     """Every weight of the biLM as the HDF5 file stores it, keyed like the file."""
     from snowfire.extractor import expected_shapes
 
@@ -59,7 +62,7 @@ def tf_arrays(bilm: nn.Module) -> dict[str, np.ndarray]:
     return out
 
 
-def save_bilm(bilm: nn.Module, folder: str | os.PathLike) -> tuple[Path, Path]:
+def save_bilm(bilm: ElmoBiLM, folder: str | os.PathLike) -> tuple[Path, Path]:
     """Write `options.json` and `weights.hdf5` into `folder` (created); returns both paths.
 
     `extractor.load_encoder("elmo:FOLDER")` loads them (it looks for one `*options*.json` and

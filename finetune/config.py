@@ -9,22 +9,23 @@ section of a run's config.json back, so a run directory is enough to repeat the 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from functools import cached_property
 from typing import Any
 
-from snowfire.extractor import ENCODER_FORMS, encoder_family
+from snowfire.extractor import DEVICE_HELP, ENCODER_FORMS, encoder_family
 from snowfire.options import check, option
-from snowfire.tasks import TASK_NAMES
+from snowfire.tasks import PAUSE_HELP, SELECTION_HELP, SELECTIONS, STOP_HELP, TaskFields
 
 from .recipe import (
     FAMILY_RECIPE,
     GRID_EPOCHS,
     GRID_MODES,
+    LORA_TARGETS,
     METHOD_LR,
     METHODS,
     RECIPE_FIELDS,
     RECIPES,
     SCHEDULES,
+    RecipeSettings,
     resolve,
 )
 
@@ -33,8 +34,9 @@ GRID_FIELDS = ("grid", "grid_lrs", "grid_epochs")
 
 
 @dataclass(frozen=True)
-class FinetuneConfig:
-    """Everything that defines a fine-tuning run; each field's help says what it does.
+class FinetuneConfig(TaskFields):
+    """Everything that defines a fine-tuning run: the task (`task` or `task_spec`, and `data`:
+    tasks.TaskFields) and the fields below, each with its help.
 
     `recipe` picks the optimisation recipe ("bert" or "elmo", finetune/recipe.py; None: the
     encoder family's); lr, warmup, schedule, discriminative and gradual_unfreezing override
@@ -48,16 +50,6 @@ class FinetuneConfig:
     out: str = option(
         help="run directory; a checkpoint there is resumed, a finished run returned as it is",
         volatile=True,
-    )
-    task: str | None = option(None, "a registered task (or --task-spec)", choices=TASK_NAMES)
-    task_spec: str | dict | None = option(
-        None,
-        "your own task: a spec file (.yaml, .yml, .json; README 'Your own task'); a job "
-        "may give the spec object",
-    )
-    data: str | None = option(
-        None,
-        "task data directory (a registered task's files; a job's spec object: its relative paths)",
     )
     seed: int = option(0, "seeds the output layer's initialisation, the data order and dropout")
     epochs: int = option(
@@ -112,11 +104,16 @@ class FinetuneConfig:
     dropout: float = option(
         0.1, "dropout on the representation fed to the output layer", ge=0, lt=1
     )
-    patience: int = option(3, "stop after this many epochs without a better dev metric", ge=1)
+    patience: int = option(
+        3, "stop after this many epochs without a better score on the selection split", ge=1
+    )
+    selection: str = option("auto", SELECTION_HELP, choices=SELECTIONS, absent="dev")
+    pause_at: int | None = option(None, PAUSE_HELP, ge=1, volatile=True)
+    stop_at: int | None = option(None, STOP_HELP, ge=1, volatile=True)
     max_grad_norm: float = option(1.0, "clip the gradient norm to this (0: no clipping)", ge=0)
     device: str | None = option(
         None,
-        "cpu, cuda, cuda:1 (default: the GPU when present; fp16 autocast on GPU)",
+        f"{DEVICE_HELP}; fp16 autocast on GPU",
         volatile=True,
     )
     max_train_examples: int | None = option(
@@ -182,6 +179,13 @@ class FinetuneConfig:
     lora_alpha: float = option(
         8.0, "method lora: the update is scaled by alpha / r (Hu et al. GLUE: 8)", gt=0
     )
+    lora_targets: str = option(
+        "attention",
+        "method lora: the linear maps adapted: attention (query and value, Hu et al.) or "
+        "all-linear (every linear map of every layer, the MLP's too)",
+        choices=tuple(LORA_TARGETS),
+        absent="attention",
+    )
     l2sp: float = option(
         0.0,
         "λ of the pull λ ||θ − θ₀||² of the trained encoder weights towards the "
@@ -234,7 +238,7 @@ class FinetuneConfig:
             encoder_family(self.encoder)
         except ValueError as err:
             raise ValueError(f"FinetuneConfig.encoder: {err}") from err
-        self.spec  # noqa: B018 (resolved and checked now: the errors name the field)
+        self.resolve_spec()
         if self.family != "hf" and (self.method != "full" or self.init_head):
             what = f"method {self.method}" if self.method != "full" else "init_head"
             raise ValueError(
@@ -251,13 +255,6 @@ class FinetuneConfig:
                 "regression output layer, not tagging"
             )
 
-    @cached_property
-    def spec(self):
-        """The task (`tasks.TaskSpec`): `task` or `task_spec`, resolved and checked."""
-        from snowfire.tasks import config_task
-
-        return config_task("FinetuneConfig", self.task, self.task_spec, self.data)
-
     @property
     def family(self) -> str:
         """ "hf" (BERT family, incl. the bundled minilm) or "elmo"."""
@@ -268,7 +265,7 @@ class FinetuneConfig:
         """`recipe`, or the encoder family's when it is None."""
         return self.recipe or FAMILY_RECIPE[self.family]
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> RecipeSettings:
         """The optimisation settings in effect for this task: the recipe's, overridden by
         every one of `RECIPE_FIELDS` that is not None."""
         overrides = {name: getattr(self, name) for name in RECIPE_FIELDS}
@@ -279,7 +276,8 @@ class FinetuneConfig:
     def recipe_record(self) -> dict[str, Any]:
         """What RUN/config.json records: recipe name, explicit overrides, settings in effect."""
         overrides = {n: getattr(self, n) for n in RECIPE_FIELDS if getattr(self, n) is not None}
-        return {"name": self.recipe_name, "overrides": overrides, "settings": self.settings()}
+        settings = self.settings().to_json()
+        return {"name": self.recipe_name, "overrides": overrides, "settings": settings}
 
     @property
     def peak_lr(self) -> float:

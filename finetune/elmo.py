@@ -24,23 +24,31 @@ Shapes: B batch, T words, T+2 with <S> </S>, C characters per token, L layers, D
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from snowfire.heads import enhance, masked_max, pool_pair
+from snowfire.nn import ScalarMix, enhance, masked_max, pool_pair
+from snowfire.tasks import encode_targets, label_indices
 
+from .base import FireModel
 from .optim import LayerGroup
 from .output import IGNORE_INDEX, OutputLayer, TagScores
 
+if TYPE_CHECKING:
+    from snowfire.extractor import ElmoBiLM
 
-class ElmoFinetuner(nn.Module):
+
+class ElmoFinetuner(FireModel):
     """An `ElmoBiLM` + scalar mix + the task's `OutputLayer`; `collate` builds char ids."""
+
+    warm_h: torch.Tensor  # buffers (register_buffer below): the warm-up state
+    warm_c: torch.Tensor
 
     def __init__(
         self,
-        bilm: nn.Module,
+        bilm: ElmoBiLM,
         *,
         kind: str,
         pair: bool,
@@ -52,14 +60,13 @@ class ElmoFinetuner(nn.Module):
         lstm: int = 0,
     ) -> None:
         super().__init__()
-        from snowfire.heads import ScalarMix
-
         self.bilm = bilm
         self.kind, self.pair, self.bi_attention = kind, pair, bi_attention
         self.mix = ScalarMix(bilm.num_layers)
         d = bilm.output_dim  # D
         in_dim = (16 * d if bi_attention else 2 * d) if pair and kind != "tagging" else d
-        pad_tag = list(labels).index("O") if kind == "tagging" and "O" in labels else 0
+        tags = list(labels or ())
+        pad_tag = tags.index("O") if kind == "tagging" and "O" in tags else 0
         self.output = OutputLayer(
             in_dim,
             kind,
@@ -69,7 +76,7 @@ class ElmoFinetuner(nn.Module):
             lstm=lstm if kind == "tagging" else 0,
             pad_tag=pad_tag,
         )
-        self.label_index = {label: i for i, label in enumerate(labels or ())}
+        self.labels = list(labels or ())  # class names or tags, in index order
         state = bilm.zero_state(1)
         self.register_buffer("warm_h", state.h.clone())  # (2, n, 1, P)
         self.register_buffer("warm_c", state.c.clone())  # (2, n, 1, C)
@@ -98,13 +105,10 @@ class ElmoFinetuner(nn.Module):
                 t_max = batch["chars"].shape[1] - 2
                 tags = torch.full((len(examples), t_max), IGNORE_INDEX)  # (B, T)
                 for b, e in enumerate(examples):
-                    tags[b, : len(e.tags)] = torch.tensor([self.label_index[t] for t in e.tags])
+                    tags[b, : len(e.tags)] = torch.from_numpy(label_indices(self.labels, e.tags))
                 batch["labels"] = tags
-        elif all(e.label is not None for e in examples):
-            if self.kind == "regression":
-                batch["labels"] = torch.tensor([float(e.label) for e in examples])  # (B,)
-            else:
-                batch["labels"] = torch.tensor([self.label_index[str(e.label)] for e in examples])
+        elif (targets := encode_targets(self.kind, self.labels, examples)) is not None:
+            batch["labels"] = torch.from_numpy(targets)  # (B,): ❄️'s class indices, or scores
         return batch
 
     # ------------------------------------------------------------------ model
@@ -146,8 +150,9 @@ class ElmoFinetuner(nn.Module):
         v = pool_pair(m_a, m_b, mask_a, mask_b)  # (B, 16D)
         return self.output(v, labels)
 
-    def predict(self, output: torch.Tensor | TagScores) -> list:
-        return self.output.predict(output)
+    @property
+    def pretrained(self) -> nn.Module:
+        return self.bilm
 
     def layer_groups(self) -> list[LayerGroup]:
         """Top-down: output layer + scalar mix, LSTM layer n-1 (both directions), ..., LSTM

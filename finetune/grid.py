@@ -1,23 +1,26 @@
-"""`snowfire finetune --grid MODE`: the paper tuned the rate and the epochs on dev; so does this.
+"""`snowfire finetune --grid MODE`: the paper tuned the rate and the epochs on dev; this tunes
+them on the selection split (tasks/selection.py: dev where a labelled test split reports, else
+a slice of train), so the split reported is never the one chosen on.
 A FinetuneConfig with `grid` set is a grid (`train` runs it here; so does a finetune job):
 
     RUN/grid/lr=<rate>[-epochs=<e>]/   one ordinary 🔥 run per sub-run (resumable like any)
-    RUN/grid.json                      every cell's dev score, the chosen cell, how it was run
-    RUN/grid.md, RUN/grid.png          the same as a table and a plot (dev score by epochs)
+    RUN/grid.json                      every cell's selection score, the chosen cell, how it ran
+    RUN/grid.md, RUN/grid.png          the same as a table and a plot (score by epochs)
     RUN/metrics.json, predictions/     the chosen cell's run, copied; config.json says so
 
-A cell (rate r, epochs e) is what `snowfire finetune --lr r --epochs e` scores on dev: the best
-dev epoch of up to e epochs. The rates are `grid_lrs` (default: the recipe's), the epoch counts
-`grid_epochs` (default: 2, 3, 4); two ways (`grid`) to fill the grid:
+A cell (rate r, epochs e) is what `snowfire finetune --lr r --epochs e` scores on the
+selection split: its best epoch of up to e epochs. The rates are `grid_lrs` (default: the
+recipe's), the epoch counts `grid_epochs` (default: 2, 3, 4); two ways (`grid`) to fill it:
 
     shared (default)  one run per rate with the largest epoch count; cell (r, e) is its best
-                      dev score over epochs 1..e. Cheaper by a factor of len(epochs), but the
+                      selection score over epochs 1..e. Cheaper by a factor of len(epochs), but the
                       warm-up and decay span the largest count, so a cell with fewer epochs is
                       an approximation of its own run. The chosen cell is then trained as its
                       own run (reused when it is the largest count).
     exact             one run per cell.
 
-The choice reads dev only (ties: the smaller rate, then fewer epochs); test is never looked at.
+The choice reads the selection split only (ties: the smaller rate, then fewer epochs); the
+report split is never looked at.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from snowfire.rundir import (
     atomic_write,
     finished_or_refuse,
     hold_run,
+    selection_scores,
     write_json,
 )
 
@@ -58,13 +62,14 @@ def _cell(cfg: FinetuneConfig, lr: float, epochs: int, run: Path) -> dict[str, A
     """Train the run of one rate up to `epochs` (no early stop before): its metrics."""
     from .trainer import train
 
-    plain = dict.fromkeys(GRID_FIELDS)  # the cell's run is one run, not a grid
+    plain: dict[str, Any] = dict.fromkeys(GRID_FIELDS)  # the cell's run is one run, not a grid
     return train(replace(cfg, **plain, lr=lr, epochs=epochs, patience=epochs, out=str(run)))
 
 
 def _dev_by_epoch(run: Path, metric: str) -> dict[int, float]:
+    """The run's score on its selection split after each epoch (RUN/log.jsonl)."""
     rows = [json.loads(line) for line in (run / LOG).read_text().splitlines() if line]
-    return {r["epoch"]: r["dev"][metric] for r in rows}
+    return {r["epoch"]: selection_scores(r)[metric] for r in rows}
 
 
 def _best_upto(curve: dict[int, float], e: int) -> float:
@@ -73,9 +78,10 @@ def _best_upto(curve: dict[int, float], e: int) -> float:
 
 
 def run_grid(cfg: FinetuneConfig) -> dict[str, Any]:
-    """Fill the grid of `cfg` (`grid` set), pick on dev, write RUN (see the module doc); the
-    chosen run's metrics. RUN is held for the whole grid (rundir.hold_run); a finished grid of
-    the same config is returned as it is, another refused (rundir.finished_or_refuse)."""
+    """Fill the grid of `cfg` (`grid` set), pick on the selection split, write RUN (see the
+    module doc); the chosen run's metrics. RUN is held for the whole grid (rundir.hold_run);
+    a finished grid of the same config is returned as it is, another refused
+    (rundir.finished_or_refuse)."""
     if cfg.grid is None:
         raise ValueError("run_grid: the config asks for no grid (FinetuneConfig.grid is None)")
     with hold_run(cfg.out):
@@ -100,7 +106,7 @@ def _fill(cfg: FinetuneConfig) -> dict[str, Any]:
                 _cell(cfg, lr, e, run)
                 runs[lr, e] = run
                 cells.append(
-                    {"lr": lr, "epochs": e, "dev": _best_upto(_dev_by_epoch(run, metric), e)}
+                    {"lr": lr, "epochs": e, "selection": _best_upto(_dev_by_epoch(run, metric), e)}
                 )
             continue
         top = max(epochs)
@@ -108,13 +114,13 @@ def _fill(cfg: FinetuneConfig) -> dict[str, Any]:
         _cell(cfg, lr, top, run)
         runs[lr, top] = run
         curve = _dev_by_epoch(run, metric)
-        cells += [{"lr": lr, "epochs": e, "dev": _best_upto(curve, e)} for e in epochs]
-    scored = [c for c in cells if c["dev"] == c["dev"]]
+        cells += [{"lr": lr, "epochs": e, "selection": _best_upto(curve, e)} for e in epochs]
+    scored = [c for c in cells if c["selection"] == c["selection"]]
     if not scored:
         raise RuntimeError(
-            f"grid of {out}: no cell has a dev {metric} (every run predicted a constant)"
+            f"grid of {out}: no cell has a selection {metric} (every run predicted a constant)"
         )
-    chosen = max(scored, key=lambda c: (c["dev"], -c["lr"], -c["epochs"]))
+    chosen = max(scored, key=lambda c: (c["selection"], -c["lr"], -c["epochs"]))
     key = (chosen["lr"], chosen["epochs"])
     if key not in runs:  # shared mode, fewer epochs than the rate's run: train the cell itself
         run = out / GRID / f"lr={key[0]:g}-epochs={key[1]}"
@@ -128,7 +134,11 @@ def _fill(cfg: FinetuneConfig) -> dict[str, Any]:
         "lrs": list(lrs),
         "epochs": list(epochs),
         "cells": cells,
-        "chosen": {**chosen, "run": str(chosen_run), "dev_of_its_run": metrics["dev"][metric]},
+        "chosen": {
+            **chosen,
+            "run": str(chosen_run),
+            "selection_of_its_run": max(_dev_by_epoch(chosen_run, metric).values()),
+        },
     }
     _write(out, cfg, record, chosen_run, metrics)
     return metrics
@@ -148,7 +158,8 @@ def _write(out: Path, cfg: FinetuneConfig, record, chosen_run: Path, metrics) ->
 
 
 def grid_table(record: dict[str, Any]) -> str:
-    """Markdown: one row per rate, one column per epoch count, dev scores x100, the chosen bold."""
+    """Markdown: one row per rate, one column per epoch count, selection scores x100, the
+    chosen bold."""
     chosen = record["chosen"]
     head = "| rate \\ epochs | " + " | ".join(str(e) for e in record["epochs"]) + " |"
     lines = [head, "|" + " --- |" * (len(record["epochs"]) + 1)]
@@ -156,12 +167,12 @@ def grid_table(record: dict[str, Any]) -> str:
         row = []
         for e in record["epochs"]:
             (cell,) = [c for c in record["cells"] if c["lr"] == lr and c["epochs"] == e]
-            text = f"{100 * cell['dev']:.1f}"
+            text = f"{100 * cell['selection']:.1f}"
             row.append(f"**{text}**" if (lr, e) == (chosen["lr"], chosen["epochs"]) else text)
         lines.append(f"| {lr:g} | " + " | ".join(row) + " |")
     return (
-        f"dev {record['metric']} by peak rate and epochs ({record['mode']} grid); chosen: "
-        f"rate {chosen['lr']:g}, {chosen['epochs']} epochs\n\n" + "\n".join(lines) + "\n"
+        f"selection-split {record['metric']} by peak rate and epochs ({record['mode']} grid); "
+        f"chosen: rate {chosen['lr']:g}, {chosen['epochs']} epochs\n\n" + "\n".join(lines) + "\n"
     )
 
 
@@ -175,12 +186,15 @@ def _plot(record: dict[str, Any], path: Path) -> None:
     for lr in record["lrs"]:
         cells = sorted((c for c in record["cells"] if c["lr"] == lr), key=lambda c: c["epochs"])
         ax.plot(
-            [c["epochs"] for c in cells], [100 * c["dev"] for c in cells], "o-", label=f"{lr:g}"
+            [c["epochs"] for c in cells],
+            [100 * c["selection"] for c in cells],
+            "o-",
+            label=f"{lr:g}",
         )
     chosen = record["chosen"]
-    ax.plot([chosen["epochs"]], [100 * chosen["dev"]], "k*", markersize=14, label="chosen")
+    ax.plot([chosen["epochs"]], [100 * chosen["selection"]], "k*", markersize=14, label="chosen")
     ax.set_xlabel("epochs")
-    ax.set_ylabel(f"dev {record['metric']} (x100)")
+    ax.set_ylabel(f"selection-split {record['metric']} (x100)")
     ax.set_xticks(record["epochs"])
     ax.legend(title="peak rate", fontsize=8)
     fig.tight_layout()

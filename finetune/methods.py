@@ -27,13 +27,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from .recipe import METHODS
+from .recipe import LORA_TARGETS, METHODS
 
 #: Houlsby et al.'s two insertion points in a BERT/RoBERTa layer.
 _ADAPTER_AFTER = re.compile(r"(?:^|\.)layer\.(\d+)\.(attention\.output|output)\.dense$")
 _NORM = re.compile(r"LayerNorm|layer_norm|layernorm")
-#: The attention projections LoRA adapts (Hu et al. 2021, sec. 7.1: W_q and W_v).
-LORA_TARGETS = ("query", "value")
 
 
 class Adapter(nn.Module):
@@ -70,12 +68,21 @@ def insert_adapters(encoder: nn.Module, size: int) -> nn.ModuleDict:
     return adapters
 
 
-def insert_lora(encoder: nn.Module, rank: int, alpha: float) -> None:
-    """LoRA (Hu et al. 2021) on the query and value projections, injected in place by peft."""
+def insert_lora(encoder: nn.Module, rank: int, alpha: float, targets: str = "attention") -> None:
+    """LoRA (Hu et al. 2021) on the `targets` linear maps (LORA_TARGETS), injected in place by
+    peft."""
     from peft import LoraConfig, inject_adapter_in_model
 
+    if targets not in LORA_TARGETS:
+        raise ValueError(
+            f"lora targets: expected one of {', '.join(LORA_TARGETS)}, got {targets!r}"
+        )
     config = LoraConfig(
-        r=rank, lora_alpha=alpha, lora_dropout=0.0, target_modules=list(LORA_TARGETS), bias="none"
+        r=rank,
+        lora_alpha=alpha,  # type: ignore[arg-type]  # peft says int; it scales by alpha / r
+        lora_dropout=0.0,
+        target_modules=LORA_TARGETS[targets],
+        bias="none",
     )
     inject_adapter_in_model(config, encoder)
 

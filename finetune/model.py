@@ -1,21 +1,20 @@
 """Which 🔥 model an encoder spec builds (`BertFinetuner` for "minilm" / "hf:...",
-`ElmoFinetuner` for "elmo:..."), the batches of a training epoch, and running a model over
-examples for predictions."""
+`ElmoFinetuner` for "elmo:..."), and running a model over examples for predictions. (The
+batches of a training epoch are `tasks.epoch_batches`, ❄️ heads' order too.)"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import torch
-from torch import nn
 
-from snowfire.tasks import example_length, length_batches
+from snowfire.tasks import example_length
 
+from .base import FireModel
 from .config import FinetuneConfig
 
 
-def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
+def build_model(cfg: FinetuneConfig, spec) -> tuple[FireModel, dict]:
     """The model for `cfg.encoder` and the task, and the identity of the starting encoder."""
     num_labels = 1 if spec.kind == "regression" else len(spec.labels)
     if cfg.family == "hf":
@@ -38,6 +37,7 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
             adapter_size=cfg.adapter_size,
             lora_rank=cfg.lora_rank,
             lora_alpha=cfg.lora_alpha,
+            lora_targets=cfg.lora_targets,
         )
         # the extractor's identity of the starting encoder: the same hashes a store keys on
         config = model.encoder.config
@@ -48,7 +48,7 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
     from .elmo import ElmoFinetuner
 
     options, weights = resolve_elmo_spec(cfg.encoder.split(":", 1)[1])
-    model = ElmoFinetuner(
+    elmo = ElmoFinetuner(
         ElmoBiLM.from_files(options, weights),
         kind=spec.kind,
         pair=spec.pair,
@@ -65,10 +65,10 @@ def build_model(cfg: FinetuneConfig, spec) -> tuple[nn.Module, dict]:
         "options_sha256": file_sha256(options),
         "weights_sha256": file_sha256(weights),
         "state_policy": "fixed",
-        "num_layers": model.bilm.num_layers,
-        "dim": model.bilm.output_dim,
+        "num_layers": elmo.bilm.num_layers,
+        "dim": elmo.bilm.output_dim,
     }
-    return model, identity
+    return elmo, identity
 
 
 def start_hashes(cfg: FinetuneConfig, identity: dict | None = None) -> dict[str, str]:
@@ -125,45 +125,18 @@ def check_start(saved: dict[str, str], start: dict[str, str], what: str) -> None
         )
 
 
-def trained_state(model: nn.Module) -> dict[str, torch.Tensor]:
-    """What RUN/best.pt keeps: a partial method's trained tensors, else the whole state."""
-    return model.trained_state() if hasattr(model, "trained_state") else model.state_dict()
-
-
-def load_trained(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Load `trained_state`'s tensors; a partial state must cover every trained tensor."""
-    if getattr(model, "method", "full") == "full":
-        model.load_state_dict(state)
-        return
-    expected = set(model.trained_state())
-    if set(state) != expected:
-        missing, extra = sorted(expected - set(state)), sorted(set(state) - expected)
-        raise ValueError(
-            f"trained weights of method {model.method}: missing {missing[:5]}, "
-            f"unexpected {extra[:5]}"
-        )
-    model.load_state_dict(state, strict=False)
-
-
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
     return {k: v.to(device) for k, v in batch.items()}
 
 
-def epoch_batches(lengths, batch_size: int, pool: int, seed: int, epoch: int) -> list[np.ndarray]:
-    """The training batches of `epoch` (tasks.length_batches), a function of seed and epoch
-    only, so that a resumed epoch sees the same batches."""
-    return length_batches(lengths, batch_size, pool, np.random.default_rng([seed, epoch]))
-
-
-def predict(model: nn.Module, examples: list, batch_size: int, device: torch.device) -> list:
+def predict(model: FireModel, examples: list, batch_size: int, device: torch.device) -> list:
     """The model's predictions (indices, floats or tag-index lists) for `examples`, in order.
 
     Batches hold examples of similar length (less padding); padding does not change an
     example's output, so this only saves time.
     """
     model.eval()
-    if hasattr(model, "refresh_state"):
-        model.refresh_state()  # ELMo: the warm-up state of the current weights
+    model.refresh_state()  # ELMo: the warm-up state of the current weights
     order = sorted(range(len(examples)), key=lambda i: example_length(examples[i]))
     preds: list = [None] * len(examples)
     with (

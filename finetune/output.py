@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from snowfire.heads import IGNORE_INDEX, TagScores, decode_tags, tag_loss
+from snowfire.nn import IGNORE_INDEX, BiLSTM, TagScores, decode_tags, tag_loss
 from snowfire.tasks import KINDS
 
 __all__ = ["IGNORE_INDEX", "KINDS", "OutputLayer", "TagScores"]
@@ -55,9 +55,8 @@ class OutputLayer(nn.Module):
             raise ValueError(f"OutputLayer: the BiLSTM is for tagging, not {kind}")
         self.kind, self.pad_tag = kind, pad_tag
         self.dropout = nn.Dropout(dropout)
+        self.lstm: BiLSTM | None
         if lstm:
-            from snowfire.heads import BiLSTM
-
             self.lstm = BiLSTM(in_dim, lstm)
             in_dim = self.lstm.output_dim  # 2 * lstm
         else:
@@ -95,10 +94,11 @@ class OutputLayer(nn.Module):
     @torch.no_grad()
     def predict(self, output: torch.Tensor | TagScores) -> list:
         """Class indices, floats, or one list of tag indices per sentence (its full length)."""
-        if self.kind == "classification":
-            return output.argmax(dim=-1).tolist()
-        if self.kind == "regression":
-            return output.tolist()
+        if isinstance(output, torch.Tensor):  # classification (B, K), regression (B,)
+            return (
+                output.argmax(dim=-1).tolist() if self.kind == "classification" else output.tolist()
+            )
+        assert output.lengths is not None  # forward gives every sentence's length
         paths = decode_tags(output, self.crf)  # the words the encoder saw
         return [
             p + [self.pad_tag] * (int(n) - len(p))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from snowfire.extractor import default_device
 from snowfire.rundir import BEST, CONFIG, METRICS
 
 
@@ -23,7 +24,7 @@ def load_run(run: str | Path, device: str | None = None):
     from snowfire.tasks import spec_from_record
 
     from .config import FinetuneConfig
-    from .model import build_model, load_trained
+    from .model import build_model
 
     run = Path(run)
     if not (run / METRICS).is_file() or not (run / BEST).is_file():
@@ -43,8 +44,8 @@ def load_run(run: str | Path, device: str | None = None):
                 f"{run}: the encoder {cfg.encoder} is not the one the run trained "
                 f"on ({key} {identity.get(key)} vs {recorded[key]})"
             )
-    target = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    load_trained(model, torch.load(run / BEST, map_location=target, weights_only=True))
+    target = default_device(device)
+    model.load_trained(torch.load(run / BEST, map_location=target, weights_only=True))
     return model.to(target).eval(), spec
 
 

@@ -16,12 +16,35 @@ run's config.json records the recipe's name, the overrides and the values in eff
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 SCHEDULES = ("linear", "slanted")
+
+
+@dataclass(frozen=True)
+class RecipeSettings:
+    """The optimisation settings in effect for a run: its recipe's, each overridden by the
+    config's field of the same name when that is set (`FinetuneConfig.settings()`).
+
+    lr: peak rate of the top group (the output layer); warmup: fraction of steps rising to it;
+    schedule: "linear" or "slanted" (finetune/optim.py); discriminative: rate factor per layer
+    group going down (1.0: one rate); gradual_unfreezing: one more group trains per epoch.
+    """
+
+    lr: float
+    warmup: float
+    schedule: str
+    discriminative: float
+    gradual_unfreezing: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """What RUN/config.json records (its recipe's "settings"): every field, in order."""
+        return asdict(self)
+
+
 #: The settings a recipe fixes; each is also a `FinetuneConfig` field (None: the recipe's).
-RECIPE_FIELDS = ("lr", "warmup", "schedule", "discriminative", "gradual_unfreezing")
+RECIPE_FIELDS = tuple(f.name for f in fields(RecipeSettings))
 
 
 @dataclass(frozen=True)
@@ -51,10 +74,9 @@ class Recipe:
             return replace(self, gradual_unfreezing=False)
         return self
 
-    def settings(self) -> dict[str, Any]:
-        """The values of `RECIPE_FIELDS`."""
-        values = asdict(self)
-        return {name: values[name] for name in RECIPE_FIELDS}
+    def settings(self) -> RecipeSettings:
+        """The recipe's values of `RECIPE_FIELDS`."""
+        return RecipeSettings(**{name: getattr(self, name) for name in RECIPE_FIELDS})
 
 
 RECIPES: dict[str, Recipe] = {
@@ -84,18 +106,26 @@ GRID_EPOCHS = (2, 3, 4)
 #: layer trains at it too): adapters 1e-3 (Houlsby et al. 2019 swept 3e-5..3e-3), LoRA 5e-4
 #: (Hu et al. 2021, RoBERTa-base on GLUE: 4e-4..5e-4), BitFit 1e-3 (Ben Zaken et al. 2022:
 #: 1e-4..1e-3). full keeps its recipe's.
-#: What a run trains besides its output layer (finetune/methods.py), and the methods that save
-#: only what they trained (RUN/trained.safetensors, reloaded on the shared pretrained encoder).
+#: What a run trains besides its output layer (finetune/methods.py); every one but full keeps
+#: only what it trained (in RUN/best.pt, reloaded on the shared pretrained encoder).
 METHODS = ("full", "bitfit", "adapter", "lora")
-PARTIAL = ("bitfit", "adapter", "lora")
 METHOD_LR = {"adapter": 1e-3, "lora": 5e-4, "bitfit": 1e-3}
+#: The linear maps LoRA adapts, by name: `attention` the query and value projections (Hu et al.
+#: 2021, sec. 7.1: W_q and W_v); `all-linear` every linear map of every layer, the MLP's too
+#: ("LoRA Without Regret", Schulman et al. 2025: attention-only LoRA falls behind), as a
+#: regular expression peft matches against each module's full name.
+LORA_TARGETS: dict[str, list[str] | str] = {
+    "attention": ["query", "value"],
+    "all-linear": r".*layer\.\d+\.(attention\.self\.(query|key|value)|attention\.output\.dense"
+    r"|intermediate\.dense|output\.dense)",
+}
 #: How a grid is filled (finetune/grid.py): one run per rate, or one run per cell.
 GRID_MODES = ("shared", "exact")
 #: The recipe of each encoder family ("hf": every BERT-family spec, the bundled minilm too).
 FAMILY_RECIPE = {"hf": "bert", "elmo": "elmo"}
 
 
-def resolve(recipe: str, pair: bool, overrides: dict[str, Any]) -> tuple[Recipe, dict[str, Any]]:
+def resolve(recipe: str, pair: bool, overrides: dict[str, Any]) -> tuple[Recipe, RecipeSettings]:
     """(the recipe applied to the task, its settings with the non-None `overrides` in place)."""
     if recipe not in RECIPES:
         raise ValueError(f"unknown recipe {recipe!r}: expected one of {', '.join(RECIPES)}")
@@ -103,4 +133,4 @@ def resolve(recipe: str, pair: bool, overrides: dict[str, Any]) -> tuple[Recipe,
     unknown = sorted(set(overrides) - set(RECIPE_FIELDS))
     if unknown:
         raise ValueError(f"recipe overrides {unknown}: expected among {RECIPE_FIELDS}")
-    return base, base.settings() | {k: v for k, v in overrides.items() if v is not None}
+    return base, replace(base.settings(), **{k: v for k, v in overrides.items() if v is not None})

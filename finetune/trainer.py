@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from snowfire.cache import versions
+from snowfire.extractor import default_device
 from snowfire.rundir import (
     BEST,
     CHECKPOINT,
@@ -38,28 +39,35 @@ from snowfire.rundir import (
     ENCODER,
     LOG,
     METRICS,
+    PAUSED,
     PREDICTIONS,
     check_same_config,
     finished_or_refuse,
     hold_run,
     prediction_file,
     save_torch,
+    selection_file,
     write_json,
     write_lines,
 )
-from snowfire.tasks import decode, describe, example_length, gold_of, write_predictions
+from snowfire.tasks import (
+    decode,
+    describe,
+    epoch_batches,
+    example_length,
+    gold_of,
+    write_predictions,
+)
 
+from .base import FireModel
 from .config import FinetuneConfig
 from .model import (
     build_model,
     check_start,
-    epoch_batches,
-    load_trained,
     predict,
     saved_start,
     start_hashes,
     to_device,
-    trained_state,
 )
 from .optim import lr_multiplier, param_groups, unfreeze
 
@@ -90,7 +98,7 @@ class TrainState:
 class _Fit:
     """What trains, on which device: saved to and restored from RUN/checkpoint.pt."""
 
-    model: nn.Module
+    model: FireModel
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LambdaLR
     scaler: torch.amp.GradScaler
@@ -134,7 +142,7 @@ class _Fit:
 def train(
     cfg: FinetuneConfig,
     *,
-    on_step: Callable[[int, nn.Module], None] | None = None,
+    on_step: Callable[[int, FireModel], None] | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, dict[str, float]]:
     """Fine-tune, write the run directory, return metrics per split (splits with labels).
@@ -151,15 +159,15 @@ def train(
         from .grid import run_grid
 
         return run_grid(cfg)
-    examples = _examples(cfg)  # every row checked before anything is written
+    data = _examples(cfg)  # every row checked before anything is written
     with hold_run(cfg.out):  # one process at a time: a second attempt fails at once
-        return _train(cfg, on_step, clock, examples)
+        return _train(cfg, on_step, clock, data)
 
 
-def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str, float]]:
+def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, float]]:
     started = clock()
     torch.manual_seed(cfg.seed)
-    device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = default_device(cfg.device)
     out_dir = Path(cfg.out)
     finished = finished_or_refuse(out_dir, cfg, "finetune")
     if finished is not None:  # and started from the weights the config's paths hold now
@@ -168,7 +176,8 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
         (out_dir / CHECKPOINT).unlink(missing_ok=True)  # killed just before it was dropped
         return finished
     (out_dir / PREDICTIONS).mkdir(parents=True, exist_ok=True)
-    spec = cfg.spec
+    spec, roles = cfg.spec, data.roles
+    examples = data.trained()  # per split: what the run trains on, selects on, scores
     steps_per_epoch = math.ceil(len(examples["train"]) / cfg.batch_size)
     total_steps = steps_per_epoch * cfg.epochs
 
@@ -184,17 +193,8 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
         model.output.linear.load_state_dict(probe)
     model.to(device)
     # L2-SP's θ₀: the pretrained encoder weights, before any checkpoint is restored
-    anchors = (
-        {
-            n: p.detach().clone()
-            for n, p in model.named_parameters()
-            if n.startswith(("encoder.", "bilm."))
-        }
-        if cfg.l2sp
-        else None
-    )
-    if hasattr(model, "refresh_state"):
-        model.refresh_state()  # on the device
+    anchors = {n: p.detach().clone() for n, p in model.encoder_parameters()} if cfg.l2sp else None
+    model.refresh_state()  # on the device (ELMo's warm-up state; BERT: nothing)
     optimizer, scheduler = build_optimizer(model, cfg, total_steps)
     amp = device.type == "cuda"
     fit = _Fit(
@@ -206,7 +206,10 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
         amp,
         anchors,
     )
-    run_info = _run_info(cfg, spec, fit, identity, examples, total_steps) | {"start": start}
+    run_info = _run_info(cfg, spec, fit, identity, examples, total_steps) | {
+        "start": start,
+        "roles": roles.to_json(),
+    }
     write_json(out_dir / CONFIG, run_info)
 
     # -- resume, or start fresh
@@ -231,17 +234,58 @@ def _train(cfg: FinetuneConfig, on_step, clock, examples) -> dict[str, dict[str,
     from snowfire.rundir import PeakMemory
 
     with PeakMemory(device) as peak:
-        _epochs(fit, cfg, spec, examples, state, out_dir, clock, zero, checkpoint, on_step)
+        chosen = (roles.selection, examples[roles.selection])  # every choice reads it alone
+        _epochs(
+            fit, cfg, examples["train"], chosen, state, out_dir, clock, zero, checkpoint, on_step
+        )
+        if state.epoch <= _last_epoch(cfg) and not state.stopped:  # paused at a race's rung
+            _mark_paused(out_dir, state, roles.selection)
+            return {}
         metrics = _finish(fit, cfg, spec, examples, out_dir)
     # a resumed run counts the time of the processes before it too (kept in the checkpoint)
     seconds = clock() - started + earlier
     cost = _cost(fit, out_dir, examples, state, seconds) | peak.record()
     cost["cpu_seconds"] = round(cost["cpu_seconds"] + earlier_cpu, 1)
-    run_info.update(best_epoch=state.best_epoch, seconds=round(seconds, 2), cost=cost)
+    run_info.update(
+        best_epoch=state.best_epoch,
+        epochs_run=len(state.history),
+        stopped_at=_stopped_at(cfg, state),
+        seconds=round(seconds, 2),
+        cost=cost,
+    )
     write_json(out_dir / CONFIG, run_info)
     write_json(out_dir / METRICS, metrics)  # last: its presence says the run is finished
     ckpt_path.unlink(missing_ok=True)
+    (out_dir / PAUSED).unlink(missing_ok=True)
     return metrics
+
+
+def _last_epoch(cfg: FinetuneConfig) -> int:
+    """The last epoch this attempt may reach: the cap, or a race's stop."""
+    return min(cfg.epochs, cfg.stop_at or cfg.epochs)
+
+
+def _stopped_at(cfg: FinetuneConfig, state: TrainState) -> int | None:
+    """The epoch a race ended the run at (`stop_at` before the cap and early stopping)."""
+    done = len(state.history)
+    early = cfg.stop_at is not None and done == cfg.stop_at < cfg.epochs
+    return done if early and not state.stopped else None
+
+
+def _mark_paused(out_dir: Path, state: TrainState, split: str) -> None:
+    """RUN/paused.json: where the run stopped and its best selection score so far."""
+    best = state.history[state.best_epoch - 1] if state.best_epoch else {}
+    write_json(
+        out_dir / PAUSED,
+        {
+            "epoch": len(state.history),
+            "best_epoch": state.best_epoch,
+            "split": split,
+            "selection": best.get("selection", {}),
+            "seconds": state.seconds,
+            "cpu_seconds": state.cpu_seconds,
+        },
+    )
 
 
 def _cost(fit: _Fit, out_dir: Path, examples, state: TrainState, seconds: float):
@@ -258,18 +302,19 @@ def _cost(fit: _Fit, out_dir: Path, examples, state: TrainState, seconds: float)
     }
 
 
-def _epochs(fit: _Fit, cfg, spec, examples, state, out_dir, clock, zero, checkpoint, on_step):
-    """Train from `state` to the last epoch or early stopping, logging each epoch."""
-    model = fit.model
-    for epoch in range(state.epoch, cfg.epochs + 1):
-        if state.stopped:
+def _epochs(fit: _Fit, cfg, train_set, chosen, state, out_dir, clock, zero, checkpoint, on_step):
+    """Train from `state` to the last epoch (the cap, or a race's stop), early stopping, or
+    a race's rung (`pause_at`), logging each epoch; every choice scores `chosen` (the
+    selection split: its name and examples) alone."""
+    model, spec = fit.model, cfg.spec
+    split, chosen = chosen
+    for epoch in range(state.epoch, _last_epoch(cfg) + 1):
+        if state.stopped or (cfg.pause_at is not None and epoch > cfg.pause_at):
             break
-        trainable = unfreeze(model.layer_groups(), epoch, cfg.settings()["gradual_unfreezing"])
-        _train_epoch(
-            fit, cfg, examples["train"], epoch, state, checkpoint, on_step, examples["dev"]
-        )
-        record = _end_epoch(fit, cfg, spec, examples["dev"], epoch, state, out_dir)
-        record.update(trainable=trainable, seconds=round(clock() - zero, 2))
+        trainable = unfreeze(model.layer_groups(), epoch, cfg.settings().gradual_unfreezing)
+        _train_epoch(fit, cfg, train_set, epoch, state, checkpoint, on_step, chosen)
+        record = _end_epoch(fit, cfg, spec, chosen, epoch, state, out_dir)
+        record.update(split=split, trainable=trainable, seconds=round(clock() - zero, 2))
         if state.within:
             record["within"], state.within = state.within, []
         state.history.append(record)
@@ -277,29 +322,22 @@ def _epochs(fit: _Fit, cfg, spec, examples, state, out_dir, clock, zero, checkpo
         if cfg.progress:
             print(
                 f"epoch {epoch}: loss {record['train_loss']:.4f} "
-                f"dev {spec.metric} {record['dev'][spec.metric]:.4f}"
+                f"{record['split']} {spec.metric} {record['selection'][spec.metric]:.4f}"
             )
         state.epoch, state.batch, state.loss_sum, state.loss_n = epoch + 1, 0, 0.0, 0
         checkpoint()
 
 
 def _examples(cfg: FinetuneConfig):
-    """The task's examples per split present (train and dev needed, with gold labels), every
-    row checked; `max_train_examples` drawn at random with the seed, kept in file order."""
-    from snowfire.tasks import available_splits, read_split, train_subset
+    """The task as a run reads it (`tasks.read_training`, ❄️ heads' path too: every row
+    checked; train and dev needed, with gold labels; the split roles of the honest protocol
+    and the carved selection slice; train cut to the `max_train_examples` drawn with the
+    seed, in file order)."""
+    from snowfire.tasks import read_training
 
-    spec = cfg.spec
-    splits = available_splits(spec, cfg.data)
-    for needed in ("train", "dev"):
-        if needed not in splits:
-            raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
-    examples = {s: read_split(spec, cfg.data, s) for s in splits}
-    keep = train_subset(len(examples["train"]), cfg.max_train_examples, cfg.seed)
-    if keep is not None:  # the same draw as a ❄️ head's with this cap and seed
-        examples["train"] = [examples["train"][i] for i in keep]
-    if gold_of(spec, examples["train"]) is None or gold_of(spec, examples["dev"]) is None:
-        raise ValueError(f"{spec.name}: the train and dev splits in {cfg.data} need gold labels")
-    return examples
+    return read_training(
+        cfg.spec, cfg.data, cap=cfg.max_train_examples, seed=cfg.seed, selection=cfg.selection
+    )
 
 
 def _run_info(cfg: FinetuneConfig, spec, fit: _Fit, identity, examples, total_steps: int):
@@ -307,7 +345,7 @@ def _run_info(cfg: FinetuneConfig, spec, fit: _Fit, identity, examples, total_st
     return {
         "finetune": cfg.to_json(),
         "recipe": cfg.recipe_record(),
-        "peak_lr": cfg.settings()["lr"],
+        "peak_lr": cfg.settings().lr,
         "layer_groups": [
             {
                 "name": g["name"],
@@ -330,12 +368,12 @@ def _train_epoch(
     fit: _Fit, cfg, train_set, epoch: int, state: TrainState, checkpoint, on_step, dev_set=None
 ):
     """The batches of `epoch` from `state.batch` on (the order is a function of seed and
-    epoch, so a resumed epoch sees the same batches); dev scored `cfg.curve_points` times
-    within it for the learning curve."""
+    epoch, so a resumed epoch sees the same batches); the selection split scored
+    `cfg.curve_points` times within it for the learning curve."""
     from tqdm import tqdm
 
     model, device = fit.model, fit.device
-    if state.batch == 0 and hasattr(model, "refresh_state"):
+    if state.batch == 0:
         model.refresh_state()  # ELMo: mid-epoch resumption keeps the restored state
     model.train()
     batches = epoch_batches(
@@ -362,7 +400,7 @@ def _train_epoch(
         with torch.autocast(device.type, dtype=torch.float16, enabled=fit.amp):
             _, loss = model(batch)
         task_loss = loss.item()
-        if pulled:  # L2-SP: λ ||θ − θ₀||² over the trained encoder weights
+        if pulled and fit.anchors is not None:  # L2-SP: λ ||θ − θ₀||² over the trained encoder
             loss = loss + cfg.l2sp * l2sp_penalty(pulled, fit.anchors)
         fit.optimizer.zero_grad(set_to_none=True)
         fit.scaler.scale(loss).backward()
@@ -389,29 +427,33 @@ def _train_epoch(
     bar.close()
 
 
-def _curve_point(fit: _Fit, cfg, dev_set, at: float) -> dict[str, Any]:
-    """Dev scored mid-epoch at position `at` (epochs), for the curve only; training resumes
-    unchanged (BERT family: no state, no random numbers drawn)."""
+def _curve_point(fit: _Fit, cfg, chosen, at: float) -> dict[str, Any]:
+    """The selection split scored mid-epoch at position `at` (epochs), for the curve only;
+    training resumes unchanged (BERT family: no state, no random numbers drawn)."""
     from snowfire.tasks import evaluate
 
     spec = cfg.spec
-    preds = decode(spec, predict(fit.model, dev_set, cfg.batch_size, fit.device))
+    preds = decode(spec, predict(fit.model, chosen, cfg.batch_size, fit.device))
     fit.model.train()
-    return {"epoch": round(at, 4), "dev": evaluate(spec, gold_of(spec, dev_set), preds)}
+    gold = gold_of(spec, chosen)
+    assert gold is not None  # the selection split is labelled: read_training checks
+    return {"epoch": round(at, 4), "selection": evaluate(spec, gold, preds)}
 
 
-def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out_dir: Path):
-    """Score dev, keep the best weights (RUN/best.pt), update early stopping; the epoch's
-    log record."""
+def _end_epoch(fit: _Fit, cfg, spec, chosen, epoch: int, state: TrainState, out_dir: Path):
+    """Score the selection split (its predictions kept: RUN/selection/epoch-k.tsv), keep the
+    best weights (RUN/best.pt), update early stopping; the epoch's log record."""
     from snowfire.tasks import evaluate
 
-    preds = decode(spec, predict(fit.model, dev_set, cfg.batch_size, fit.device))
-    dev = evaluate(spec, gold_of(spec, dev_set), preds)
-    score = dev[spec.metric]
-    key = -math.inf if math.isnan(score) else score  # a constant prediction has no pearson
-    if key > state.best or state.best_epoch is None:
-        state.best, state.best_epoch, state.bad = key, epoch, 0
-        save_torch(out_dir / BEST, trained_state(fit.model))
+    preds = decode(spec, predict(fit.model, chosen, cfg.batch_size, fit.device))
+    write_predictions(selection_file(out_dir, epoch), spec, chosen, preds)
+    gold = gold_of(spec, chosen)
+    assert gold is not None  # the selection split is labelled: read_training checks
+    scores = evaluate(spec, gold, preds)
+    score = scores[spec.metric]  # finite: every metric is (a constant prediction's pearson is 0)
+    if score > state.best or state.best_epoch is None:
+        state.best, state.best_epoch, state.bad = score, epoch, 0
+        save_torch(out_dir / BEST, fit.model.trained_state())
     else:
         state.bad += 1
         state.stopped = state.bad >= cfg.patience
@@ -420,7 +462,7 @@ def _end_epoch(fit: _Fit, cfg, spec, dev_set, epoch: int, state: TrainState, out
         "step": state.step,
         "train_loss": state.loss_sum / max(state.loss_n, 1),
         "lr": fit.scheduler.get_last_lr()[0],
-        "dev": dev,
+        "selection": scores,
     }
 
 
@@ -430,7 +472,7 @@ def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path) -> dict[str, dict[str
     from snowfire.tasks import evaluate
 
     model = fit.model
-    load_trained(model, torch.load(out_dir / BEST, map_location=fit.device, weights_only=True))
+    model.load_trained(torch.load(out_dir / BEST, map_location=fit.device, weights_only=True))
     metrics = {}
     for split, split_examples in examples.items():
         preds = decode(spec, predict(model, split_examples, cfg.batch_size, fit.device))
@@ -438,20 +480,20 @@ def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path) -> dict[str, dict[str
         gold = gold_of(spec, split_examples)
         if gold is not None:
             metrics[split] = evaluate(spec, gold, preds)
-    if getattr(model, "method", "full") == "full":  # partial: best.pt is all it keeps
+    if model.method == "full":  # partial: best.pt is all it keeps
         model.save_encoder(out_dir / ENCODER)
     return metrics
 
 
 def build_optimizer(
-    model: nn.Module, cfg: FinetuneConfig, total_steps: int
+    model: FireModel, cfg: FinetuneConfig, total_steps: int
 ) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW over the model's layer groups with the recipe's discriminative rates, and its
     schedule (`cfg.settings()`: the recipe in effect for the task)."""
     settings = cfg.settings()
     groups = param_groups(
-        model.layer_groups(), settings["lr"], settings["discriminative"], cfg.weight_decay
+        model.layer_groups(), settings.lr, settings.discriminative, cfg.weight_decay
     )
     optimizer = torch.optim.AdamW(groups)
-    multiplier = lr_multiplier(settings["schedule"], total_steps, settings["warmup"])
+    multiplier = lr_multiplier(settings.schedule, total_steps, settings.warmup)
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)

@@ -7,50 +7,43 @@
 
 Dimension glossary: B batch, L layers, T words, S subword pieces (tokens), D hidden size,
 K tags / classes; in the heads also Sa, Sb the pieces of text a and b of a pair, and H a head's
-own hidden width (each LSTM direction).
+own hidden width (each LSTM direction). The blocks they share with the 🔥 models (scalar mix,
+BiLSTM, masked ops, ESIM's enhancement, CRF outputs) are `snowfire.nn`'s.
 """
 
+from snowfire.options import lazy_exports
+
+#: name -> where it loads from on first use: TrainConfig (the CLI) loads no torch
 _WHERE = {
-    "Head": "base",
-    "cosine_scores": "baseline",
-    "collate": "batch",
-    "HeadBatch": "batch",
-    "IGNORE_INDEX": "batch",
-    "KINDS": "batch",  # defined in tasks.registry
-    "BCN": "bcn",
-    "TrainConfig": "config",
-    "FeatureSource": "data",
-    "enhance": "esim",
-    "ESIM": "esim",
-    "pool_pair": "esim",
-    "PredictConfig": "predict",
-    "load_head": "predict",
-    "run_predict": "predict",
-    "task_targets": "data",
-    "PooledHead": "pooled",
-    "predict_featureset": "predict",
-    "predict_texts": "predict",
-    "Probe": "probe",
-    "build_head": "registry",
-    "HEADS": "registry",
-    "HeadSpec": "registry",
-    "ScalarMix": "scalar_mix",
-    "BiLSTM": "sequence",
-    "masked_max": "sequence",
-    "decode_tags": "tagger",
-    "tag_loss": "tagger",
-    "Tagger": "tagger",
-    "TagScores": "tagger",
-    "train": "trainer",
+    "Head": ".base:Head",
+    "cosine_scores": ".baseline:cosine_scores",
+    "collate": ".batch:collate",
+    "HeadBatch": ".batch:HeadBatch",
+    "KINDS": ".batch:KINDS",  # defined in tasks.registry
+    "BCN": ".bcn:BCN",
+    "TrainConfig": ".config:TrainConfig",
+    "FeatureSource": ".data:FeatureSource",
+    "ESIM": ".esim:ESIM",
+    "PredictConfig": ".predict:PredictConfig",
+    "load_head": ".predict:load_head",
+    "run_predict": ".predict:run_predict",
+    "task_targets": "snowfire.tasks:task_targets",  # ❄️ and 🔥 alike
+    "PooledHead": ".pooled:PooledHead",
+    "predict_featureset": ".predict:predict_featureset",
+    "predict_texts": ".predict:predict_texts",
+    "Probe": ".probe:Probe",
+    "build_head": ".registry:build_head",
+    "HEADS": ".registry:HEADS",
+    "HeadSpec": ".registry:HeadSpec",
+    "Tagger": ".tagger:Tagger",
+    "train": ".trainer:train",
 }
 
 __all__ = [
     "BCN",
     "ESIM",
     "HEADS",
-    "IGNORE_INDEX",
     "KINDS",
-    "BiLSTM",
     "FeatureSource",
     "Head",
     "HeadBatch",
@@ -58,31 +51,18 @@ __all__ = [
     "PooledHead",
     "PredictConfig",
     "Probe",
-    "ScalarMix",
-    "TagScores",
     "Tagger",
     "TrainConfig",
     "build_head",
     "collate",
     "cosine_scores",
-    "decode_tags",
-    "enhance",
     "load_head",
-    "masked_max",
-    "pool_pair",
     "predict_featureset",
     "predict_texts",
     "run_predict",
-    "tag_loss",
     "task_targets",
     "train",
 ]
 
 
-def __getattr__(name: str):
-    # names load on first use: `from heads.config import TrainConfig` (the CLI) loads no torch
-    if name in _WHERE:
-        import importlib
-
-        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _WHERE)

@@ -7,7 +7,7 @@ The contract (the training loop never asks which head it holds):
 
     classification: output (B, K) logits,  loss = cross-entropy
     regression:     output (B,) scores,    loss = mean squared error
-    tagging:        output TagScores(emissions (B, T, K), mask (B, T)), see tagger.py
+    tagging:        output TagScores(emissions (B, T, K), mask (B, T)), see snowfire.nn (crf.py)
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class Head(nn.Module):
     "single", "pair" or "any") and `models` (what one prediction is, for refusals).
     """
 
-    name: ClassVar[str] = "head"
+    name: str = "head"  # the class's, or set per instance from its options (tagger, MLP)
     kinds: ClassVar[tuple[str, ...]] = ("classification", "regression")
     texts: ClassVar[str] = "any"
     models: ClassVar[str] = "one label or score per example"

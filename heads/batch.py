@@ -27,9 +27,8 @@ import numpy as np
 import torch
 
 from snowfire.cache import ExampleBatch
+from snowfire.nn import IGNORE_INDEX
 from snowfire.tasks import KINDS
-
-IGNORE_INDEX = -100  # padded tag positions (what nn.CrossEntropyLoss ignores)
 
 
 @dataclass
@@ -129,7 +128,8 @@ def collate(
     batch = HeadBatch(kind, features, mask, type_ids, word_ids, keys=keys, layers=list(eb.layers))
 
     if pair:
-        parts_a, parts_b = [], []
+        parts_a: list[np.ndarray] = []
+        parts_b: list[np.ndarray] = []
         for i, (s, e) in enumerate(spans):
             is_word = np.asarray(eb.word_ids[s:e]) >= 0  # (S_i,) specials dropped
             in_b = np.arange(e - s) >= starts[i]  # (S_i,)

@@ -21,10 +21,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from snowfire.nn import BiLSTM, ScalarMix, masked_max, masked_mean, masked_min, masked_softmax
+
 from .base import Head
 from .batch import HeadBatch
-from .scalar_mix import ScalarMix
-from .sequence import BiLSTM, masked_max, masked_mean, masked_min, masked_softmax
 
 
 class Maxout(nn.Module):

@@ -4,17 +4,17 @@ the CLI flags of `snowfire train` and the train job's params are derived from it
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from functools import cached_property
 from typing import Any
 
-from snowfire.extractor import PAIR_ENCODINGS
+from snowfire.extractor import DEVICE_HELP, PAIR_ENCODINGS
 from snowfire.options import check, option
-from snowfire.tasks import TASK_NAMES
+from snowfire.tasks import PAUSE_HELP, SELECTION_HELP, SELECTIONS, STOP_HELP, TaskFields
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """Everything that defines a head run (recorded in RUN/config.json). Checked when built.
+class TrainConfig(TaskFields):
+    """Everything that defines a head run (recorded in RUN/config.json): the task (`task` or
+    `task_spec`, and `data`: tasks.TaskFields) and the fields below. Checked when built.
     The `volatile` fields may change between attempts: a finished run in `out` made with
     other values of them is reused (rundir.finished_or_refuse)."""
 
@@ -24,16 +24,6 @@ class TrainConfig:
     encoder: str = option(help="the encoder spec the features were extracted with (e.g. minilm)")
     head: str = option(help="head name (linear, mlp, probe, bcn, esim, bilstm-crf, ...)")
     out: str = option(help="run directory", volatile=True)
-    task: str | None = option(None, "a registered task (or --task-spec)", choices=TASK_NAMES)
-    task_spec: str | dict | None = option(
-        None,
-        "your own task: a spec file (.yaml, .yml, .json; README 'Your own task'); a job "
-        "may give the spec object",
-    )
-    data: str | None = option(
-        None,
-        "task data directory (a registered task's files; a job's spec object: its relative paths)",
-    )
     seed: int = option(0, "seeds the head's initialisation, the data order and dropout")
     epochs: int = option(
         20, "passes over the training data (the maximum, with early stopping)", ge=1
@@ -50,7 +40,17 @@ class TrainConfig:
     )
     lr: float = option(1e-3, "learning rate (AdamW)", gt=0)
     weight_decay: float = option(0.01, "AdamW's decoupled weight decay", ge=0)
-    patience: int = option(3, "epochs without a better dev metric before stopping", ge=1)
+    patience: int = option(
+        3, "epochs without a better score on the selection split before stopping", ge=1
+    )
+    selection: str = option(
+        "auto",
+        SELECTION_HELP,
+        choices=SELECTIONS,
+        absent="dev",
+    )
+    pause_at: int | None = option(None, PAUSE_HELP, ge=1, volatile=True)
+    stop_at: int | None = option(None, STOP_HELP, ge=1, volatile=True)
     pair_encoding: str | None = option(
         None,
         "pick the joint or separate feature sets when both exist",
@@ -74,9 +74,7 @@ class TrainConfig:
         volatile=True,
     )
     progress: bool = option(True, "show a progress bar", volatile=True)
-    device: str | None = option(
-        None, "cpu, cuda, cuda:1 (default: the GPU when present)", volatile=True
-    )
+    device: str | None = option(None, DEVICE_HELP, volatile=True)
 
     def __post_init__(self) -> None:
         check(self)
@@ -91,6 +89,7 @@ class TrainConfig:
             encoder_family(self.encoder)
         except ValueError as err:
             raise ValueError(f"TrainConfig.encoder: {err}") from err
+        self.resolve_spec()
         spec = self.spec
         try:
             check_head(self.head, spec.kind, spec.pair, self.hparams)
@@ -102,13 +101,6 @@ class TrainConfig:
             raise ValueError(
                 f"TrainConfig.layer: only the probe head reads one layer, not {self.head!r}"
             )
-
-    @cached_property
-    def spec(self):
-        """The task (`tasks.TaskSpec`): `task` or `task_spec`, resolved and checked."""
-        from snowfire.tasks import config_task
-
-        return config_task("TrainConfig", self.task, self.task_spec, self.data)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

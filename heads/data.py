@@ -1,5 +1,5 @@
-"""Where a trainer's features come from: a feature set, preloaded when small, else streamed;
-and the targets a head trains on (`task_targets`)."""
+"""Where a trainer's features come from: a feature set, preloaded when small, else streamed.
+(The targets a head trains on are `tasks.task_targets`, the 🔥 models' too.)"""
 
 from __future__ import annotations
 
@@ -9,24 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from snowfire.cache import ExampleBatch, FeatureSetInfo, Reader
-from snowfire.tasks import gold_of, length_batches
+from snowfire.cache import ExampleBatch, FeatureSetInfo, Reader, split_pages
+from snowfire.tasks import length_batches
 
 log = logging.getLogger(__name__)
-
-
-def task_targets(spec, examples) -> np.ndarray | list | None:
-    """What a head trains on, per example: class indices (in `spec.labels` order), float
-    scores, or per word an array of tag indices; None for a split without gold labels."""
-    if gold_of(spec, examples) is None:
-        return None  # an unlabelled split (a test file without gold): predictions only
-    if spec.kind == "regression":
-        return np.array([float(e.label) for e in examples], dtype=np.float32)
-    if spec.kind == "classification":
-        lookup = {label: i for i, label in enumerate(spec.labels)}
-        return np.array([lookup[str(e.label)] for e in examples], dtype=np.int64)
-    lookup = {tag: i for i, tag in enumerate(spec.labels)}
-    return [np.array([lookup[t] for t in e.tags], dtype=np.int64) for e in examples]
 
 
 def take(eb: ExampleBatch, indices: Sequence[int]) -> ExampleBatch:
@@ -60,14 +46,21 @@ def _batches(lengths: np.ndarray, batch_size: int, rng, pool: int) -> list[np.nd
     return length_batches(lengths, batch_size, pool, rng)
 
 
+#: The most bytes of features a streamed block holds (with `block_examples`): two blocks are
+#: in memory while streaming, the one trained on and the next, read meanwhile.
+BLOCK_BYTES = 256 << 20
+
+
 class FeatureSource:
     """Batches of one feature set for a trainer, never the whole set in memory unless it fits.
 
-    A set whose features fit in `max_bytes` is read once (segment-wise, fast) and sliced in
-    memory. A bigger one streams: its indices in on-disk order are cut into blocks of
-    `block_examples`, each block is one fast read (prefetched in a thread while the model trains
-    on the previous one), and training shuffles the block order and the examples within each
-    block (a shuffle buffer).
+    A set whose features fit in `max_bytes` is read once (segment-wise, fast; over REST in
+    pages, cache/paging.py) and sliced in memory. A bigger one streams: its indices in
+    on-disk order are cut into blocks of at most `block_examples` examples and `block_bytes`
+    bytes (the examples' lengths say their size), each block is one fast read (prefetched in
+    a thread while the model trains on the previous one), and training shuffles the block
+    order and the examples within each block (a shuffle buffer). Memory then stays bounded by
+    two blocks, whatever the set's size.
     """
 
     def __init__(
@@ -78,15 +71,17 @@ class FeatureSource:
         max_bytes: int,
         block_examples: int = 2048,
         subset: list[int] | None = None,
+        block_bytes: int = BLOCK_BYTES,
     ):
         self.reader, self.info, self.layers = reader, info, layers
-        self.block_examples = block_examples
+        self.block_examples, self.block_bytes = block_examples, block_bytes
         #: the examples served (a capped training set), else all of them
         self.examples = list(range(info.num_examples)) if subset is None else list(subset)
         n_layers = len(layers) if layers else info.num_layers
-        tokens = info.manifest.get("num_tokens") or info.num_examples * 64
-        tokens = tokens * len(self.examples) // max(info.num_examples, 1)
-        self.nbytes = tokens * info.bytes_per_token(n_layers)  # an int8 set stays int8 here
+        per_token = info.bytes_per_token(n_layers)  # an int8 set stays int8 here
+        #: (n,) bytes of each example's features in the set, as held here
+        self.sizes = np.asarray(reader.featureset_lengths(info.id), dtype=np.int64) * per_token
+        self.nbytes = int(self.sizes[self.examples].sum())
         self.all: ExampleBatch | None = None
         self.order: list[int] = []
         if self.nbytes <= max_bytes:
@@ -114,17 +109,18 @@ class FeatureSource:
         """Yield (indices, ExampleBatch); shuffled when `rng` is given, else a fixed order.
         Indices are the feature set's example numbers. `pool` (with `rng`): length-bucketed
         batches of similar token counts (tasks.length_batches), within each streamed block."""
-        n = self.num_examples
         if self.all is not None:
             for pos in _batches(np.diff(self.all.offsets), batch_size, rng, pool):
                 pos = pos.tolist()
                 yield [self.examples[p] for p in pos], _floats(take(self.all, pos))
             return
-        blocks = [self.order[i : i + self.block_examples] for i in range(0, n, self.block_examples)]
+        cuts = split_pages(self.sizes[self.order], self.block_bytes, self.block_examples)
+        blocks = [self.order[lo:hi] for lo, hi in cuts]
         if rng is not None:
             blocks = [blocks[b] for b in rng.permutation(len(blocks))]
         pending = self._pool.submit(self._read, blocks[0]) if blocks else None
         for b, block in enumerate(blocks):
+            assert pending is not None  # block b was submitted before its turn
             data = pending.result()
             if b + 1 < len(blocks):
                 pending = self._pool.submit(self._read, blocks[b + 1])

@@ -28,36 +28,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from snowfire.nn import BiLSTM, ScalarMix, enhance, masked_mean, pool_pair
+
 from .base import Head
 from .batch import HeadBatch
-from .scalar_mix import ScalarMix
-from .sequence import BiLSTM, masked_max, masked_mean, masked_softmax
-
-
-def enhance(
-    a: torch.Tensor, b: torch.Tensor, mask_a: torch.Tensor, mask_b: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """ESIM's local inference (Chen et al. 2017): each position of a attends over b and vice
-    versa (e = a b^T, softmax over the other side's real positions), then [x; x~; x - x~; x * x~].
-
-    a (B, Sa, E), b (B, Sb, E), masks (B, Sa), (B, Sb) -> m_a (B, Sa, 4E), m_b (B, Sb, 4E).
-    Used by the ESIM head and by the 🔥 ELMo model's bi-attention."""
-    e = torch.bmm(a, b.transpose(1, 2))  # (B, Sa, Sb)
-    a_tilde = torch.bmm(masked_softmax(e, mask_b[:, None, :]), b)  # (B, Sa, E)
-    b_tilde = torch.bmm(masked_softmax(e.transpose(1, 2), mask_a[:, None, :]), a)  # (B, Sb, E)
-    m_a = torch.cat([a, a_tilde, a - a_tilde, a * a_tilde], dim=-1)  # (B, Sa, 4E)
-    m_b = torch.cat([b, b_tilde, b - b_tilde, b * b_tilde], dim=-1)  # (B, Sb, 4E)
-    return m_a, m_b
-
-
-def pool_pair(
-    v_a: torch.Tensor, v_b: torch.Tensor, mask_a: torch.Tensor, mask_b: torch.Tensor
-) -> torch.Tensor:
-    """ESIM's pooling: [mean(v_a); max(v_a); mean(v_b); max(v_b)] over the real positions.
-    (B, Sa, E), (B, Sb, E) -> (B, 4E)."""
-    parts = [masked_mean(v_a, mask_a), masked_max(v_a, mask_a)]
-    parts += [masked_mean(v_b, mask_b), masked_max(v_b, mask_b)]
-    return torch.cat(parts, dim=-1)  # (B, 4E)
 
 
 class ESIM(Head):
@@ -101,6 +75,8 @@ class ESIM(Head):
     def forward(self, batch: HeadBatch) -> tuple[torch.Tensor, torch.Tensor | None]:
         self.check_batch(batch)
         mask_a, mask_b = batch.mask_a, batch.mask_b  # (B, Sa), (B, Sb)
+        assert batch.features_a is not None and batch.features_b is not None  # check_batch:
+        assert mask_a is not None and mask_b is not None  # a pair batch has both texts
         x_a, x_b = self.mix(batch.features_a), self.mix(batch.features_b)  # (B, Sa|Sb, D)
         a = self.encoder(self.dropout(x_a), mask_a)  # (B, Sa, 2H)
         b = self.encoder(self.dropout(x_b), mask_b)  # (B, Sb, 2H)

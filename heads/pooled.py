@@ -18,10 +18,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from snowfire.nn import ScalarMix, masked_mean
+
 from .base import Head
 from .batch import HeadBatch
-from .scalar_mix import ScalarMix
-from .sequence import masked_mean
 
 #: How the sequence becomes one vector.
 POOLS = ("mean", "cls")
@@ -71,6 +71,7 @@ class PooledHead(Head):
         self.pool = pool
         self.mix = ScalarMix(num_layers)
         self.dropout = nn.Dropout(dropout)
+        self.out: nn.Module
         if hidden:
             self.out = nn.Sequential(
                 nn.Linear(dim, hidden),

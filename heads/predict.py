@@ -72,9 +72,11 @@ def run_predict(config: PredictConfig) -> list:
     if not isinstance(config, PredictConfig):
         raise TypeError(f"run_predict: expected a PredictConfig, got {type(config).__name__}")
     if config.featureset is not None:
+        assert config.store is not None  # __post_init__: a feature set comes with its store
         return predict_featureset(
             config.run, config.store, config.featureset, config.out, data=config.data
         )
+    assert config.input is not None  # __post_init__: exactly one of featureset and input
     return predict_texts(
         config.run, config.input, config.out, store=config.store, device=config.device
     )

@@ -18,59 +18,16 @@ piece of the sentence, then each word takes the BiLSTM state at its first piece.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torchcrf import CRF
 
+from snowfire.nn import BiLSTM, ScalarMix, TagScores, decode_tags, tag_loss
+
 from .base import Head
-from .batch import IGNORE_INDEX, HeadBatch
-from .scalar_mix import ScalarMix
-from .sequence import BiLSTM
+from .batch import HeadBatch
 
 OUTPUTS = ("crf", "softmax")
-
-
-class TagScores(NamedTuple):
-    """A tagger's output (❄️ heads and 🔥 output layers): per-word tag scores, which words
-    are real, and (🔥) each sentence's length in words.
-
-    emissions: (B, T, K); mask: (B, T) bool, a prefix of each row; lengths: (B,) words of each
-    sentence, >= mask.sum(1) when BERT truncation dropped a sentence's last words (None: the
-    mask's count).
-    """
-
-    emissions: torch.Tensor
-    mask: torch.Tensor
-    lengths: torch.Tensor | None = None
-
-
-def tag_loss(scores: TagScores, tags: torch.Tensor | None, crf) -> torch.Tensor | None:
-    """CRF negative log-likelihood (mean over sentences) when `crf` is a torchcrf.CRF, else
-    token cross-entropy over the real words; None without tags. tags: (B, T) long."""
-    if tags is None:
-        return None
-    emissions, mask = scores.emissions, scores.mask
-    if crf is None:
-        return F.cross_entropy(
-            emissions.flatten(0, 1),
-            tags.masked_fill(~mask, IGNORE_INDEX).flatten(),
-            ignore_index=IGNORE_INDEX,
-        )  # ()
-    gold = tags.masked_fill(~mask, 0)  # (B, T) the CRF indexes with every position
-    return -crf(emissions, gold, mask=mask, reduction="mean")  # ()
-
-
-def decode_tags(scores: TagScores, crf) -> list[list[int]]:
-    """Viterbi paths (CRF) or per-word argmax: one list of tag indices per sentence, as long
-    as its real words in the mask."""
-    emissions, mask = scores.emissions, scores.mask
-    if crf is not None:
-        return crf.decode(emissions, mask=mask)
-    best = emissions.argmax(dim=-1)  # (B, T)
-    return [row[:n].tolist() for row, n in zip(best, mask.sum(dim=1).tolist(), strict=True)]
 
 
 class Tagger(Head):
@@ -121,7 +78,9 @@ class Tagger(Head):
         if not batch.is_word_level:
             raise ValueError("the tagger reads word-level batches: collate with kind='tagging'")
         mask = batch.word_mask  # (B, T)
+        assert mask is not None and batch.first_piece_index is not None  # word-level
         if self.over_pieces:
+            assert self.encoder is not None  # __init__: over_pieces needs a BiLSTM
             x = self.encoder(self.dropout(self.mix(batch.features)), batch.mask)  # (B, S, 2H)
             index = batch.first_piece_index.unsqueeze(-1).expand(-1, -1, x.shape[-1])  # (B, T, 2H)
             x = torch.gather(x, 1, index) * mask.unsqueeze(-1)  # (B, T, 2H)

@@ -1,9 +1,12 @@
 """The ❄️ trainer: one readable loop that fits a head on cached features only.
 
-build data (feature sets of every split + labels) -> build head -> for each epoch: for each
-batch `out, loss = head(batch)`, backward, step; evaluate dev; keep the best; stop early ->
-evaluate every split -> write config, metrics, per-epoch log, scalar-mix weights, predictions
-and weights (safetensors). The encoder is never run here.
+build data (feature sets of every split + labels; the split roles of the honest protocol,
+tasks/selection.py) -> build head -> for each epoch: for each batch `out, loss = head(batch)`,
+backward, step; score the selection split; keep the best; stop early -> evaluate every split ->
+write config, metrics, per-epoch log, scalar-mix weights, predictions and weights
+(safetensors). The encoder is never run here; the report split is scored once, at the end.
+A run may pause after an epoch (`pause_at`, a rung of paired racing) and continue later from
+RUN/checkpoint.pt, or be ended early at one (`stop_at`).
 """
 
 from __future__ import annotations
@@ -14,32 +17,34 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-
+from snowfire.extractor import current_featureset, default_device
 from snowfire.rundir import (
+    CHECKPOINT,
     CONFIG,
     HEAD,
     LOG,
     METRICS,
+    PAUSED,
     PREDICTIONS,
     SCALAR_MIX,
+    SELECTION,
     WEIGHTS,
     atomic_write,
     finished_or_refuse,
     hold_run,
     prediction_file,
+    selection_file,
     write_json,
     write_lines,
 )
-from snowfire.tasks import decode, gold_of, write_predictions
+from snowfire.tasks import TrainingSplits, decode, gold_of, read_training, write_predictions
 
 from .config import TrainConfig
-from .data import task_targets
 
 log = logging.getLogger(__name__)
 
 #: What a head run writes in its directory (cleared before a new attempt).
-RUN_FILES = (CONFIG, METRICS, LOG, SCALAR_MIX, HEAD, WEIGHTS, PREDICTIONS)
+RUN_FILES = (CONFIG, METRICS, LOG, SCALAR_MIX, HEAD, WEIGHTS, PREDICTIONS, SELECTION, PAUSED)
 
 
 def _same_text(reader, cfg: TrainConfig, split: str, source: dict):
@@ -58,22 +63,15 @@ def _same_text(reader, cfg: TrainConfig, split: str, source: dict):
 
 
 def _featureset(reader, cfg: TrainConfig, split: str, n_examples: int):
-    """The feature set of one split of the task: made by the encoder from this very file
-    (its sha256 and, for a user task, how it is read), so an edited file is never trained on
-    with the features of its old texts."""
+    """The feature set of one split of the task: the current one of this very file
+    (extractor.current_featureset), else the one --featureset names, else one of another task
+    read from the same file the same way."""
     from snowfire.cache import FeatureSetNotFoundError
     from snowfire.tasks import split_source
 
     source = split_source(cfg.spec, cfg.data, split)
     try:
-        info = reader.find_featureset(
-            encoder=cfg.encoder,
-            task=cfg.spec.name,
-            split=split,
-            pair_encoding=cfg.pair_encoding,
-            sha256=source["sha256"],
-            read=source.get("read"),
-        )
+        info = current_featureset(reader, cfg.encoder, cfg.spec, cfg.data, split, cfg.pair_encoding)
     except FeatureSetNotFoundError:
         if cfg.featureset is not None:
             hits = [
@@ -117,60 +115,58 @@ def _subset(targets, idx):
 
 
 def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
-    """Fit a head; write the run directory (rundir/files.py); return metrics per split.
+    """Fit a head; write the run directory (rundir/files.py); return metrics per split, or {}
+    when the run paused (`pause_at`: RUN/paused.json says where; the same config continues).
 
     The run directory is held by this process for the whole run (rundir.hold_run: a retry of the
     same job while this one lives fails at once). A finished run of the same config there is
-    returned as it is, one of another config refused (rundir.finished_or_refuse); what a killed
-    attempt left (no metrics.json) is cleared first, so a run never continues on top of
-    half-written files.
+    returned as it is, one of another config refused (rundir.finished_or_refuse); a paused run
+    of the same config continues from its checkpoint; what a killed attempt left otherwise is
+    cleared first, so a run never continues on top of half-written files.
     """
-    examples = _examples(cfg)  # every row checked before anything is written
+    # every row checked before anything is written; the split roles and the subsample 🔥 uses
+    # with this cap, seed and selection
+    data = read_training(
+        cfg.spec, cfg.data, cap=cfg.max_train_examples, seed=cfg.seed, selection=cfg.selection
+    )
     out = Path(cfg.out)
     with hold_run(out):
         done = finished_or_refuse(out, cfg, "train")
         if done is not None:
             return done
-        for name in RUN_FILES:
-            target = out / name
-            if target.is_dir():
-                shutil.rmtree(target)
-            else:
-                target.unlink(missing_ok=True)
-        return _fit(cfg, examples)
+        if not (out / CHECKPOINT).is_file():
+            for name in RUN_FILES:
+                target = out / name
+                if target.is_dir():
+                    shutil.rmtree(target)
+                else:
+                    target.unlink(missing_ok=True)
+        return _fit(cfg, data)
 
 
-def _examples(cfg: TrainConfig) -> dict[str, list]:
-    """The examples of every split present (train and dev needed), each row checked."""
-    from snowfire.tasks import available_splits, read_split
-
-    spec = cfg.spec
-    splits = available_splits(spec, cfg.data)
-    for needed in ("train", "dev"):
-        if needed not in splits:
-            raise ValueError(f"{spec.name}: no {needed} split in {cfg.data} (found {splits})")
-    return {s: read_split(spec, cfg.data, s) for s in splits}
-
-
-def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, float]]:
+def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
     import torch
     from tqdm import tqdm
 
     from snowfire.cache import open_reader
-    from snowfire.tasks import evaluate, train_subset
+    from snowfire.rundir import PeakMemory
+    from snowfire.tasks import SELECT, epoch_rng, evaluate, task_targets
 
+    from . import checkpoint
     from .batch import collate
+    from .data import FeatureSource
     from .registry import build_head
 
     torch.manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
-    device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    spec = cfg.spec
-    splits = list(examples)
+    device = default_device(cfg.device)
+    spec, roles = cfg.spec, data.roles
+    examples = data.trained()  # per split: what the run trains on, selects on, scores
+    chosen_on = roles.selection  # every choice below reads this split alone
 
-    # -- data: feature sets + targets of every split
+    # -- data: feature sets + targets of every split (a carved selection slice: train's set)
     reader = open_reader(cfg.store)
-    infos = {s: _featureset(reader, cfg, s, len(examples[s])) for s in splits}
+    stored = list(data.examples)
+    infos = {s: _featureset(reader, cfg, s, len(data.examples[s])) for s in stored}
     pools = {info.encoder_id for info in infos.values()}
     if len(pools) != 1:
         raise ValueError(
@@ -180,18 +176,22 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
     info = infos["train"]
     layers = [cfg.layer] if cfg.head == "probe" and cfg.layer is not None else None
     budget = int(cfg.max_memory_gb * 1e9)
-    from .data import FeatureSource
-
-    keep = train_subset(len(examples["train"]), cfg.max_train_examples, cfg.seed)
     sources = {
-        s: FeatureSource(reader, infos[s], layers, budget, subset=keep if s == "train" else None)
-        for s in splits
+        s: FeatureSource(
+            reader, infos[s], layers, budget, subset=data.keep if s == "train" else None
+        )
+        for s in stored
     }
-    targets = {s: task_targets(spec, examples[s]) for s in splits}
+    targets = {s: task_targets(spec, data.examples[s]) for s in stored}
+    if data.carved is not None:
+        sources[SELECT] = FeatureSource(reader, info, layers, budget, subset=data.carved)
+        targets[SELECT] = targets["train"]  # indexed by position in train
     word_level = spec.kind == "tagging"  # word-piece taggers: hparams {"over_pieces": true}
+    gold_chosen = gold_of(spec, examples[chosen_on])
+    assert gold_chosen is not None  # the selection split is labelled: read_training checks
 
     # -- model
-    num_labels = 1 if spec.kind == "regression" else len(spec.labels)
+    num_labels = 1 if spec.kind == "regression" else len(spec.labels or ())
     hparams = dict(cfg.hparams)
     if cfg.head == "probe" and cfg.layer is not None:
         hparams.setdefault("layer", 0)  # the store returns just that layer
@@ -207,20 +207,26 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     out_dir = Path(cfg.out)
     (out_dir / PREDICTIONS).mkdir(parents=True, exist_ok=True)
-    history: list[dict] = []  # RUN/log.jsonl, rewritten whole after every epoch
+    ckpt = out_dir / CHECKPOINT
+    state, best_state = checkpoint.LoopState(), None
+    if ckpt.is_file():  # a paused run: continue where it stopped
+        state, best_state = checkpoint.restore(ckpt, cfg, head, opt, device)
+        log.info("%s: continuing after epoch %d", out_dir, state.epoch)
+    last = min(cfg.epochs, cfg.stop_at or cfg.epochs)  # a race's stop ends the run early
 
     # -- loop
-    from snowfire.rundir import PeakMemory
-
     peak = PeakMemory(device).start()
-    best, best_state, bad, started = -float("inf"), None, 0, time.perf_counter()
+    started = time.perf_counter() - state.seconds  # as if it had never paused
     n_train = sources["train"].num_examples
-    for epoch in range(1, cfg.epochs + 1):
+    for epoch in range(state.epoch + 1, last + 1):
+        if state.stopped or (cfg.pause_at is not None and state.epoch >= cfg.pause_at):
+            break
         head.train()
         total, seen = 0.0, 0
         bar = tqdm(
             total=n_train, desc=f"epoch {epoch}", unit="ex", disable=not cfg.progress, leave=False
         )
+        rng = epoch_rng(cfg.seed, epoch)  # the epoch's example order, as 🔥 draws it
         for idx, eb in sources["train"].iterate(cfg.batch_size, rng, cfg.bucket_pool):
             batch = collate(
                 eb, _subset(targets["train"], idx), kind=spec.kind, word_level=word_level
@@ -233,35 +239,56 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
             bar.update(len(idx))
             bar.set_postfix(loss=f"{total / seen:.4f}")
         bar.close()
-        preds = _predict(
-            head, sources["dev"], targets["dev"], spec.kind, cfg.batch_size, word_level, device
+        preds = decode(
+            spec,
+            _predict(
+                head,
+                sources[chosen_on],
+                targets[chosen_on],
+                spec.kind,
+                cfg.batch_size,
+                word_level,
+                device,
+            ),
         )
-        dev = evaluate(spec, gold_of(spec, examples["dev"]), decode(spec, preds))
-        score = dev[spec.metric]
-        record = {
-            "epoch": epoch,
-            "train_loss": total / max(seen, 1),
-            "dev": dev,
-            "seconds": round(time.perf_counter() - started, 2),
-        }
-        history.append(record)
-        write_lines(out_dir / LOG, history)
+        write_predictions(selection_file(out_dir, epoch), spec, examples[chosen_on], preds)
+        scores = evaluate(spec, gold_chosen, preds)
+        score = scores[spec.metric]
+        state.history.append(
+            {
+                "epoch": epoch,
+                "train_loss": total / max(seen, 1),
+                "split": chosen_on,
+                "selection": scores,
+                "seconds": round(time.perf_counter() - started, 2),
+            }
+        )
+        write_lines(out_dir / LOG, state.history)
         if cfg.progress:
-            print(f"epoch {epoch}: loss {record['train_loss']:.4f} dev {spec.metric} {score:.4f}")
-        if score > best:
-            best, bad = score, 0
+            print(
+                f"epoch {epoch}: loss {total / max(seen, 1):.4f} "
+                f"{chosen_on} {spec.metric} {score:.4f}"
+            )
+        if score > state.best or state.best_epoch is None:
+            state.best, state.best_epoch, state.bad = score, epoch, 0
             best_state = {k: v.detach().clone() for k, v in head.state_dict().items()}
         else:
-            bad += 1
-            if bad >= cfg.patience:
-                break
+            state.bad += 1
+            state.stopped = state.bad >= cfg.patience
+        state.epoch = epoch
+    peak.stop()
+    state.seconds = time.perf_counter() - started
+    state.cpu_seconds += peak.cpu
+    if state.epoch < last and not state.stopped:  # paused at a rung: keep the state, no metrics
+        checkpoint.save(ckpt, cfg, head, opt, best_state, state)
+        checkpoint.mark_paused(out_dir, state, chosen_on)
+        return {}
+    assert best_state is not None  # at least one epoch ran, and its score was taken
     head.load_state_dict(best_state)
 
     # -- evaluate every split, write the run
     metrics = {}
-    if keep is not None:  # the train split's scores and predictions: the examples trained on
-        examples["train"] = [examples["train"][i] for i in keep]
-    for split in splits:
+    for split in examples:  # the train split's scores and predictions: the examples trained on
         preds = decode(
             spec,
             _predict(
@@ -272,19 +299,41 @@ def _fit(cfg: TrainConfig, examples: dict[str, list]) -> dict[str, dict[str, flo
         if gold is not None:  # a test split without labels gets predictions only
             metrics[split] = evaluate(spec, gold, preds)
         write_predictions(prediction_file(out_dir, split), spec, examples[split], preds)
-    cost = peak.stop().record()
-    _write_run(out_dir, cfg, head, info, metrics, time.perf_counter() - started, layers, cost)
+    cost = peak.record() | {"cpu_seconds": round(state.cpu_seconds, 1)}
+    protocol = {
+        "roles": roles.to_json(),
+        "best_epoch": state.best_epoch,
+        "epochs_run": state.epoch,
+        "stopped_at": _stopped_at(cfg, state),
+        "selection_examples": len(examples[chosen_on]),
+    }
+    _write_run(out_dir, cfg, head, info, metrics, state.seconds, layers, cost, protocol)
+    ckpt.unlink(missing_ok=True)
+    (out_dir / PAUSED).unlink(missing_ok=True)
     return metrics
 
 
+def _stopped_at(cfg: TrainConfig, state) -> int | None:
+    """The epoch a race ended the run at (`stop_at` before the cap and early stopping)."""
+    early = cfg.stop_at is not None and state.epoch == cfg.stop_at < cfg.epochs
+    return state.epoch if early and not state.stopped else None
+
+
 def _write_run(
-    out_dir: Path, cfg: TrainConfig, head, info, metrics, seconds: float, layers, cost=None
+    out_dir: Path,
+    cfg: TrainConfig,
+    head,
+    info,
+    metrics,
+    seconds: float,
+    layers,
+    cost=None,
+    protocol=None,
 ) -> None:
     from safetensors.torch import save
 
+    from snowfire.nn import ScalarMix
     from snowfire.tasks import describe
-
-    from .scalar_mix import ScalarMix
 
     mixes = {
         name: m.weights().tolist() for name, m in head.named_modules() if isinstance(m, ScalarMix)
@@ -316,6 +365,7 @@ def _write_run(
         "features_manifest": info.manifest | {"keys": None},
         "seconds": round(seconds, 2),
         "cost": cost or {},  # the peak memory while it trained (rundir/cost.py)
+        **(protocol or {}),  # roles, best epoch, epochs run, a race's stop (tasks/selection.py)
     }
     write_json(out_dir / CONFIG, config)
     write_json(out_dir / METRICS, metrics)  # last: its presence says the run is finished

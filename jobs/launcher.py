@@ -22,6 +22,7 @@ from snowfire.options import thread_budget, threads_env
 
 from .home import Home
 from .kinds import JOB_KINDS
+from .processes import stop_processes
 
 
 def commands(home: Home, host: str, port: int) -> dict[str, list[str]]:
@@ -37,8 +38,8 @@ def commands(home: Home, host: str, port: int) -> dict[str, list[str]]:
 def run_up(home: str | os.PathLike | None, *, host: str, port: int, grace: float = 15.0) -> int:
     """Run until Ctrl-C/SIGTERM; `home` None reads SNOWFIRE_HOME. `snowfire up` passes the
     service's host and port as its settings resolve them (api/settings.py)."""
-    home = Home.resolve(home)
-    home.root.mkdir(parents=True, exist_ok=True)
+    where = Home.resolve(home)
+    where.root.mkdir(parents=True, exist_ok=True)
     stopping: list[int] = []
 
     def on_signal(signum, frame) -> None:
@@ -47,7 +48,7 @@ def run_up(home: str | os.PathLike | None, *, host: str, port: int, grace: float
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     children: dict[str, subprocess.Popen] = {}
     code = 0
-    todo = commands(home, host, port)
+    todo = commands(where, host, port)
     budget = thread_budget()
     env = {**os.environ, **threads_env(len(todo), budget)}
     try:
@@ -55,7 +56,7 @@ def run_up(home: str | os.PathLike | None, *, host: str, port: int, grace: float
             children[name] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env)
         print(
             f"snowfire up: API on http://{host}:{port}, workers {', '.join(JOB_KINDS)}, "
-            f"data in {home.root} (Ctrl-C stops all); torch threads of each: "
+            f"data in {where.root} (Ctrl-C stops all); torch threads of each: "
             f"{budget.divided(len(todo)).why()}",
             file=sys.stderr,
         )
@@ -67,20 +68,7 @@ def run_up(home: str | os.PathLike | None, *, host: str, port: int, grace: float
                 break
             time.sleep(0.2)
     finally:
-        _stop_all(children, grace)
+        stop_processes(children.values(), grace)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return code
-
-
-def _stop_all(children: dict[str, subprocess.Popen], grace: float) -> None:
-    for child in children.values():
-        if child.poll() is None:
-            child.terminate()
-    deadline = time.monotonic() + grace
-    for child in children.values():
-        try:
-            child.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +35,16 @@ from pydantic import (
 )
 
 from snowfire.extractor import ENCODER_PATTERN
-from snowfire.tasks import INT_MAX, INT_MIN, dotted, integral, value_fault
+from snowfire.options import unwrap_optional
+from snowfire.tasks import (
+    INT_MAX,
+    INT_MIN,
+    TRAINING_SPLITS,
+    dotted,
+    integral,
+    need_splits,
+    value_fault,
+)
 
 from .errors import (
     InvalidJobError,
@@ -56,9 +66,10 @@ class _Params(BaseModel):
 
 def _field_type(hint: Any, choices: tuple | None, bounds: dict[str, float]) -> Any:
     """The pydantic type of a config field: its hint, with `choices` as a Literal and the
-    `bounds` on the value (on each value of a list); an int is JSON Schema's integer."""
-    optional = type(None) in typing.get_args(hint)
-    base = next(a for a in typing.get_args(hint) if a is not type(None)) if optional else hint
+    `bounds` on the value (on each value of a list); an int is JSON Schema's integer. Every
+    member of a union stays: `str | dict | None` (a task_spec: the spec file's path, or the spec
+    object inline) is `str | dict | None` here too."""
+    base, optional = unwrap_optional(hint)
     many = typing.get_origin(base) is list
     item = typing.get_args(base)[0] if many else base
     if choices:
@@ -169,22 +180,14 @@ def _refusal(err: BaseException) -> type[InvalidJobError]:
     return JobConflictError
 
 
-def _splits(spec, data: str | None, needed: list[str]) -> None:
-    """Every split of `spec` in `needed` has its file, and at least one split is there."""
-    from snowfire.tasks import available_splits, split_path
-
-    present = available_splits(spec, data)
-    missing = [s for s in needed if s not in present]
-    if missing:
-        where = ", ".join(
-            str(split_path(spec, data, s)) if s in spec.splits else f"no {s} split" for s in missing
-        )
-        inside = f" in {data}" if spec.folder is not None else ""
-        raise FileNotFoundError(
-            f"no {'/'.join(missing)} split of {spec.name}{inside} (expected {where})"
-        )
-    if not present:
-        raise FileNotFoundError(f"no split of {spec.name} in {data}")
+def _splits(spec, data: str | None, needed: Sequence[str] = TRAINING_SPLITS) -> None:
+    """Every split of `spec` in `needed` has its file, and at least one split is there
+    (tasks.need_splits); a missing one is a missing input (FileNotFoundError, so 404), not
+    params in conflict."""
+    try:
+        need_splits(spec, data, needed)
+    except ValueError as err:
+        raise FileNotFoundError(str(err)) from err
 
 
 def _spec_path(p: dict[str, Any], home: Home) -> None:
@@ -252,12 +255,12 @@ def _run_dirs(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
 
 
 def _train_files(p: dict[str, Any], config: type) -> None:
-    _splits(config(**p).spec, p["data"], ["train", "dev"])
+    _splits(config(**p).spec, p["data"])  # train and dev, as the run needs them
 
 
 def _compare_files(p: dict[str, Any], config: type) -> None:
     for spec in config(**p).specs.values():
-        _splits(spec, p["data"], ["train", "dev"])
+        _splits(spec, p["data"])
 
 
 _RESOLVE = {"extract": _extract, "train": _run_dirs, "finetune": _run_dirs, "compare": _run_dirs}

@@ -17,7 +17,7 @@ import socket
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,13 +96,20 @@ def new_job_id() -> str:
 
 
 class JobQueue:
-    """The queue in the SQLite file `path` (created on first use)."""
+    """The queue in the SQLite file `path` (created on first use).
 
-    def __init__(self, path: str | Path, *, max_attempts: int = 3) -> None:
+    clock: the wall clock every time the queue stores or compares (created, leases, heartbeats,
+    workers' beats) is read from: epoch seconds, shared by the processes that open the file, so
+    time.time; a test passes its own and moves it instead of sleeping past a lease."""
+
+    def __init__(
+        self, path: str | Path, *, max_attempts: int = 3, clock: Callable[[], float] = time.time
+    ) -> None:
         if max_attempts < 1:
             raise ValueError(f"max_attempts: expected >= 1, got {max_attempts}")
         self.path = Path(path)
         self.max_attempts = max_attempts
+        self.clock = clock
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._use_wal()
         # several processes open one file at once (snowfire up starts them together): the schema
@@ -190,7 +197,7 @@ class JobQueue:
                 conn.execute(
                     "INSERT INTO jobs (id, kind, params, created_at, idempotency_key, "
                     "request_sha) VALUES (?, ?, ?, ?, ?, ?)",
-                    (job_id, kind, json.dumps(params), time.time(), key, sha),
+                    (job_id, kind, json.dumps(params), self.clock(), key, sha),
                 )
             elif row["request_sha"] != sha:
                 raise JobConflictError(
@@ -259,7 +266,7 @@ class JobQueue:
                 "status = CASE status WHEN 'queued' THEN 'cancelled' ELSE status END, "
                 "finished_at = CASE status WHEN 'queued' THEN ? ELSE finished_at END "
                 "WHERE id = ?",
-                (time.time(), job_id),
+                (self.clock(), job_id),
             )
         return self.get(job_id)
 
@@ -267,7 +274,7 @@ class JobQueue:
     def claim(self, kind: str, worker: str, lease: float) -> Job | None:
         """The oldest queued job of `kind`, now running under a new lease of `lease` seconds
         held by `worker`; None when nothing is queued."""
-        now = time.time()
+        now = self.clock()
         with self._write() as conn:
             self._reap(conn, now)
             row = conn.execute(
@@ -286,7 +293,7 @@ class JobQueue:
             row = conn.execute(
                 "UPDATE jobs SET lease_until = ? WHERE id = ? AND lease = ? "
                 "AND status = 'running' RETURNING cancel_requested",
-                (time.time() + lease, job_id, lease_token),
+                (self.clock() + lease, job_id, lease_token),
             ).fetchone()
         if row is None:
             return "lost"
@@ -311,7 +318,7 @@ class JobQueue:
                     status,
                     None if metrics is None else json.dumps(metrics),
                     error,
-                    time.time(),
+                    self.clock(),
                     job_id,
                     lease_token,
                 ),
@@ -346,7 +353,7 @@ class JobQueue:
                     self.max_attempts,
                     error,
                     self.max_attempts,
-                    time.time(),
+                    self.clock(),
                     job_id,
                     lease_token,
                 ),
@@ -359,7 +366,7 @@ class JobQueue:
     def reap(self) -> None:
         """Apply expired leases now (claims do it too)."""
         with self._write() as conn:
-            self._reap(conn, time.time())
+            self._reap(conn, self.clock())
 
     def _reap(self, conn: sqlite3.Connection, now: float) -> None:
         expired = "status = 'running' AND lease_until < ?"
@@ -387,7 +394,7 @@ class JobQueue:
             conn.execute(
                 "INSERT INTO workers (id, kind, host, seen_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at",
-                (worker, kind, socket.gethostname(), time.time()),
+                (worker, kind, socket.gethostname(), self.clock()),
             )
 
     def worker_alive(self, kind: str, within: float, host: str | None = None) -> bool:
@@ -395,6 +402,6 @@ class JobQueue:
         with self._connect() as conn:
             row = conn.execute(
                 "SELECT 1 FROM workers WHERE kind = ? AND host = ? AND seen_at >= ?",
-                (kind, host or socket.gethostname(), time.time() - within),
+                (kind, host or socket.gethostname(), self.clock() - within),
             ).fetchone()
         return row is not None

@@ -84,6 +84,7 @@ class RayWorker(Worker):
 
         from snowfire.extractor import cluster_gpus
 
+        assert job.lease is not None  # a claimed job holds its lease
         log.info("ray worker %s: job %s (%s, attempt %d)", self.id, job.id, job.kind, job.attempts)
         with self.home.log(job.id).open("ab") as fh:
             fh.write(f"--- attempt {job.attempts} by {self.id} on Ray\n".encode())
@@ -127,12 +128,14 @@ class RayWorker(Worker):
     def _finish(self, job: Job, ref) -> str:
         import ray
 
+        assert job.lease is not None  # a claimed job holds its lease
+        error: str | None
         try:
             metrics, status, error = ray.get(ref), "done", None
         except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as err:
-            status = self.queue.retry(job.id, job.lease, f"its Ray task's process died: {err}")
-            log.warning("ray worker %s: job %s's task died; now %s", self.id, job.id, status)
-            return status or "lost"
+            now = self.queue.retry(job.id, job.lease, f"its Ray task's process died: {err}")
+            log.warning("ray worker %s: job %s's task died; now %s", self.id, job.id, now)
+            return now or "lost"
         except ray.exceptions.RayTaskError as err:
             last = tail_lines(read_tail(self.home.log(job.id)), 1)
             cause = err.cause if err.cause is not None else err

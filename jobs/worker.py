@@ -34,6 +34,7 @@ from snowfire.options import check, option, thread_budget, threads_env
 from .home import HOME_ENV, Home
 from .joblog import read_tail, tail_lines
 from .kinds import JOB_KINDS, split_limits
+from .processes import stop_processes
 from .queue import Job, JobQueue
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,7 @@ class Worker:
 
     def run_job(self, job: Job) -> str:
         """Run a claimed job to its end; returns its final status, or "lost"."""
+        assert job.lease is not None  # a claimed job holds its lease
         result = self.home.result(job.id)
         result.unlink(missing_ok=True)
         log.info("worker %s: job %s (%s, attempt %d)", self.id, job.id, job.kind, job.attempts)
@@ -166,6 +168,7 @@ class Worker:
     def _watch(self, job: Job, child: subprocess.Popen) -> str | None:
         """Heartbeat until the child exits (None) or must be stopped ("cancelled", "lost",
         or "failed" at the job's deadline)."""
+        assert job.lease is not None  # a claimed job holds its lease
         started, limit = time.monotonic(), self.deadline_of(job)
         while True:
             left = limit - (time.monotonic() - started)
@@ -192,6 +195,7 @@ class Worker:
     def expire(self, job: Job, limit: float, elapsed: float) -> str:
         """Fail `job`, whose runner was killed at its deadline; its run directory (params
         `out`, where the kind has one) is left as the kill left it, marked rundir.DEADLINE."""
+        assert job.lease is not None  # a claimed job holds its lease
         from snowfire.rundir import DEADLINE, write_json
 
         error = f"deadline exceeded after {limit:g} s"
@@ -212,6 +216,8 @@ class Worker:
         return "failed" if ok else "lost"
 
     def _complete(self, job: Job, code: int, result: Path) -> str:
+        assert job.lease is not None  # a claimed job holds its lease
+        error: str | None
         if code == -signal.SIGKILL:  # killed from outside (OOM killer, kill -9): run it again
             error = f"its runner was killed (SIGKILL) {job.attempts} times"
             status = self.queue.retry(job.id, job.lease, error)
@@ -231,18 +237,7 @@ class Worker:
 
     def _stop(self, child: subprocess.Popen) -> None:
         """SIGTERM the child's process group, SIGKILL it after `grace` seconds."""
-        if child.poll() is not None:
-            return
-        for sig, wait in ((signal.SIGTERM, self.grace), (signal.SIGKILL, None)):
-            try:
-                os.killpg(child.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                child.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        stop_processes([child], self.grace, group=True)
 
 
 def _interrupt(signum, frame) -> None:

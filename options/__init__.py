@@ -13,20 +13,20 @@ A `volatile=True` field may change between attempts of one run (where it runs, h
 where it writes): a run directory made with another value of it is still the same run
 (`rundir.finished_or_refuse` reuses it; any other field changed is refused).
 
-The other ground-floor fact every runnable shares, the thread budget of a process that runs
-torch, is in threads.py (re-exported here).
+The ground floor of the data flow, so every package may use it: type hints read one way
+(hints.py: `unwrap_optional`), names a package loads on first use (lazy.py: `lazy_exports`),
+and the thread budget of a process that runs torch (threads.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import operator
 import os
-import types
 import typing
 from typing import Any
 
+from .hints import is_union, unwrap_optional
+from .lazy import lazy_exports
 from .threads import (
     SHARE_ENV,
     THREADS_ENV,
@@ -43,11 +43,14 @@ __all__ = [
     "THREADS_ENV",
     "ThreadBudget",
     "check",
+    "is_union",
+    "lazy_exports",
     "option",
     "thread_budget",
     "threads_env",
     "threads_in_use",
     "threads_record",
+    "unwrap_optional",
     "use_threads",
     "volatile_fields",
 ]
@@ -63,11 +66,14 @@ def option(
     factory: Any = dataclasses.MISSING,
     volatile: bool = False,
     absent: Any = dataclasses.MISSING,
+    kw_only: bool = False,
     **bounds: float,
 ) -> Any:
     """A dataclass field with `help`, optional `choices` and bounds (ge, gt, le, lt);
     `volatile`: the field may change between attempts of the same run; `absent`: the value a
-    run saved before the field existed behaved as (default: the field's default)."""
+    run saved before the field existed behaved as (default: the field's default); `kw_only`:
+    a keyword-only argument (the fields of a mixin, which precede the config's own required
+    ones)."""
     unknown = set(bounds) - set(_BOUNDS)
     if unknown:
         raise TypeError(f"option: unknown bounds {sorted(unknown)}; expected {sorted(_BOUNDS)}")
@@ -76,7 +82,9 @@ def option(
     metadata = {"help": help, "choices": choices, "bounds": bounds, "volatile": volatile}
     if absent is not dataclasses.MISSING:
         metadata["absent"] = absent
-    return dataclasses.field(default=default, default_factory=factory, metadata=metadata)
+    return dataclasses.field(
+        default=default, default_factory=factory, metadata=metadata, kw_only=kw_only
+    )
 
 
 def volatile_fields(config: Any) -> frozenset[str]:
@@ -84,21 +92,9 @@ def volatile_fields(config: Any) -> frozenset[str]:
     return frozenset(f.name for f in dataclasses.fields(config) if f.metadata.get("volatile"))
 
 
-def _base(hint: Any) -> tuple[Any, bool]:
-    """(`X`, True) for `X | None` (X itself a union of the rest: `str | dict | None` gives
-    `str | dict`), (hint, False) otherwise."""
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1:
-            return args[0], True
-        if len(args) < len(typing.get_args(hint)):
-            return functools.reduce(operator.or_, args), True
-    return hint, False
-
-
 def _type_ok(value: Any, base: Any) -> bool:
     origin = typing.get_origin(base) or base
-    if origin in (typing.Union, types.UnionType):  # e.g. str | dict: a path, or the object
+    if is_union(base):  # e.g. str | dict: a path, or the object
         return any(_type_ok(value, arg) for arg in typing.get_args(base))
     if base is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -122,7 +118,7 @@ def check(config: Any) -> None:
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         value = getattr(config, f.name)
-        base, optional = _base(hints[f.name])
+        base, optional = unwrap_optional(hints[f.name])
         where = f"{cls.__name__}.{f.name}"
         if value is None:
             if optional:

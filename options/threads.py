@@ -208,8 +208,8 @@ def _ratio(file: Path, text: str, quota: str, period: str) -> float | None:
     return q / p if q > 0 and p > 0 else _malformed(file, text)
 
 
-def _malformed(file: Path, text: str) -> None:
-    """A cgroup file we cannot read as a quota: said, and read as no limit (the kernel's
+def _malformed(file: Path, text: str) -> float | None:
+    """A cgroup file we cannot read as a quota: said, and read as no limit, None (the kernel's
     files; nothing the user could fix should stop a command)."""
     log.warning("%s: expected a CPU quota and period in microseconds, got %r; ignored", file, text)
     return None

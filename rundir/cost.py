@@ -14,6 +14,7 @@ import resource
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from snowfire.options import threads_record
 
@@ -66,7 +67,7 @@ class PeakMemory:
         self.cpu = time.process_time() - self.cpu
         return self
 
-    def record(self) -> dict[str, float]:
+    def record(self) -> dict[str, Any]:
         import torch
 
         out = {"peak_rss_mb": round(self.peak / 2**20, 1), "cpu_seconds": round(self.cpu, 1)}

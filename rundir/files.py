@@ -6,7 +6,12 @@ A ❄️ head run (`snowfire train`, heads/trainer.py):
                                 "features_manifest", "seconds", "cost" (peak memory, CPU
                                 seconds, torch threads: rundir/cost.py)}
     RUN/metrics.json            {split: {metric: value}}; written last: the run is finished
-    RUN/log.jsonl               one line per epoch: train loss, dev metrics, seconds
+    RUN/log.jsonl               one line per epoch: train loss, the selection split's metrics
+                                ("selection", and which split it is: "split"), seconds
+    RUN/selection/epoch-<k>.tsv the selection split's predictions after each epoch
+    RUN/checkpoint.pt           a paused run's state (pause_at: a race's rung); gone once
+                                finished
+    RUN/paused.json             {"epoch", "best_epoch", "selection"}: paused, not finished
     RUN/scalar_mix.json         {module name: softmax(w) per layer} of every scalar mix
     RUN/head.json               what rebuilds the head without the training data
     RUN/weights.safetensors     the head's weights
@@ -21,7 +26,9 @@ A 🔥 fine-tuning run (`snowfire finetune`, finetune/trainer.py):
                                 torch threads: rundir/cost.py) once finished
     RUN/metrics.json            {split: {metric: value}} for every split with gold labels;
                                 written last: the run is finished
-    RUN/log.jsonl               one line per epoch: train loss, dev metrics, trainable groups
+    RUN/log.jsonl               one line per epoch: train loss, the selection split's metrics
+                                ("selection", "split"), trainable groups
+    RUN/selection/epoch-<k>.tsv, RUN/paused.json   as above
     RUN/predictions/<split>.tsv as above
     RUN/encoder/                the fine-tuned encoder (HF folder, or ELMo options + HDF5);
                                 method full only
@@ -45,6 +52,7 @@ beside it: the run is partial, and why (its metrics.json, written last, is absen
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 CONFIG = "config.json"
@@ -67,8 +75,26 @@ TABLE_PLOT = "table.png"
 LAYER_PLOT = "layer_weights.png"
 LOCK = ".lock"
 DEADLINE = "deadline_exceeded.json"
+SELECTION = "selection"
+PAUSED = "paused.json"
 
 
 def prediction_file(run: str | Path, split: str) -> Path:
     """RUN/predictions/<split>.tsv."""
     return Path(run) / PREDICTIONS / f"{split}.tsv"
+
+
+def selection_scores(record: Mapping) -> Mapping:
+    """A log record's (or a curve point's) scores on the split its run selected on:
+    "selection" (runs since the honest protocol), else "dev" (runs made before it selected on
+    dev); KeyError naming both when it has neither."""
+    for key in ("selection", "dev"):
+        if key in record:
+            return record[key]
+    raise KeyError("a log record without 'selection' (or 'dev') scores")
+
+
+def selection_file(run: str | Path, epoch: int) -> Path:
+    """RUN/selection/epoch-<k>.tsv: the selection split's predictions after epoch k (what a
+    race weighs, and replays)."""
+    return Path(run) / SELECTION / f"epoch-{epoch}.tsv"

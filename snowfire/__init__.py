@@ -26,12 +26,14 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 
+from snowfire.options import lazy_exports
+
 try:
     __version__ = version("snowfire")
 except PackageNotFoundError:  # a checkout on sys.path that was never installed
     __version__ = "0+unknown"
 
-#: name -> "module:attribute" it is loaded from on first use
+#: name -> "module:attribute" it is loaded from on first use ("module": the module itself)
 _WHERE = {
     "open_store": "snowfire.commands:open_store",
     "extract": "snowfire.commands:extract",
@@ -59,14 +61,7 @@ _WHERE = {
 
 __all__ = sorted(_WHERE)  # and __version__
 
-
-def __getattr__(name: str):
-    if name in _WHERE:
-        module, _, attr = _WHERE[name].partition(":")
-        value = getattr(import_module(module), attr) if attr else import_module(module)
-        globals()[name] = value  # once loaded, a plain attribute
-        return value
-    raise AttributeError(f"module 'snowfire' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _WHERE)  # once loaded, a plain attribute
 
 
 class _CommandPackage(ModuleType):

@@ -94,7 +94,7 @@ def compare(
     run_compare(config)
     result = CompareResult.from_out(config.out)
     if export_mteb is not None:
-        result.export_mteb(export_mteb)
+        result.export_mteb(Path(export_mteb))
     return result
 
 

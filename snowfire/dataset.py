@@ -10,7 +10,8 @@ the task has one) per item, a collate that pads, and the same bytes as `Reader.r
 Shapes: S tokens of one example (every token the encoder produced, [CLS] and [SEP] included:
 word_ids -1 marks them), L the layers read (one after `mix`), D hidden size, B batch. With
 `pool`, an example is one row (S = 1). A map-style item is one read of the store; over a
-service or a bucket, `StreamingFeatureDataset` (streaming.py) reads big prefetched blocks.
+service or a bucket, `StreamingFeatureDataset` (streaming.py) reads big prefetched blocks
+(over REST, each a read in pages: cache/paging.py).
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ class _Features:
         """The task's kind where the set is a task's split (what collate pads labels as)."""
         from snowfire.tasks import TASKS
 
-        return TASKS[self.info.task].kind if self.info.task in TASKS else "classification"
+        task = self.info.task
+        return TASKS[task].kind if task is not None and task in TASKS else "classification"
 
     def _targets(self, data, labels) -> list | np.ndarray | None:
         if data is not None and labels is not None:
@@ -81,8 +83,7 @@ class _Features:
             return labels
         if data is None:
             return None
-        from snowfire.heads import task_targets
-        from snowfire.tasks import get_task, read_split
+        from snowfire.tasks import get_task, read_split, task_targets
 
         if self.info.task is None or self.info.split is None:
             raise ValueError(
@@ -125,16 +126,11 @@ class _Features:
 
     @property
     def lengths(self) -> np.ndarray:
-        """(n,) tokens per example as stored (for `LengthBucketSampler`): read once, one
-        layer of every example, in blocks."""
+        """(n,) tokens per example as stored (for `LengthBucketSampler`): the reader's
+        `featureset_lengths`, asked once (no features read)."""
         if self._lengths is None:
-            n, parts = len(self), []
-            for lo in range(0, n, 4096):
-                eb = self.reader.read(
-                    self.info.id, indices=list(range(lo, min(lo + 4096, n))), layers=[0]
-                )
-                parts.append(np.diff(eb.offsets))
-            self._lengths = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            lengths = self.reader.featureset_lengths(self.info.id)
+            self._lengths = np.asarray(lengths, dtype=np.int64)
         return self._lengths
 
     def collate(self, items: list[dict[str, Any]]):
@@ -160,9 +156,9 @@ class _Features:
         has = ["label" in it for it in items]
         if any(has) and not all(has):
             raise ValueError("collate: some items have labels and some not")
-        targets = [it["label"].numpy() for it in items] if all(has) else None
-        if targets is not None and self.kind != "tagging":
-            targets = np.stack(targets)  # (B,)
+        labels = [it["label"].numpy() for it in items] if all(has) else None
+        tagging = self.kind == "tagging"
+        targets = labels if labels is None or tagging else np.stack(labels)  # (B,) but tagging
         return collate(eb, targets, kind=self.kind)
 
 

@@ -12,15 +12,17 @@ from typing import Any
 Metrics = dict[str, dict[str, float]]  # {split: {metric: value}}
 
 
-def _score(metrics: Metrics, split: str, metric: str | None, task: str) -> float:
+def _score(metrics: Metrics, split: str, metric: str | None, task: str | None) -> float:
     from snowfire.tasks import get_task
 
     if split not in metrics:
         raise KeyError(f"no {split!r} scores; splits scored: {', '.join(metrics) or 'none'}")
-    try:
-        name = metric or get_task(task).metric
-    except (ValueError, TypeError):  # a user's task (task_spec): its first metric is primary
-        name = metric or next(iter(metrics[split]))
+    if metric is None and task is not None:
+        try:
+            metric = get_task(task).metric
+        except (ValueError, TypeError):
+            pass
+    name = metric or next(iter(metrics[split]))  # a user's task (task_spec): its first is primary
     if name not in metrics[split]:
         raise KeyError(f"no {name!r} on {split}; metrics: {', '.join(metrics[split])}")
     return metrics[split][name]
@@ -35,6 +37,8 @@ class TrainResult:
     featureset: the id of the training split's feature set
     metrics:    {split: {metric: value}} of every split with gold labels
     scalar_mix: {module: softmax(w) per layer} of every scalar mix in the head ({} for none)
+    paused:     RUN/paused.json of a run paused at a rung (`pause_at`), else None: then only
+                `run` and `paused` say anything
     """
 
     run: Path
@@ -43,13 +47,16 @@ class TrainResult:
     featureset: str
     metrics: Metrics
     scalar_mix: dict[str, list[float]] = field(default_factory=dict)
+    paused: dict[str, Any] | None = None
 
     @classmethod
     def from_run(cls, run: str | Path, metrics: Metrics | None = None) -> TrainResult:
-        """The result of the finished run in directory `run`."""
-        from snowfire.rundir import CONFIG, METRICS, SCALAR_MIX
+        """The result of the finished (or paused: `paused`) run in directory `run`."""
+        from snowfire.rundir import CONFIG, METRICS, PAUSED, SCALAR_MIX
 
         run = Path(run)
+        if not metrics and (run / PAUSED).is_file():  # paused at a rung: no config.json yet
+            return cls(run, None, "", "", {}, {}, paused=json.loads((run / PAUSED).read_text()))
         config = json.loads((run / CONFIG).read_text())
         mix_file = run / SCALAR_MIX
         return cls(
@@ -80,20 +87,25 @@ class FinetuneResult:
     run:     the run directory; RUN/encoder/ is the fine-tuned encoder (`hf:RUN/encoder`)
     task:    the task
     metrics: {split: {metric: value}}; with a grid, the chosen cell's
-    chosen:  with a grid, the chosen cell ({"lr", "epochs", "dev", "run", ...}); else None
+    chosen:  with a grid, the chosen cell ({"lr", "epochs", "selection", "run", ...}); else None
+    paused:  RUN/paused.json of a run paused at a rung (`pause_at`), else None
     """
 
     run: Path
     task: str | None
     metrics: Metrics
     chosen: dict[str, Any] | None = None
+    paused: dict[str, Any] | None = None
 
     @classmethod
     def from_run(cls, run: str | Path, metrics: Metrics | None = None) -> FinetuneResult:
-        from snowfire.rundir import CONFIG, METRICS
+        from snowfire.rundir import CONFIG, METRICS, PAUSED
 
         run = Path(run)
         config = json.loads((run / CONFIG).read_text())
+        if not metrics and (run / PAUSED).is_file():  # paused at a rung
+            paused = json.loads((run / PAUSED).read_text())
+            return cls(run, config["finetune"].get("task"), {}, paused=paused)
         return cls(
             run=run,
             task=config["finetune"].get("task"),

@@ -48,6 +48,7 @@ class LengthBucketSampler(Sampler[list[int]]):
             items = [Prepared(index=i, length=int(n), data=None) for i, n in enumerate(lengths)]
             self.batches = [[p.index for p in b] for b in bucket_batches(items, token_budget)]
         else:
+            assert batch_size is not None  # exactly one of the two, checked above
             order = np.lexsort((np.arange(len(lengths)), lengths)).tolist()  # by (length, index)
             self.batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
         self.shuffle, self.seed, self.epoch = shuffle, seed, 0
@@ -60,7 +61,7 @@ class LengthBucketSampler(Sampler[list[int]]):
         return len(self.batches)
 
     def __iter__(self) -> Iterator[list[int]]:
-        order = range(len(self.batches))
+        order: range | np.ndarray = range(len(self.batches))
         if self.shuffle:
             order = np.random.default_rng([self.seed, self.epoch]).permutation(len(self.batches))
         self.epoch += 1

@@ -11,7 +11,7 @@ for each format, checks of every row, and scoring.
 
 from pathlib import Path
 
-from .batches import example_length, length_batches
+from .batches import epoch_batches, epoch_rng, example_length, length_batches
 from .check import TaskReport, check_task
 from .describe import (
     describe,
@@ -22,21 +22,26 @@ from .describe import (
     split_source,
 )
 from .example import Example
+from .fields import DATA_HELP, TaskFields, TaskListFields, config_task, resolve_tasks
 from .metrics import accuracy, binary_f1, macro_f1, matthews_corrcoef, pearson, spearman
 from .predictions import decode, gold_of, read_predictions, write_predictions
 from .readers import as_spec, available_splits, read_split, split_path
 from .registry import TASK_NAMES, TASKS, get_task
 from .scoring import evaluate
-from .spans import span_scores, tag_spans
-from .spec import FORMATS, KINDS, METRICS, SPLITS, USER_FORMATS, Source, TaskSpec
-from .spec_file import (
-    SPEC_SUFFIXES,
-    config_task,
-    load_spec_file,
-    resolve_task,
-    spec_from_dict,
+from .selection import (
+    PAUSE_HELP,
+    SELECT,
+    SELECTION_HELP,
+    SELECTIONS,
+    STOP_HELP,
+    SplitRoles,
+    selection_slice,
+    split_roles,
 )
-from .subset import train_subset
+from .spans import span_scores, tag_spans
+from .spec import FORMATS, KINDS, METRICS, RELEASE_SPLITS, SPLITS, USER_FORMATS, Source, TaskSpec
+from .spec_file import SPEC_SUFFIXES, load_spec_file, resolve_task, spec_from_dict
+from .targets import encode_targets, label_indices, task_targets
 from .text_file import read_text_file
 from .text_rule import (
     INT_MAX,
@@ -50,10 +55,18 @@ from .text_rule import (
     text_fault,
     value_fault,
 )
+from .training import (
+    TRAINING_SPLITS,
+    TrainingSplits,
+    need_splits,
+    read_training,
+    train_subset,
+)
 
 DEMO_DATA_DIR = Path(__file__).resolve().parent / "demo"
 
 __all__ = [
+    "DATA_HELP",
     "DEMO_DATA_DIR",
     "FORMATS",
     "INT_MAX",
@@ -61,17 +74,30 @@ __all__ = [
     "KINDS",
     "METRICS",
     "SPEC_SUFFIXES",
+    "RELEASE_SPLITS",
+    "PAUSE_HELP",
+    "SELECT",
+    "SELECTION_HELP",
+    "STOP_HELP",
+    "SELECTIONS",
     "SPLITS",
+    "SplitRoles",
+    "selection_slice",
+    "split_roles",
     "TASKS",
     "TASK_NAMES",
     "TEXT_PATTERN",
+    "TRAINING_SPLITS",
     "USER_FORMATS",
     "WORDS_PATTERN",
     "WORD_PATTERN",
     "Example",
     "Source",
+    "TaskFields",
+    "TaskListFields",
     "TaskReport",
     "TaskSpec",
+    "TrainingSplits",
     "accuracy",
     "as_spec",
     "available_splits",
@@ -82,23 +108,30 @@ __all__ = [
     "describe",
     "dotted",
     "escaped",
+    "encode_targets",
+    "epoch_batches",
+    "epoch_rng",
     "evaluate",
     "example_length",
     "file_digest",
     "get_task",
     "integral",
     "gold_of",
+    "label_indices",
     "length_batches",
     "load_spec_file",
     "macro_f1",
     "matthews_corrcoef",
+    "need_splits",
     "pearson",
     "read_key",
     "read_predictions",
     "read_source",
     "read_split",
     "read_text_file",
+    "read_training",
     "resolve_task",
+    "resolve_tasks",
     "span_scores",
     "spearman",
     "spec_from_dict",
@@ -107,6 +140,7 @@ __all__ = [
     "split_source",
     "tag_spans",
     "text_fault",
+    "task_targets",
     "train_subset",
     "value_fault",
     "write_predictions",

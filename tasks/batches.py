@@ -34,3 +34,15 @@ def length_batches(
         chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
         batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
     return [batches[b] for b in rng.permutation(len(batches))]
+
+
+def epoch_rng(seed: int, epoch: int) -> np.random.Generator:
+    """The random numbers of one training epoch's example order: a function of the run's seed
+    and the epoch alone, for ❄️ and 🔥 alike, so that a resumed epoch sees the same batches and
+    both sides with the same seed draw the same permutation of their (same) examples."""
+    return np.random.default_rng([seed, epoch])
+
+
+def epoch_batches(lengths, batch_size: int, pool: int, seed: int, epoch: int) -> list[np.ndarray]:
+    """The training batches of `epoch` (`length_batches` with `epoch_rng(seed, epoch)`)."""
+    return length_batches(lengths, batch_size, pool, epoch_rng(seed, epoch))

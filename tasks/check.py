@@ -87,7 +87,7 @@ def _percentiles(values: list[int]) -> dict[int, int]:
 
 def _answers(spec: TaskSpec, examples: list[Example]) -> tuple[str, str] | None:
     if spec.kind == "tagging":
-        counts = Counter(t for e in examples for t in e.tags)
+        counts: Counter[str | float] = Counter(t for e in examples for t in e.tags or ())
         return "tags", ", ".join(f"{t} {n}" for t, n in sorted(counts.items()))
     labels = [e.label for e in examples if e.label is not None]
     if not labels:
@@ -103,7 +103,7 @@ def _answers(spec: TaskSpec, examples: list[Example]) -> tuple[str, str] | None:
     n = len(labels)
     return "labels", ", ".join(
         f"{label} {counts[label]} ({100 * counts[label] / n:.1f}%)"
-        for label in spec.labels
+        for label in spec.labels or ()
         if counts[label]
     )
 

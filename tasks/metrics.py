@@ -14,7 +14,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 
-def _check_pair(gold: Sequence, pred: Sequence, name: str) -> None:
+def _check_pair(gold: Sequence | np.ndarray, pred: Sequence | np.ndarray, name: str) -> None:
     if len(gold) != len(pred):
         raise ValueError(
             f"{name}: expected gold and pred of the same length, got {len(gold)} and {len(pred)}"
@@ -23,7 +23,7 @@ def _check_pair(gold: Sequence, pred: Sequence, name: str) -> None:
         raise ValueError(f"{name}: expected at least one example, got none")
 
 
-def _as_floats(values: Sequence[float], name: str, which: str) -> np.ndarray:
+def _as_floats(values: Sequence[float] | np.ndarray, name: str, which: str) -> np.ndarray:
     array = np.asarray(values, dtype=np.float64)  # (N,)
     if array.ndim != 1:
         raise ValueError(
@@ -86,7 +86,7 @@ def macro_f1(gold: Sequence[Hashable], pred: Sequence[Hashable]) -> float:
     return float(np.mean(2 * tp / (gold_n + pred_n)))
 
 
-def pearson(gold: Sequence[float], pred: Sequence[float]) -> float:
+def pearson(gold: Sequence[float] | np.ndarray, pred: Sequence[float] | np.ndarray) -> float:
     """Pearson's linear correlation.
 
         r = sum_i (x_i - xbar)(y_i - ybar) / sqrt(sum_i (x_i - xbar)^2 * sum_i (y_i - ybar)^2)
@@ -104,7 +104,7 @@ def pearson(gold: Sequence[float], pred: Sequence[float]) -> float:
     return max(-1.0, min(1.0, float(r)))  # rounding can step just outside [-1, 1]
 
 
-def average_ranks(values: Sequence[float]) -> np.ndarray:
+def average_ranks(values: Sequence[float] | np.ndarray) -> np.ndarray:
     """Ranks 1..N of `values`, tied values sharing the mean of the ranks they span.
 
     E.g. [10, 20, 20, 30] -> [1, 2.5, 2.5, 4] (scipy.stats.rankdata's "average" method).

@@ -53,7 +53,10 @@ def read_predictions(path: Path, kind: str) -> tuple[list, list]:
     """(gold, predicted) back from a predictions file, in `tasks.evaluate`'s form."""
     lines = Path(path).read_text(encoding="utf-8").split("\n")
     if kind == "tagging":
-        gold, pred, g, p = [], [], [], []
+        gold: list[list[str]] = []
+        pred: list[list[str]] = []
+        g: list[str] = []
+        p: list[str] = []
         for line in lines:
             if not line.strip():
                 if g:

@@ -39,11 +39,12 @@ def read_file(spec: TaskSpec, split: str, path: Path | str, answers: Answers | N
         examples, _ = read_tsv(answers, LAYOUTS[source.options["layout"]], path)
     elif source.format == "conll":
         tokens, tags = source.columns.get("tokens", 0), source.columns.get("tags", -1)
+        assert isinstance(tokens, int) and isinstance(tags, int)  # spec_file: field indices
         fields = source.options.get("fields", 0)
         examples = read_conll(answers, path, tokens=tokens, tags=tags, fields=fields)
     else:
         text_roles, answer_role = roles(spec.pair, spec.kind == "tagging")
-        wanted = [source.columns[r] for r in (*text_roles, answer_role)]
+        wanted = [str(source.columns[r]) for r in (*text_roles, answer_role)]  # header names
         options = dict(source.options, task_split=split)
         table = read_table(path, source.format, wanted, options)
         return examples_from_table(
@@ -90,7 +91,7 @@ def _exists(path: Path, fmt: str) -> bool:
 
 
 def available_splits(task: TaskSpec | str, data_dir: Path | str | None = None) -> list[str]:
-    """The splits of `task` whose files exist, in train, dev, test order."""
+    """The splits of `task` whose files exist, in train, dev, test (, select) order."""
     spec = as_spec(task)
     return [
         s

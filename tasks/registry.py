@@ -7,23 +7,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from .spec import SPLITS, Source, TaskSpec
+from .spec import RELEASE_SPLITS, Source, TaskSpec
 
 
 def _glue(layout: str, train: str, dev: str, test: str) -> dict[str, Source]:
     files = (train, dev, test)
     return {
         s: Source(f, "glue-tsv", options={"layout": layout})
-        for s, f in zip(SPLITS, files, strict=True)
+        for s, f in zip(RELEASE_SPLITS, files, strict=True)
     }
 
 
 def _conll(train: str, dev: str, test: str) -> dict[str, Source]:
     # token, part of speech, syntactic chunk, named-entity tag: every line has all four
-    columns = {"tokens": 0, "tags": 3}
+    columns: dict[str, str | int] = {"tokens": 0, "tags": 3}
     files = (train, dev, test)
     return {
-        s: Source(f, "conll", columns, {"fields": 4}) for s, f in zip(SPLITS, files, strict=True)
+        s: Source(f, "conll", columns, {"fields": 4})
+        for s, f in zip(RELEASE_SPLITS, files, strict=True)
     }
 
 

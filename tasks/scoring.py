@@ -23,7 +23,7 @@ def _check_labels(spec: TaskSpec, values: Sequence, which: str) -> None:
         if not isinstance(value, str) or value not in allowed:
             raise ValueError(
                 f"evaluate({spec.name!r}): {which}[{i}] = {value!r} is not a label "
-                f"of the task (expected one of {', '.join(map(repr, spec.labels))})"
+                f"of the task (expected one of {', '.join(map(repr, spec.labels or ()))})"
             )
 
 

@@ -35,6 +35,20 @@ SELECTION_SEED = 0
 SELECTIONS = ("auto", "dev")
 #: The split name of the selection slice (carved from train, or the task's own file).
 SELECT = "select"
+#: The help of the options every trainer shares (heads.TrainConfig, finetune.FinetuneConfig).
+SELECTION_HELP = (
+    "the split every choice is made on (early stopping, the best epoch): auto: dev where a "
+    "labelled test split reports, else a stratified slice of train (tasks/selection.py), dev "
+    "reporting; dev: select and report on dev (the old protocol: optimistic, flagged)"
+)
+PAUSE_HELP = (
+    "train up to this epoch, then stop with a checkpoint to continue from (a rung of paired "
+    "racing); the run is not finished"
+)
+STOP_HELP = (
+    "end the run at this epoch with its best weights so far (paired racing stopped it); "
+    "its metrics say so"
+)
 
 
 @dataclass(frozen=True)
@@ -78,11 +92,17 @@ def selection_size(total: int) -> int:
     return max(1, min(size, total // 4)) if total >= 4 else 0
 
 
+def _score(example: Example) -> float:
+    assert example.label is not None  # a train split's regression example has its score
+    return float(example.label)
+
+
 def _stratum(example: Example, kind: str, cuts: np.ndarray | None) -> object:
     if kind == "classification":
         return example.label
     if kind == "regression":
-        return int(np.searchsorted(cuts, float(example.label), side="right"))
+        assert cuts is not None  # selection_slice cuts a regression task's scores
+        return int(np.searchsorted(cuts, _score(example), side="right"))
     # tagging: the entity types a sentence holds (its tag profile, prefixes dropped)
     return tuple(sorted({t.split("-", 1)[-1] for t in example.tags or () if t != "O"}))
 
@@ -98,7 +118,7 @@ def selection_slice(
         return []
     cuts = None
     if kind == "regression":
-        scores = np.array([float(e.label) for e in examples])  # (N,)
+        scores = np.array([_score(e) for e in examples])  # (N,)
         cuts = np.quantile(scores, [0.2, 0.4, 0.6, 0.8])  # quintile edges
     strata: dict[object, list[int]] = defaultdict(list)
     for i, example in enumerate(examples):

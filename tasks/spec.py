@@ -22,8 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The split names, in the order they are listed and extracted.
-SPLITS = ("train", "dev", "test")
+#: The split names, in the order they are listed and extracted. `select`: a task's own selection
+#: split (tasks/selection.py: where a run makes its choices), which a user's spec may name.
+SPLITS = ("train", "dev", "test", "select")
+#: The splits of a registered task's release.
+RELEASE_SPLITS = ("train", "dev", "test")
 KINDS = ("classification", "regression", "tagging")
 FORMATS = ("glue-tsv", "conll", "csv", "tsv", "jsonl", "parquet", "hf-dataset")
 #: The formats a spec file may name (glue-tsv is the registered tasks' own).

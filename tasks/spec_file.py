@@ -301,7 +301,7 @@ def _infer(spec: TaskSpec, given_labels: bool) -> TaskSpec:
     path = split_path(spec, None, "train")
     answers = Answers(
         kind=spec.kind,
-        labels=tuple(spec.labels) if given_labels else None,
+        labels=tuple(spec.labels or ()) if given_labels else None,
         score_range=spec.score_range,
         bio=spec.kind == "tagging" and spec.metric == "span_f1",
     )
@@ -370,29 +370,3 @@ def resolve_task(ref: TaskSpec | str | dict, base: Path | str | None = None) -> 
     resolved = _infer(spec, given_labels=raw.get("labels") is not None)
     _RESOLVED[key] = (_stamp(spec), resolved)
     return resolved
-
-
-def config_task(
-    owner: str, task: str | None, task_spec: str | dict | None, data: str | None
-) -> TaskSpec:
-    """The task a command's config names: `task` (a registered task, its files under `data`)
-    or `task_spec` (a spec file, or a spec object whose relative paths are `data`'s), exactly
-    one of them; errors name the config's field ("TrainConfig.task_spec: ...")."""
-    if (task is None) == (task_spec is None):
-        raise ValueError(
-            f"{owner}: give either 'task' (a registered task: {', '.join(TASKS)}) or "
-            f"'task_spec' (your own task: a spec file or object), not "
-            f"{'both' if task is not None else 'neither'}"
-        )
-    if task is not None:
-        try:
-            spec = get_task(task)
-        except (ValueError, TypeError) as err:
-            raise ValueError(f"{owner}.task: {err}") from err
-        if data is None:
-            raise ValueError(f"{owner}.data: task {task!r} needs its data directory")
-        return spec
-    try:
-        return resolve_task(task_spec, base=data)
-    except (ValueError, TypeError, OSError) as err:
-        raise ValueError(f"{owner}.task_spec: {err}") from err

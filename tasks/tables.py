@@ -74,7 +74,7 @@ def _keep_text_rule(table: Table) -> None:
 
 
 def _missing_library(name: str, fmt: str) -> ImportError:
-    extra = " (pip install 'snowfire[tasks]')" if name == "datasets" else ""
+    extra = " (pip install -e '.[tasks]')" if name == "datasets" else ""
     return ImportError(f"reading {fmt} files needs the {name} package{extra}")
 
 
@@ -170,7 +170,8 @@ class _LazyLines:
     """Row index -> line number, computed (once) only when an error needs one."""
 
     def __init__(self, compute: Callable[[], list[int]]):
-        self._compute, self._lines = compute, None
+        self._compute = compute
+        self._lines: list[int] | None = None
 
     def line_of(self, row: int) -> int:
         if self._lines is None:

@@ -90,8 +90,8 @@ def value_fault(value: Any) -> tuple[tuple[str | int, ...], str] | None:
 
     Linear in the value's size whatever its depth: each item on the stack holds a link to its
     parent's place, and a path is spelled out only for the fault."""
-    Place = tuple  # (parent place, key) or None at the root
-    stack: list[tuple[Place | None, Any]] = [(None, value)]
+    # each item's place: (parent place, key), or None at the root
+    stack: list[tuple[tuple | None, Any]] = [(None, value)]
     seen: set[int] = set()
     while stack:
         place, item = stack.pop()

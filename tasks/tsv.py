@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from .answers import Answers
 from .example import Example
@@ -79,7 +80,7 @@ def read_tsv(answers: Answers, layout: Layout, path: Path | str) -> tuple[list[E
     """All examples of one file, and how many rows were skipped for `layout.skip_label`."""
     path = Path(path)
     lines = numbered_lines(path)
-    columns: tuple[int, int | None, int | None]
+    columns: tuple[object, object, object]
     n_fields, exact = layout.fields, layout.exact
     if layout.header:
         first = next(lines, None)
@@ -96,7 +97,9 @@ def read_tsv(answers: Answers, layout: Layout, path: Path | str) -> tuple[list[E
             log.info("%s: no %r column, reading it as unlabelled", path, layout.label)
     else:
         columns = (layout.text_a, layout.text_b, layout.label)
-    i_a, i_b, i_label = columns
+    # field indices: the header's (a required column raises when missing), or a headerless
+    # layout's own
+    i_a, i_b, i_label = cast(tuple[int, int | None, int | None], columns)
 
     examples: list[Example] = []
     skipped: list[int] = []

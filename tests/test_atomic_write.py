@@ -41,7 +41,7 @@ def test_a_crash_inside_the_writer_leaves_the_old_file_whole(tmp_path):
         f.write(b'{"dev": 2, "te')  # half of the new file is on disk ...
         raise Crash("killed mid-write")  # ... when the writer dies before the rename
 
-    with pytest.raises(Crash):
+    with pytest.raises(Crash, match="killed mid-write"):
         atomic_write(path, half_then_crash)
     assert path.read_text() == '{"dev": 1}'
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]  # the temp file removed
@@ -55,7 +55,7 @@ def test_a_crash_before_the_rename_leaves_the_old_file_whole(tmp_path, monkeypat
         raise Crash("killed before the rename")
 
     monkeypatch.setattr(os, "replace", no_rename)
-    with pytest.raises(Crash):
+    with pytest.raises(Crash, match="killed before the rename"):
         atomic_write(path, "new")
     assert path.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["config.json"]

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 from snowfire.cache import RemoteStore, Store, StoreCorruptError, open_reader, open_store
-from snowfire.cache.bucket import BucketStore
+from snowfire.cache.bucket import ObjectBackend
 from snowfire.cli.main import main as snowfire
 from snowfire.extractor import ExtractConfig, extract
 from snowfire.extractor.hf import HFEncoder
-from tests.helpers import REPO, free_port, tree_bytes, wait_healthy
+from snowfire.jobs import free_port, stop_process, wait_healthy
+from tests.helpers import REPO, tree_bytes
 from tests.helpers.store import bucket_objects, extract_texts, texts, tiny_sst2, train_cli
 
 pytestmark = pytest.mark.subprocess  # a server thread, and a `snowfire serve` process
@@ -35,12 +36,14 @@ def test_a_bucket_holds_the_local_stores_bytes_and_reads_the_same(
     want = extract_texts(tiny_bert_dir, local, dtype, tiles=tiles)
     got = extract_texts(tiny_bert_dir, open_store(url), dtype, tiles=tiles)
     assert got == want
-    bucket = BucketStore(url)
+    bucket = open_store(url)
     assert bucket_objects(bucket) == tree_bytes(local.path)  # every name, every byte
     segments = {n.split("/")[3] for n in bucket_objects(bucket) if "/segments/" in n}
     assert len(segments) >= 3
     meta = json.loads(
-        bucket._get(next(n for n in bucket_objects(bucket) if n.endswith("features/zarr.json")))
+        bucket.backend.get(
+            next(n for n in bucket_objects(bucket) if n.endswith("features/zarr.json"))
+        )
     )
     assert meta["codecs"][0]["configuration"]["chunk_shape"][1] == (3 if tiles == "token" else 1)
     fresh = open_reader(url)  # nothing cached from the write
@@ -66,14 +69,17 @@ def test_zarr_opens_the_bucket(tiny_bert_dir, local_s3, tmp_path):
 
     url = local_s3()
     info = extract_texts(tiny_bert_dir, open_store(url))
-    bucket = BucketStore(url)
-    root = zarr.open_group(ObjectStore(bucket.client, read_only=True), mode="r")
+    bucket = open_store(url)
+    assert {pool for pool, _ in bucket.segments()} == {info.encoder_id}
+    root = zarr.open_group(ObjectStore(bucket.backend.client, read_only=True), mode="r")
     assert root.attrs["format"] == "snowfire-store"
-    seg_id = bucket._segment_names(info.encoder_id)[0]
-    group = root[f"pools/{info.encoder_id}/segments/{seg_id}"]
-    ours = bucket._segment(info.encoder_id, seg_id)
-    np.testing.assert_array_equal(group["features"][:], ours.read_range(0, ours.shape[0], None))
-    assert list(group.attrs["keys"]) == ours.keys
+    segments = bucket.segments()
+    assert len(segments) >= 3
+    for pool, seg_id in segments:
+        group = root[f"pools/{pool}/segments/{seg_id}"]
+        ours = bucket.read_keys(pool, list(group.attrs["keys"]), None)  # the segment, in order
+        np.testing.assert_array_equal(group["features"][:], ours.features)
+        np.testing.assert_array_equal(group["offsets"][:], ours.offsets)
 
 
 def test_an_interrupted_writer_leaves_nothing_visible_and_the_rerun_completes(
@@ -81,7 +87,7 @@ def test_an_interrupted_writer_leaves_nothing_visible_and_the_rerun_completes(
 ):
     url = local_s3()
     puts = []
-    real_put = BucketStore._put
+    real_put = ObjectBackend.put
 
     def failing_put(self, rel, data):
         if len(puts) == 12:  # the root and pool metadata, then part of the first segment
@@ -89,33 +95,33 @@ def test_an_interrupted_writer_leaves_nothing_visible_and_the_rerun_completes(
         puts.append(rel)
         real_put(self, rel, data)
 
-    monkeypatch.setattr(BucketStore, "_put", failing_put)
-    with pytest.raises(ConnectionError):
+    monkeypatch.setattr(ObjectBackend, "put", failing_put)
+    with pytest.raises(ConnectionError, match="network gone"):
         extract_texts(tiny_bert_dir, open_store(url))
-    monkeypatch.setattr(BucketStore, "_put", real_put)
+    monkeypatch.setattr(ObjectBackend, "put", real_put)
     assert any("/segments/" in p for p in puts)  # a segment was part written
-    seen = BucketStore(url)
+    seen = open_store(url)
     assert seen.list_featuresets() == []
     pool = next(p.split("/")[1] for p in puts if p.startswith("pools/"))
-    assert seen._segment_names(pool)  # its objects are there...
-    assert seen._pool_index(pool) == {}  # ...but no reader sees the uncommitted segment
+    (seg_id,) = seen.backend.list_dir(f"pools/{pool}/segments")  # its objects are there...
+    assert not seen.has_segment(pool, seg_id) and seen.segments() == []  # ...not committed
     local = Store(tmp_path / "local")
     want = extract_texts(tiny_bert_dir, local)
     assert extract_texts(tiny_bert_dir, open_store(url)) == want
-    assert bucket_objects(BucketStore(url)) == tree_bytes(local.path)
+    assert bucket_objects(open_store(url)) == tree_bytes(local.path)
 
 
 def test_a_damaged_object_is_named(tiny_bert_dir, local_s3):
     url = local_s3()
     info = extract_texts(tiny_bert_dir, open_store(url))
-    bucket = BucketStore(url)
-    seg_id = bucket._segment_names(info.encoder_id)[0]
+    bucket = open_store(url)
+    seg_id = bucket.backend.list_dir(f"pools/{info.encoder_id}/segments")[0]
     name = f"pools/{info.encoder_id}/segments/{seg_id}/word_ids/c/0"
-    data = bytearray(bucket._get(name))
+    data = bytearray(bucket.backend.get(name))
     data[-1] ^= 0xFF
-    bucket._put(name, bytes(data))
+    bucket.backend.put(name, bytes(data))
     with pytest.raises(StoreCorruptError, match=r"word_ids/c/0: crc32c \w+, recorded \w+"):
-        BucketStore(url).read(info.id, indices=list(range(info.num_examples)))
+        open_store(url).read(info.id, indices=list(range(info.num_examples)))
 
 
 def test_fsck_names_a_damaged_object_and_repair_restores_the_bucket(
@@ -124,20 +130,18 @@ def test_fsck_names_a_damaged_object_and_repair_restores_the_bucket(
     """`snowfire fsck --store s3://...` fetches every object and checks it against the
     segment's checksums; --repair sets the segment aside (copied under quarantine/, then
     deleted) and re-extracts it: the bucket then reads as before, byte for byte."""
-    import obstore
-
     url = local_s3()
     store = open_store(url)
     info = extract_texts(tiny_bert_dir, store)
     indices = list(range(info.num_examples))
-    before = BucketStore(url).read(info.id, indices=indices)
+    before = open_store(url).read(info.id, indices=indices)
     assert snowfire(["fsck", "--store", url, "--quiet"]) == 0
-    bucket = BucketStore(url)
-    seg_id = bucket._segment_names(info.encoder_id)[1]
+    bucket = open_store(url)
+    seg_id = bucket.backend.list_dir(f"pools/{info.encoder_id}/segments")[1]
     name = f"pools/{info.encoder_id}/segments/{seg_id}/features/c/0/0/0"
-    data = bytearray(bucket._get(name))
+    data = bytearray(bucket.backend.get(name))
     data[100] ^= 0x40  # inside the features: only the recorded crc32c sees it
-    bucket._put(name, bytes(data))
+    bucket.backend.put(name, bytes(data))
     assert snowfire(["fsck", "--store", url, "--quiet"]) == 1
     out = capsys.readouterr().out
     assert f"DAMAGED pools/{info.encoder_id}/segments/{seg_id} (feature sets: {info.id})" in out
@@ -146,9 +150,9 @@ def test_fsck_names_a_damaged_object_and_repair_restores_the_bucket(
     assert len(ok) == 1  # the other segments are sound
     assert snowfire(["fsck", "--store", url, "--repair", "--quiet"]) == 0
     assert f"re-extracted 1 feature sets: {info.id}" in capsys.readouterr().out
-    kept = [o["path"] for page in obstore.list(bucket.client, "quarantine") for o in page]
+    kept = bucket.backend.list("quarantine")
     assert any(p.endswith("/features/c/0/0/0") for p in kept)  # set aside, not deleted
-    after = BucketStore(url).read(info.id, indices=indices)
+    after = open_store(url).read(info.id, indices=indices)
     assert after.features.tobytes() == before.features.tobytes()
     assert snowfire(["fsck", "--store", url, "--quiet"]) == 0
 
@@ -158,7 +162,7 @@ def test_without_obstore_the_message_says_what_to_install(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "obstore.store", None)  # import fails as if not installed
     with pytest.raises(
-        RuntimeError, match=r"s3://x/y: .* needs obstore: pip install 'snowfire\[s3\]'"
+        RuntimeError, match=r"s3://x/y: .* needs obstore: pip install -e '\.\[s3\]'"
     ):
         connect("s3://x/y")
 
@@ -167,11 +171,11 @@ def test_a_prefix_holding_other_objects_is_not_taken_over(local_s3):
     from snowfire.cache.errors import IncompatibleStoreError
 
     url = local_s3()
-    store = BucketStore(url)
-    store._put("notes.txt", b"someone else's")
-    with pytest.raises(IncompatibleStoreError, match="holds objects and is not a store"):
+    store = open_store(url)
+    store.backend.put("notes.txt", b"someone else's")
+    with pytest.raises(IncompatibleStoreError, match=r"is not a store: it holds .*notes\.txt"):
         store.ensure()
-    assert store._get("notes.txt") == b"someone else's"
+    assert store.backend.get("notes.txt") == b"someone else's"
 
 
 def test_serve_and_train_from_a_bucket(tiny_bert_dir, local_s3, tmp_path):
@@ -213,20 +217,19 @@ def test_serve_and_train_from_a_bucket(tiny_bert_dir, local_s3, tmp_path):
                 b = Store(local).read(info.id, indices=idx, layers=[0, 2])
                 np.testing.assert_array_equal(a.features, b.features)
     finally:
-        proc.terminate()
-        proc.wait(30)
+        stop_process(proc, grace=30)
 
 
 def test_manifest_is_the_last_object_a_set_writes(tiny_bert_dir, local_s3, monkeypatch):
     url = local_s3()
     order = []
-    real_put = BucketStore._put
+    real_put = ObjectBackend.put
 
     def recording_put(self, rel, data):
         order.append(rel)
         real_put(self, rel, data)
 
-    monkeypatch.setattr(BucketStore, "_put", recording_put)
+    monkeypatch.setattr(ObjectBackend, "put", recording_put)
     info = extract_texts(tiny_bert_dir, open_store(url))
     assert order[-1] == f"featuresets/{info.id}.json"
     for seg in {p.split("/")[3] for p in order if "/segments/" in p}:
@@ -236,7 +239,7 @@ def test_manifest_is_the_last_object_a_set_writes(tiny_bert_dir, local_s3, monke
 
 
 def real_get(url, rel):
-    return BucketStore(url)._get(rel)
+    return open_store(url).backend.get(rel)
 
 
 def test_reads_across_shards_of_one_segment(tiny_bert_dir, local_s3, tmp_path):
@@ -252,9 +255,9 @@ def test_reads_across_shards_of_one_segment(tiny_bert_dir, local_s3, tmp_path):
     )
     info = extract(enc, inputs, local, task=None, split=None, config=cfg)
     extract(enc, inputs, open_store(url := local_s3()), task=None, split=None, config=cfg)
-    shards = [n for n in bucket_objects(BucketStore(url)) if "/features/c/" in n]
+    shards = [n for n in bucket_objects(open_store(url)) if "/features/c/" in n]
     assert len(shards) >= 2
-    bucket, rng = BucketStore(url), np.random.default_rng(0)
+    bucket, rng = open_store(url), np.random.default_rng(0)
     for layers in (None, [1], [2, 0]):
         for idx in (list(range(info.num_examples)), [int(i) for i in rng.permutation(400)[:50]]):
             a = bucket.read(info.id, indices=idx, layers=layers)
@@ -284,7 +287,7 @@ def test_jobs_of_a_service_on_a_bucket_use_it(tiny_bert_dir, local_s3, tmp_path)
         assert job["status"] == "done", job
         listed = client.get("/v1/featuresets").json()
         assert {f["split"] for f in listed} == {"train", "dev"}
-    assert [f.id for f in BucketStore(url).list_featuresets()] == sorted(f["id"] for f in listed)
+    assert [f.id for f in open_store(url).list_featuresets()] == sorted(f["id"] for f in listed)
 
 
 def test_a_missing_bucket_is_named_in_one_line_and_the_service_answers_503(local_s3, capsys):

@@ -207,8 +207,8 @@ def test_the_full_budget_tunes_fire_on_dev(tiny_bert_dir, tmp_path, monkeypatch)
     ]
     assert run_cli(argv) == 0
     grid = json.loads((out / "fire" / "sst2" / "seed0" / "grid.json").read_text())
-    assert len(grid["cells"]) == 3 * 2 and grid["chosen"]["dev"] == max(
-        c["dev"] for c in grid["cells"]
+    assert len(grid["cells"]) == 3 * 2 and grid["chosen"]["selection"] == max(
+        c["selection"] for c in grid["cells"]
     )
     results = json.loads((out / "results.json").read_text())
     fire = next(c for c in results["cells"] if c["mode"] == "fire")
@@ -216,7 +216,7 @@ def test_the_full_budget_tunes_fire_on_dev(tiny_bert_dir, tmp_path, monkeypatch)
         fire["metrics"]["dev"]
         == json.loads((Path(grid["chosen"]["run"]) / "metrics.json").read_text())["dev"]
     )
-    assert "rate and epochs tuned on dev" in (out / "table.md").read_text()
+    assert "rate and epochs tuned on the selection split" in (out / "table.md").read_text()
     # the data directory has a labelled test split: both sides are scored on it, and shown
     s = results["tasks"]["sst2"]
     snow = next(c for c in results["cells"] if c["mode"] == "snow")
@@ -307,7 +307,7 @@ def test_elmo_biattention_on_the_fixture_and_refuses_other_encoders(tmp_path, ca
 
 def test_pair_encoding_and_head_options_reach_every_snow_cell(monkeypatch, tmp_path):
     from snowfire import heads
-    from snowfire.compare import CompareConfig
+    from snowfire.compare import CompareConfig, Mode
     from snowfire.compare.run import plan, run_cell
 
     seen = []
@@ -324,7 +324,7 @@ def test_pair_encoding_and_head_options_reach_every_snow_cell(monkeypatch, tmp_p
     )
     assert cfg.pair_encoding_used == "separate"
     for cell in plan(cfg):
-        if cell["mode"] == "snow":
+        if cell.mode is Mode.SNOW:
             run_cell(cfg, cell, cfg.pair_encoding_used)
     assert [(c.head, c.seed, c.pair_encoding, c.hparams) for c in seen] == [
         ("esim", 0, "separate", {"pooled": True}),
@@ -339,7 +339,7 @@ def test_pair_encoding_and_head_options_reach_every_snow_cell(monkeypatch, tmp_p
 
 
 def test_the_extraction_cost_says_which_splits_compare_made():
-    from snowfire.compare.report import _extraction
+    from snowfire.compare.table import _extraction
 
     assert _extraction({}) == "in the store"  # everything was there before compare ran
     part = {"seconds": 11.04, "splits": ["dev"], "all_splits": ["train", "dev"]}

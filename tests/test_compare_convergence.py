@@ -113,7 +113,7 @@ def test_read_curve_from_both_trainers_logs(tmp_path):
     with pytest.raises(
         ValueError,
         match=r"log.jsonl: learning curve: record 0: expected 'epoch' "
-        r"and 'dev' with 'accuracy'",
+        r"and 'selection' \(or 'dev'\) with 'accuracy'",
     ):
         read_curve(tmp_path / "fire", "accuracy")
 

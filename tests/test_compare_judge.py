@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from snowfire.compare import Caps, Cell, Mode
 from snowfire.compare.judge import eval_split, judge
 from snowfire.compare.verdict import BUDGET_LIMITED
 from snowfire.tasks import get_task, pearson
@@ -36,7 +37,8 @@ def _run(path, mode, seed, gold, pred, curve, cap, splits=("dev",)):
         )
         (path / "predictions" / f"{split}.tsv").write_text("index\tgold\tpredicted\n" + rows)
         metrics[split] = {"pearson": pearson(gold, pred)}
-    return {"mode": mode, "seed": seed, "run": str(path), "metrics": metrics}
+    head = "esim" if mode == "snow" else None
+    return Cell(Mode(mode), "stsb", head, seed, str(path), metrics)
 
 
 def _sides(tmp_path, snow_noise, fire_noise, curves, caps=(4, 4), seeds=3, splits=("dev",)):
@@ -66,8 +68,8 @@ def _sides(tmp_path, snow_noise, fire_noise, curves, caps=(4, 4), seeds=3, split
 def test_converged_cells_far_apart_earn_a_call_with_an_interval(tmp_path):
     gold, cells = _sides(tmp_path, snow_noise=2.0, fire_noise=0.5, curves=(PEAKED, PEAKED))
     v = judge(get_task("stsb"), cells["snow"], cells["fire"], None, replicates=2000)
-    snow = np.mean([c["metrics"]["dev"]["pearson"] for c in cells["snow"]])
-    fire = np.mean([c["metrics"]["dev"]["pearson"] for c in cells["fire"]])
+    snow = np.mean([c.metrics["dev"]["pearson"] for c in cells["snow"]])
+    fire = np.mean([c.metrics["dev"]["pearson"] for c in cells["fire"]])
     assert v["delta"]["delta"] == pytest.approx(fire - snow, abs=1e-9)
     assert v["delta"]["low"] > 0 and v["verdict"] == "🔥 > ❄️" and v["split"] == "dev"
     assert all(c["status"] == "converged" for side in v["curves"].values() for c in side)
@@ -79,8 +81,8 @@ def test_converged_cells_far_apart_earn_a_call_with_an_interval(tmp_path):
 def test_identical_sides_are_about_equal(tmp_path):
     gold, cells = _sides(tmp_path, snow_noise=1.0, fire_noise=1.0, curves=(PEAKED, PEAKED))
     for f, s in zip(cells["fire"], cells["snow"], strict=True):  # 🔥 predicts what ❄️ does
-        (tmp_path / "fire" / f"seed{f['seed']}" / "predictions" / "dev.tsv").write_text(
-            (tmp_path / "snow" / f"seed{s['seed']}" / "predictions" / "dev.tsv").read_text()
+        (tmp_path / "fire" / f"seed{f.seed}" / "predictions" / "dev.tsv").write_text(
+            (tmp_path / "snow" / f"seed{s.seed}" / "predictions" / "dev.tsv").read_text()
         )
     v = judge(get_task("stsb"), cells["snow"], cells["fire"], None, replicates=2000)
     assert v["delta"]["low"] <= 0 <= v["delta"]["high"] and v["verdict"] == "❄️ ≈ 🔥"
@@ -123,7 +125,7 @@ def test_test_split_when_every_cell_has_one_and_a_degenerate_restart_is_named(tm
     v = judge(get_task("stsb"), cells["snow"], cells["fire"], None, replicates=500)
     assert v["split"] == "test" and v["restarts"]["fire"]["degenerate"] == [2]
     assert "🔥 seed 2 degenerate" in v["text"]
-    cells["fire"][0]["metrics"].pop("test")
+    cells["fire"][0].metrics.pop("test")
     assert eval_split(cells["snow"] + cells["fire"]) == "dev"
 
 
@@ -148,14 +150,20 @@ def test_the_budgets_caps_and_default_seeds():
     assert cfg(budget="standard", seeds=2).seeds == 2
     std = cfg(budget="standard")
     # SST-2's subsample is the same for both sides; STS-B trains on every example
-    assert std.caps("snow", "sst2")["max_train_examples"] == 20000
-    assert std.caps("fire", "sst2")["max_train_examples"] == 20000
-    assert "max_train_examples" not in std.caps("fire", "stsb")
-    assert std.caps("snow", "stsb") == {"epochs": 40, "patience": 4}
-    assert cfg().caps("fire", "sst2") == {
-        "epochs": 2,
-        "max_train_examples": 2000,
-        "curve_points": 2,
-    }
+    assert std.caps(Mode.SNOW, "sst2").max_train_examples == 20000
+    assert std.caps(Mode.FIRE, "sst2").max_train_examples == 20000
+    assert std.caps(Mode.FIRE, "stsb").max_train_examples is None
+    assert std.caps(Mode.SNOW, "stsb") == Caps(epochs=40, patience=4)
+    assert cfg().caps(Mode.FIRE, "sst2") == Caps(epochs=2, max_train_examples=2000, curve_points=2)
+    # a ❄️ probe (lpft's first stage) runs on ❄️'s caps, every other arm on 🔥's
+    assert std.caps("probe", "sst2") == std.caps("snow", "sst2")
+    assert (
+        std.caps(Mode.INTERMEDIATE, "stsb")
+        == std.caps(Mode.LORA, "stsb")
+        == std.caps("fire", "stsb")
+    )
+    assert std.caps(Mode.SNOW, "stsb").options() == {"epochs": 40, "patience": 4}
     elmo = CompareConfig(encoder="elmo:o.json,w.hdf5", tasks=["stsb"], data="d", out="o")
-    assert "curve_points" not in elmo.caps("fire", "stsb")  # ELMo: epoch ends only
+    assert elmo.caps("fire", "stsb").curve_points is None  # ELMo: epoch ends only
+    with pytest.raises(ValueError, match=r"CompareConfig.caps: expected a mode among \['snow'"):
+        std.caps("ice", "stsb")

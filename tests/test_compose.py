@@ -84,6 +84,7 @@ def test_nothing_compose_1_29_cannot_read(name):
     assert all("content" not in c for c in (data.get("configs") or {}).values())
 
 
+@pytest.mark.subprocess  # runs `docker compose config`
 @pytest.mark.parametrize("name", COMPOSE_FILES)
 def test_docker_compose_config_accepts_every_file(name):
     """Debian's docker-compose (1.29) reads each file (the GPU override over the base file).

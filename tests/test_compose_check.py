@@ -213,6 +213,7 @@ class _Execs:
         return json.dumps(self.budgets[service])
 
 
+@pytest.mark.subprocess  # a fresh interpreter takes the share
 def test_the_report_names_the_threads_each_service_chose_and_a_service_that_would_thrash():
     """Each container counts all six, and the runs outside take the same share (their numbers
     are compared exactly: the same threads give the same sums)."""

@@ -10,7 +10,7 @@ import torch
 from snowfire.extractor.elmo import ElmoBiLM, batch_to_ids, expected_shapes, parse_options
 from snowfire.extractor.elmo.lstm import LstmCellWithProjection
 
-# The released original model's options file (ARCHITECTURE.md section 5), verbatim.
+# The released original model's options file (elmo_2x4096_512_2048cnn_2xhighway), verbatim.
 ORIGINAL = json.loads(
     '{"lstm": {"use_skip_connections": true, "projection_dim": 512, "cell_clip": 3, '
     '"proj_clip": 3, "dim": 4096, "n_layers": 2}, "char_cnn": {"activation": "relu", '

@@ -225,7 +225,21 @@ def test_concurrent_requests_are_micro_batched_and_a_shared_text_encoded_once(
 
     store = Store(tmp_path / "store")
     config = ExtractConfig(encoder=f"hf:{tiny_bert_dir}", store=str(store.path), progress=False)
-    worker = EmbedWorker(store, config, max_wait_ms=400)
+    worker = EmbedWorker(store, config, max_wait_ms=0)
+    # the encoder busy with its first round until all eight requests wait: no timing, the
+    # rest are then one round, whatever the machine's load
+    encode, put = worker._encode, worker._queue.put
+    gate, queued = threading.Event(), threading.Semaphore(0)
+
+    def held(jobs):
+        assert gate.wait(60)
+        return encode(jobs)
+
+    def counted(job):
+        put(job)
+        queued.release()
+
+    worker._encode, worker._queue.put = held, counted
     texts = [TextInput(tuple(s.split())) for s in _sentences(8, 2)]
     shared = TextInput(("the", "quick", "brown", "fox"))
     hits, errors = {}, []
@@ -242,11 +256,14 @@ def test_concurrent_requests_are_micro_batched_and_a_shared_text_encoded_once(
     threads = [threading.Thread(target=ask, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
+    for _ in threads:
+        assert queued.acquire(timeout=60)  # each request is in the encoder's queue
+    gate.set()
     for t in threads:
         t.join()
     worker.close()
     assert not errors
-    assert worker.rounds < 8  # several requests per encoder round
+    assert 1 <= worker.rounds <= 2  # the first round, then every request that waited: at once
     pool = worker.pool("joint")
     keys = worker.keys(texts + [shared], "joint")
     assert store.missing_keys(pool, keys) == []

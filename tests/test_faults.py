@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from snowfire.jobs import Home, JobQueue
+from snowfire.jobs import Home, JobQueue, free_port
 from tests.helpers import snowfire_cli, tree_bytes
 from tests.helpers.tasks import write_sst2
 
@@ -156,21 +156,13 @@ def _up(port: int) -> bool:
         return False
 
 
-def _port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
 
 
 def test_the_api_killed_during_submissions_loses_and_duplicates_nothing(tmp_path):
     home = tmp_path / "home"
     write_sst2(home / "tasks")
-    port = _port()
+    port = free_port()
     api = _serve(home, port)
     acked: dict[str, str] = {}  # idempotency key -> job id the client got a 202 for
     pending = [f"key-{i}" for i in range(120)]
@@ -207,7 +199,7 @@ def test_the_api_killed_during_submissions_loses_and_duplicates_nothing(tmp_path
 def test_sixteen_clients_and_three_claimers_lose_and_repeat_nothing(tmp_path):
     home = tmp_path / "home"
     write_sst2(home / "tasks")
-    port = _port()
+    port = free_port()
     api = _serve(home, port)
     claimer = """
 import json, os, sys, time

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from snowfire.cache import StoreCorruptError, open_store
-from snowfire.cache.bucket import BucketStore
 from snowfire.cache.fsck import check
 from snowfire.cache.sidecars import COPY, FILES, KEYS, MANIFEST, TEXTS, check_set
 from snowfire.cli.main import main as snowfire
@@ -56,40 +55,24 @@ def _extract(tiny_bert_dir, root: Path, store: str) -> None:
 
 
 class Files:
-    """A store's files, a directory's or a bucket's: get, put, delete, the feature sets'."""
+    """A store's files, a directory's or a bucket's, through its backend: get, put, delete,
+    the feature sets'."""
 
     def __init__(self, location):
-        self.location = location
-        self.bucket = BucketStore(location) if isinstance(location, str) else None
+        self.backend = open_store(location).backend
 
     def get(self, rel: str) -> bytes:
-        return self.bucket._get(rel) if self.bucket else (self.location / rel).read_bytes()
+        return self.backend.get(rel)
 
     def put(self, rel: str, data: bytes) -> None:
-        if self.bucket:
-            self.bucket._put(rel, data)
-        else:
-            (self.location / rel).write_bytes(data)
+        self.backend.put(rel, data)
 
     def delete(self, rel: str) -> None:
-        if self.bucket:
-            import obstore
-
-            obstore.delete(self.bucket.client, rel)
-        else:
-            (self.location / rel).unlink()
+        self.backend.delete(rel)
 
     def featuresets(self) -> dict[str, bytes]:
         """{name: bytes} of every file under featuresets/."""
-        if self.bucket:
-            import obstore
-
-            names = [
-                o["path"] for page in obstore.list(self.bucket.client, "featuresets") for o in page
-            ]
-        else:
-            names = [f"featuresets/{p.name}" for p in (self.location / "featuresets").iterdir()]
-        return {name: self.get(name) for name in sorted(names)}
+        return {name: self.get(name) for name in self.backend.list("featuresets")}
 
 
 @pytest.fixture(scope="module")
@@ -348,10 +331,8 @@ def test_files_are_written_texts_keys_copy_manifest(where, monkeypatch):
     keys, texts = s.featureset_keys(info.id), s.featureset_texts(info.id)
     saved = Files(store).featuresets()
     order = []
-    real = type(s)._write_bytes
-    monkeypatch.setattr(
-        type(s), "_write_bytes", lambda self, rel, data: (order.append(rel), real(self, rel, data))
-    )
+    real = s.backend.put
+    monkeypatch.setattr(s.backend, "put", lambda rel, data: (order.append(rel), real(rel, data)))
     s.write_featureset(info.manifest, keys, texts)
     assert order == [f"featuresets/{info.id}{x}" for x in (TEXTS, KEYS, COPY, MANIFEST)]
     assert Files(store).featuresets() == saved  # the same bytes again

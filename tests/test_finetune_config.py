@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
+from dataclasses import replace
 
 import pytest
 
 from snowfire.cli.flags import add_config_arguments, config_from_args
-from snowfire.finetune import RECIPES, FinetuneConfig
+from snowfire.finetune import RECIPES, FinetuneConfig, RecipeSettings
 
 BASE = dict(encoder="minilm", task="sst2", data="data", out="run")
 
@@ -15,40 +17,43 @@ BASE = dict(encoder="minilm", task="sst2", data="data", out="run")
 def test_defaults_follow_the_family_recipe():
     cfg = FinetuneConfig(**BASE)
     assert cfg.family == "hf" and cfg.recipe_name == "bert" and cfg.peak_lr == 5e-5
-    assert cfg.settings() == {
-        "lr": 5e-5,
-        "warmup": 0.1,
-        "schedule": "linear",
-        "discriminative": 1.0,
-        "gradual_unfreezing": False,
-    }
+    assert cfg.settings() == RecipeSettings(
+        lr=5e-5, warmup=0.1, schedule="linear", discriminative=1.0, gradual_unfreezing=False
+    )
     assert cfg.bi_attention and cfg.crf is None and cfg.output_lstm == 0  # family defaults
     elmo = FinetuneConfig(**(BASE | {"encoder": "elmo:/x"}))
     assert elmo.family == "elmo" and elmo.recipe_name == "elmo" and elmo.peak_lr == 1e-3
-    assert elmo.settings() == {
-        "lr": 1e-3,
-        "warmup": 0.1,
-        "schedule": "slanted",
-        "discriminative": 0.4,
-        "gradual_unfreezing": True,  # sst2: a single-text task, as in the paper
-    }
+    assert elmo.settings() == RecipeSettings(
+        lr=1e-3,
+        warmup=0.1,
+        schedule="slanted",
+        discriminative=0.4,
+        gradual_unfreezing=True,  # sst2: a single-text task, as in the paper
+    )
     # the paper unfroze gradually on SST-2 and NER only, not on the sentence-pair tasks
-    assert not FinetuneConfig(**(BASE | {"encoder": "elmo:/x", "task": "stsb"})).settings()[
-        "gradual_unfreezing"
-    ]
-    assert FinetuneConfig(**(BASE | {"encoder": "elmo:/x", "task": "conll2003"})).settings()[
-        "gradual_unfreezing"
-    ]
+    pairs = FinetuneConfig(**(BASE | {"encoder": "elmo:/x", "task": "stsb"})).settings()
+    assert not pairs.gradual_unfreezing
+    ner = FinetuneConfig(**(BASE | {"encoder": "elmo:/x", "task": "conll2003"})).settings()
+    assert ner.gradual_unfreezing
     assert FinetuneConfig(**(BASE | {"lr": 0.5})).peak_lr == 0.5
     assert FinetuneConfig.from_json(cfg.to_json()) == cfg
 
 
 def test_explicit_options_override_one_value_of_the_recipe():
     cfg = FinetuneConfig(**(BASE | {"discriminative": 0.4, "lr": 2e-5}))
-    assert cfg.settings() == RECIPES["bert"].settings() | {"discriminative": 0.4, "lr": 2e-5}
+    assert cfg.settings() == replace(RECIPES["bert"].settings(), discriminative=0.4, lr=2e-5)
     record = cfg.recipe_record()
     assert record["name"] == "bert" and record["overrides"] == {"discriminative": 0.4, "lr": 2e-5}
-    assert record["settings"]["schedule"] == "linear"
+    # RUN/config.json's record keeps the keys and order it had when settings were a dict
+    assert json.dumps(record["settings"]) == json.dumps(
+        {
+            "lr": 2e-5,
+            "warmup": 0.1,
+            "schedule": "linear",
+            "discriminative": 0.4,
+            "gradual_unfreezing": False,
+        }
+    )
     other = FinetuneConfig(**(BASE | {"recipe": "elmo"}))  # the ELMo tricks on a BERT encoder
     assert other.settings() == RECIPES["elmo"].settings()
     with pytest.raises(
@@ -132,8 +137,9 @@ def test_cli_flags_round_trip():
     ) == FinetuneConfig(encoder="minilm", task="sst2", data="d", out="r")
     text = " ".join(parser.format_help().split())
     assert "--gradual-unfreezing" in text and "factor times the rate" in text
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as refused:
         parser.parse_args(["--task", "sst2"])  # --encoder and --out are required
+    assert refused.value.code == 2  # argparse's usage error
 
 
 def test_flags_not_given_keep_the_config_defaults_and_bad_values_are_refused():
@@ -142,8 +148,9 @@ def test_flags_not_given_keep_the_config_defaults_and_bad_values_are_refused():
     args = parser.parse_args("--encoder minilm --task sst2 --data data --out run --quiet".split())
     args.func, args.verbose = print, False  # what cli/main.py adds
     assert config_from_args(FinetuneConfig, args) == FinetuneConfig(**BASE, progress=False)
-    with pytest.raises(SystemExit):  # a choice argparse knows from the field
+    with pytest.raises(SystemExit) as refused:  # a choice argparse knows from the field
         parser.parse_args("--encoder minilm --task sst2 --data d --out r --recipe x".split())
+    assert refused.value.code == 2
     args = parser.parse_args("--encoder minilm --task sst2 --data d --out r --epochs 0".split())
     with pytest.raises(ValueError, match="FinetuneConfig.epochs: expected >= 1, got 0"):
         config_from_args(FinetuneConfig, args)

@@ -56,7 +56,8 @@ def test_unlabelled_test_split_gets_predictions_only(tiny_bert_dir, tmp_path):
     metrics = train(
         finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1)
     )
-    assert set(metrics) == {"train", "dev"}
+    # no labelled test: a slice of train selects, dev reports (tasks/selection.py)
+    assert set(metrics) == {"train", "select", "dev"}
     rows = (tmp_path / "run" / "predictions" / "test.tsv").read_text().splitlines()
     assert rows[0] == "index\tgold\tpredicted" and len(rows) == 3
     assert rows[1].split("\t")[1] == ""

@@ -14,7 +14,7 @@ from tests.helpers.tasks import finetune_config, write_sst2
 
 def _curve(run: Path) -> dict[int, float]:
     rows = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
-    return {r["epoch"]: r["dev"]["accuracy"] for r in rows}
+    return {r["epoch"]: r["selection"]["accuracy"] for r in rows}
 
 
 @pytest.mark.parametrize("exact", [False, True])
@@ -32,11 +32,11 @@ def test_grid_cells_choice_and_outputs(tiny_bert_dir, tmp_path, exact):
         name = f"lr={cell['lr']:g}" + (f"-epochs={cell['epochs']}" if exact else "")
         curve = _curve(run / "grid" / name)
         assert max(curve) == (cell["epochs"] if exact else 2)
-        assert cell["dev"] == max(v for e, v in curve.items() if e <= cell["epochs"])
-    best = max(c["dev"] for c in record["cells"])
+        assert cell["selection"] == max(v for e, v in curve.items() if e <= cell["epochs"])
+    best = max(c["selection"] for c in record["cells"])
     chosen = record["chosen"]
-    assert chosen["dev"] == best  # the choice reads dev, and only dev
-    ties = [c for c in record["cells"] if c["dev"] == best]
+    assert chosen["selection"] == best  # the choice reads the selection split, and only it
+    ties = [c for c in record["cells"] if c["selection"] == best]
     assert (chosen["lr"], chosen["epochs"]) == min((c["lr"], c["epochs"]) for c in ties)
     chosen_run = Path(chosen["run"])
     if not exact:  # the cell is trained as its own run unless it is a rate's whole run
@@ -58,7 +58,7 @@ def test_grid_cells_choice_and_outputs(tiny_bert_dir, tmp_path, exact):
     assert all(k not in config or config[k] is None for k in ("grid", "grid_lrs", "grid_epochs"))
     table = (run / "grid.md").read_text()
     assert (
-        f"**{100 * chosen['dev']:.1f}**" in table and table.count("\n| ") == 4
+        f"**{100 * chosen['selection']:.1f}**" in table and table.count("\n| ") == 4
     )  # header, rule, one row per rate
     assert (run / "grid.png").stat().st_size > 1000
 

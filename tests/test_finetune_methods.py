@@ -83,6 +83,30 @@ def test_each_method_trains_exactly_its_parameters_and_leaves_the_rest_bitwise(
     assert method == "lora" or changed  # lora's B starts at 0, A moves only through B's update
 
 
+def test_lora_on_every_linear_map_adapts_the_mlp_too(tiny_bert_dir):
+    """lora_targets all-linear: query, key, value, the attention's output and both feed-forward
+    maps of each of the 2 layers (6 × 2 = 12 maps), rank 8: A (8, in) and B (out, 8) each; the
+    tiny BERT is 32 wide with a 64-wide feed-forward layer."""
+    model = _model(tiny_bert_dir, "lora", lora_targets="all-linear")
+    adapted = {n.rsplit(".lora_", 1)[0] for n in model.encoder.state_dict() if ".lora_A." in n}
+    assert len(adapted) == 12
+    assert {n.split("layer.0.", 1)[1] for n in adapted if "layer.0." in n} == {
+        "attention.self.query",
+        "attention.self.key",
+        "attention.self.value",
+        "attention.output.dense",
+        "intermediate.dense",
+        "output.dense",
+    }
+    ffn = model.encoder.config.intermediate_size
+    sizes = {"intermediate.dense": (32, ffn), "output.dense": (ffn, 32)}  # (in, out)
+    expected = 2 * sum(8 * i + o * 8 for i, o in [*[(32, 32)] * 4, *sizes.values()])
+    trained = [n for n in _step(model) if ".lora_" in n]
+    assert sum(dict(model.named_parameters())[n].numel() for n in trained) == expected
+    with pytest.raises(ValueError, match=r"lora targets: expected one of attention, all-linear"):
+        _model(tiny_bert_dir, "lora", lora_targets="mlp")
+
+
 def test_a_partial_method_counts_only_what_it_trains(tiny_bert_dir):
     full = sum(p.numel() for _, ps in _model(tiny_bert_dir, "full").layer_groups() for p in ps)
     for method in ("bitfit", "adapter", "lora"):
@@ -234,9 +258,9 @@ def test_lp_ft_starts_at_the_probes_weights(tiny_bert_dir, data_dir, tmp_path):
 
     def kill(step, model):
         if step == 2:
-            raise KeyboardInterrupt
+            raise KeyboardInterrupt("Ctrl-C at step 2")
 
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match="Ctrl-C at step 2"):
         finetune(killed, on_step=kill)
     assert (tmp_path / "killed" / "checkpoint.pt").is_file()
     retrained = {k: v + 0.5 for k, v in weights.items()}
@@ -346,7 +370,8 @@ def test_curve_points_within_an_epoch_leave_the_training_unchanged(
     a = torch.load(tmp_path / "a" / "best.pt", weights_only=True)
     b = torch.load(run / "best.pt", weights_only=True)
     assert all(torch.equal(a[k], b[k]) for k in a)
-    batches = 10  # 80 training pairs in batches of 8
+    trained = json.loads((run / "config.json").read_text())["num_examples"]["train"]
+    batches = -(-trained // 8)  # the pairs that train (a slice of train selects), batches of 8
     marks = [round(k * batches / 3) / batches for k in (1, 2)]
     assert [x for x, _ in read_curve(run, "pearson")] == [
         e + m for e in (0, 1) for m in (*marks, 1.0)

@@ -210,4 +210,4 @@ def test_default_recipe_elmo_decays_by_0_4_per_layer():
     top = rates["output"]
     assert top == 1e-3
     assert [rates[n] / top for n in rates] == pytest.approx([1.0, 0.4, 0.16, 0.064], rel=1e-12)
-    assert cfg.settings()["schedule"] == "slanted" and cfg.settings()["gradual_unfreezing"]
+    assert cfg.settings().schedule == "slanted" and cfg.settings().gradual_unfreezing

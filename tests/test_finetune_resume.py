@@ -63,7 +63,7 @@ def _killed_then_resumed(
 
     reference = train(finetune_config(encoder, task, data, tmp_path / "a", **kw))
     cfg = finetune_config(encoder, task, data, tmp_path / "b", **kw)
-    with pytest.raises(Killed):
+    with pytest.raises(Killed, match=f"killed after step {kill_after}$"):
         train(cfg, on_step=_kill_after(kill_after))
     assert not (tmp_path / "b" / "metrics.json").exists()
     ckpt, earlier = tmp_path / "b" / "checkpoint.pt", 0.0
@@ -137,15 +137,15 @@ def test_resume_with_another_config_is_refused(tiny_bert_dir, tmp_path):
 
     data = write_sst2(tmp_path / "data", sizes=(("train", 16), ("dev", 8)))
     cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1)
-    with pytest.raises(Killed):
+    with pytest.raises(Killed, match="killed after step 1$"):
         train(cfg, on_step=_kill_after(1))
-    with pytest.raises(Killed):  # no checkpoint yet (every epoch only): starts afresh
+    with pytest.raises(Killed, match="killed after step 2$"):  # no checkpoint yet: afresh
         train(cfg, on_step=_kill_after(2))
     resumable = finetune_config(
         f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1, checkpoint_every=1
     )
-    with pytest.raises(Killed):  # checkpoint_every is volatile: the same run, checkpointed
-        train(resumable, on_step=_kill_after(1))
+    with pytest.raises(Killed, match="killed after step 1$"):  # checkpoint_every is volatile
+        train(resumable, on_step=_kill_after(1))  # ... the same run, checkpointed
     other = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "run", epochs=1, lr=0.5)
     checkpoint = tmp_path / "run" / "checkpoint.pt"
     with pytest.raises(
@@ -206,7 +206,7 @@ def test_killed_after_the_final_config_before_metrics_finishes_from_the_checkpoi
         real(path, obj)
 
     monkeypatch.setattr(module, "write_json", kill_at_metrics)
-    with pytest.raises(Killed):
+    with pytest.raises(Killed, match="killed before metrics.json"):
         train(cfg)
     monkeypatch.undo()
     assert "seconds" in json.loads((tmp_path / "b" / "config.json").read_text())
@@ -235,7 +235,9 @@ def test_a_resumed_run_counts_the_time_before_the_kill(tiny_bert_dir, tmp_path):
 
         return on_step
 
-    with pytest.raises(Killed):  # steps 1 and 2 take 10 s each; step 2's checkpoint is at 10 s
+    with pytest.raises(
+        Killed, match="killed after step 2$"
+    ):  # steps 1 and 2 take 10 s each; step 2's checkpoint is at 10 s
         train(cfg, on_step=steps_of(10.0, kill_at=2), clock=lambda: now[0])
     now[0] = 500.0  # another process: its clock has its own origin
     train(cfg, on_step=steps_of(7.0), clock=lambda: now[0])  # step 3 takes 7 s

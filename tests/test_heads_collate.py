@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from snowfire.heads import IGNORE_INDEX, collate
+from snowfire.heads import collate
+from snowfire.nn import IGNORE_INDEX
 from tests.helpers.heads import (
     D,
     L,

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from snowfire.heads import BCN, ESIM, ScalarMix, Tagger, TagScores, build_head
+from snowfire.heads import BCN, ESIM, Tagger, build_head
+from snowfire.nn import ScalarMix, TagScores
 from tests.helpers.heads import (
     CASES,
     IDS,

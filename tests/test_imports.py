@@ -5,8 +5,9 @@ root, `snowfire.*` (its folder is the repository's top-level one: `cache/` is `s
 so no file anywhere, tests included, imports a package by its bare folder name. Read with
 `ast`; nothing is imported.
 
-    tasks/ → extractor/ → cache/ → api/ and heads/;  finetune/ reads tasks/;
-    cache/ imports nothing from the others;  jobs/ imports no web framework
+    options, nn, cache → tasks, rundir → extractor → heads → finetune → compare → jobs → api
+    → snowfire → cli  (each package imports only from the floors before it: FLOW below);
+    nn/ holds the torch blocks heads/ and finetune/ share; jobs/ imports no web framework
 
 A failure names file:line and the name. There is no allow-list: a name another package needs
 is exported by it (a small, deliberate `__all__`); a private method called from another
@@ -25,6 +26,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = (
     "options",
+    "nn",
     "tasks",
     "extractor",
     "cache",
@@ -42,15 +44,26 @@ SCRIPTS = ("benchmarks", "experiments")  # may import any package, through its A
 # imports snowfire/ (the Python API over the others).
 FLOW = {
     "options": set(),
+    "nn": set(),  # torch modules only: the blocks heads/ and finetune/ share
     "cache": set(),
     "rundir": {"options", "cache"},
     "tasks": {"options"},
-    "extractor": {"options", "tasks", "cache"},
-    "heads": {"options", "tasks", "cache", "rundir", "extractor"},
-    "finetune": {"options", "tasks", "cache", "rundir", "extractor", "heads"},
-    "compare": {"options", "tasks", "cache", "rundir", "extractor", "heads", "finetune"},
-    "jobs": {"options", "tasks", "cache", "rundir", "extractor", "heads", "finetune", "compare"},
-    "api": {"options", "tasks", "cache", "rundir", "extractor", "heads", "jobs"},
+    "extractor": {"options", "nn", "tasks", "cache"},
+    "heads": {"options", "nn", "tasks", "cache", "rundir", "extractor"},
+    "finetune": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads"},
+    "compare": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads", "finetune"},
+    "jobs": {
+        "options",
+        "nn",
+        "tasks",
+        "cache",
+        "rundir",
+        "extractor",
+        "heads",
+        "finetune",
+        "compare",
+    },
+    "api": {"options", "nn", "tasks", "cache", "rundir", "extractor", "heads", "jobs"},
     "snowfire": set(PACKAGES) - {"cli", "snowfire", "api", "jobs"},
     "cli": set(PACKAGES) - {"cli"},
 }
@@ -278,6 +291,23 @@ def test_every_import_holds_to_the_public_apis_and_the_data_flow():
     assert not problems, f"{len(problems)} imports past a package's API:\n" + "\n".join(
         map(str, problems)
     )
+
+
+def test_docs_contracts_states_the_flow_this_file_checks():
+    """docs/CONTRACTS.md's floors line (`a, b → c → ...`) names every package once, and what
+    each package may import (FLOW) lies on the floors before its own."""
+    text = (REPO / "docs" / "CONTRACTS.md").read_text()
+    (line,) = [s.strip() for s in text.splitlines() if s.startswith("    ") and s.count("→") > 5]
+    floors = [[p.strip() for p in floor.split(",")] for floor in line.split("→")]
+    assert sorted(p for floor in floors for p in floor) == sorted(PACKAGES), line
+    below: set[str] = set()
+    for floor in floors:
+        for pkg in floor:
+            above = FLOW[pkg] - below
+            assert not above, (
+                f"docs/CONTRACTS.md puts {pkg} below {sorted(above)}, which it imports"
+            )
+        below |= set(floor)
 
 
 def test_every_package_exports_what_it_lists():

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.subprocess  # builds a wheel and starts interpreters
 REPO = Path(__file__).resolve().parents[1]
 FOLDERS = (
     "options",
+    "nn",
     "tasks",
     "cache",
     "rundir",

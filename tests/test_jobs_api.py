@@ -219,7 +219,7 @@ TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
         (
             {"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "split": ["val"]}},
             422,
-            "params.split.0: Input should be 'train', 'dev' or 'test' (got 'val')",
+            "params.split.0: Input should be 'train', 'dev', 'test' or 'select' (got 'val')",
         ),
         (
             {"kind": "extract", "params": {"encoder": "minilm", "input": "missing.txt"}},
@@ -306,6 +306,7 @@ def _run_compare_job(client, home, params):
     return job_id, body
 
 
+@pytest.mark.subprocess  # a real worker runs the job in its own runner process
 def test_a_compare_job_runs_the_arms_and_predict_reads_their_runs(
     client, home, tiny_bert_dir, tmp_path
 ):

@@ -4,6 +4,7 @@ running), failures. Workers here run stand-in child processes (tiny `python -c` 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -40,6 +41,20 @@ class StandIn(Worker):
         return [sys.executable, "-c", self.script, str(self.home.result(job.id))]
 
 
+class Clock:
+    """The queue's wall clock, moved by the test: a lease expires when the test says so, not
+    after a sleep that a loaded machine may stretch past the next step."""
+
+    def __init__(self, now: float = 1.7e9) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 WRITE_RESULT = "import json, sys; json.dump({'dev': {'accuracy': 0.75}}, open(sys.argv[1], 'w'))"
 SLEEP = "import os, time; print('child', os.getpid(), flush=True); time.sleep(120)"
 
@@ -63,6 +78,7 @@ def _wait(predicate, timeout=20.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.subprocess  # claimers in two processes
 def test_each_job_is_claimed_once_by_threads_and_processes(queue):
     submitted = {queue.submit("train", {"n": i}).id for i in range(120)}
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
@@ -129,10 +145,14 @@ def test_status_transitions(queue):
     assert queue.claim("train", "w2", 30.0) is None
 
 
-def test_expired_lease_requeues_and_the_stale_worker_cannot_complete(queue):
+def test_expired_lease_requeues_and_the_stale_worker_cannot_complete(home):
+    clock = Clock()
+    queue = JobQueue(home.queue, clock=clock)
     job = queue.submit("train", {})
     first = queue.claim("train", "stale", 0.2)
-    time.sleep(0.35)  # "stale" stops heartbeating
+    clock.advance(0.19)  # within the lease: still running
+    assert (queue.get(job.id).status, queue.get(job.id).worker) == ("running", "stale")
+    clock.advance(0.02)  # "stale" stopped heartbeating: its lease has run out
     assert (queue.get(job.id).status, queue.get(job.id).attempts) == ("queued", 1)
     second = queue.claim("train", "fresh", 30.0)
     assert (second.id, second.attempts, second.worker) == (job.id, 2, "fresh")
@@ -144,20 +164,22 @@ def test_expired_lease_requeues_and_the_stale_worker_cannot_complete(queue):
 
 
 def test_a_job_whose_workers_keep_dying_fails_after_max_attempts(home):
-    queue = JobQueue(home.queue, max_attempts=2)
+    clock = Clock()
+    queue = JobQueue(home.queue, max_attempts=2, clock=clock)
     job = queue.submit("train", {})
     for _ in range(2):
         assert queue.claim("train", "dies", 0.05).id == job.id
-        time.sleep(0.1)
+        clock.advance(0.1)
     lost = queue.get(job.id)
     assert (lost.status, lost.attempts) == ("failed", 2)
     assert lost.error == "worker lost: its lease expired on each of 2 attempts"
 
 
+@pytest.mark.subprocess  # the worker's child process
 def test_a_dead_workers_job_is_picked_up_again_and_completes(home, queue):
     job = queue.submit("train", {})
-    dead = queue.claim("train", "dead", 0.2)
-    time.sleep(0.3)
+    # a worker that claimed the job a minute ago, on a lease of 0.2 s, and died
+    dead = JobQueue(home.queue, clock=lambda: time.time() - 60).claim("train", "dead", 0.2)
     worker = StandIn(home, WRITE_RESULT, lease=5.0, poll=0.05)
     assert worker.run(once=True) == 1
     done = queue.get(job.id)
@@ -175,6 +197,7 @@ def test_cancel_a_queued_job_at_once(queue):
     assert queue.claim("train", "w", 30.0) is None
 
 
+@pytest.mark.subprocess  # the worker's child process
 def test_cancel_a_running_job_stops_its_child(home, queue):
     job = queue.submit("train", {})
     worker = StandIn(home, SLEEP, lease=30.0, poll=0.1, grace=5.0)
@@ -191,10 +214,12 @@ def test_cancel_a_running_job_stops_its_child(home, queue):
     assert not thread.is_alive()
     cancelled = queue.get(job.id)
     assert (cancelled.status, cancelled.error) == ("cancelled", "cancelled on request")
-    with pytest.raises(ProcessLookupError):
+    with pytest.raises(ProcessLookupError) as gone:
         os.kill(pid, 0)  # the child is gone (and reaped by the worker)
+    assert gone.value.errno == errno.ESRCH
 
 
+@pytest.mark.subprocess  # the worker's child process
 def test_a_failing_child_fails_the_job_with_its_exit_code_and_last_line(home, queue):
     job = queue.submit("train", {})
     fails = "print('ValueError: no dev split'); raise SystemExit(3)"
@@ -204,6 +229,7 @@ def test_a_failing_child_fails_the_job_with_its_exit_code_and_last_line(home, qu
     assert failed.error == "exit code 3: ValueError: no dev split"
 
 
+@pytest.mark.subprocess  # the worker's child process
 def test_a_worker_that_loses_its_lease_stops_the_child_and_writes_nothing(home, queue):
     job = queue.submit("train", {})
     worker = StandIn(home, SLEEP, lease=0.6, poll=0.1, grace=5.0)
@@ -225,21 +251,23 @@ def test_worker_checks_its_arguments(home):
         Worker(home, "train", grace=-1)
 
 
+@pytest.mark.subprocess  # the worker's child process
 def test_a_stopped_worker_kills_its_child_and_hands_the_job_back(home, queue):
     job = queue.submit("train", {})
     worker = StandIn(home, SLEEP, lease=30.0, poll=0.1, grace=5.0)
 
     def interrupted(*args):  # Ctrl-C / SIGTERM arrive as KeyboardInterrupt (run_worker)
         if "child" in home.log(job.id).read_text():
-            raise KeyboardInterrupt
+            raise KeyboardInterrupt("Ctrl-C")
         return "running"
 
     worker.queue.heartbeat = interrupted
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match="Ctrl-C"):
         worker.run(once=True)
     pid = int(home.log(job.id).read_text().split("child")[1].split()[0])
-    with pytest.raises(ProcessLookupError):
+    with pytest.raises(ProcessLookupError) as gone:
         os.kill(pid, 0)
+    assert gone.value.errno == errno.ESRCH
     back = queue.get(job.id)
     assert (back.status, back.attempts, back.worker, back.lease) == ("queued", 1, None, None)
     assert queue.claim("train", "next", 30.0).attempts == 2
@@ -267,6 +295,7 @@ def test_an_older_queue_file_gains_the_new_columns(tmp_path):
     assert [j.id for j in queue.list()] == [job.id, "old"]
 
 
+@pytest.mark.subprocess  # openers in their own processes
 def test_many_processes_open_one_fresh_queue_file_at_once(tmp_path):
     # snowfire up starts the API and three workers together: each creates or migrates the file
     path = tmp_path / "queue.sqlite"
@@ -345,6 +374,7 @@ class Hangs(StandIn):
         return [*super().command(job), job.params["out"]]
 
 
+@pytest.mark.subprocess  # the worker's child process
 @pytest.mark.parametrize("where", ["param", "worker"])
 def test_a_job_past_its_deadline_is_killed_failed_and_its_partial_run_kept_and_marked(
     home, queue, where

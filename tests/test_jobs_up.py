@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from snowfire.jobs import JOB_KINDS as KINDS
-from snowfire.jobs import JobQueue
-from tests.helpers import free_port
+from snowfire.jobs import JobQueue, free_port
 from tests.helpers.compose import LOCAL_ENV, SNOWFIRE
 
 pytestmark = pytest.mark.subprocess  # starts and kills real processes

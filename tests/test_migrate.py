@@ -159,12 +159,12 @@ def test_a_migration_killed_at_any_step_is_refused_and_the_rerun_finishes_it(
                 (root / "pools").rename(root / "format-1" / "pools")
             else:  # the report written, the root not yet
                 files.atomic_write(Path(args[0]) / "format-1" / files.REPORT, b"{}")
-            raise Killed
+            raise Killed(f"killed at {step}")
         real(*args, **kw)
-        raise Killed  # after the first one's work
+        raise Killed(f"killed after {step}")  # after the first one's work
 
     monkeypatch.setattr(files, step if step != "segment" else "record_checksums", dies)
-    with pytest.raises(Killed):
+    with pytest.raises(Killed, match=f"killed (at|after) {step}$"):
         migrate_store(MigrateConfig(store="store"))
     monkeypatch.undo()
     monkeypatch.chdir(work)

@@ -1,7 +1,7 @@
 """`snowfire compare --export mteb DIR` and `snowfire.compare(..., export_mteb=DIR)`: MTEB's
 results layout, every seed in `scores_per_experiment`, snowfire's fields in their own block;
 checked against a JSON schema written from MTEB's documentation of its result files, and read
-back by mteb itself where it is installed (`pip install 'snowfire[mteb]'`)."""
+back by mteb itself where it is installed (`pip install -e '.[mteb]'`)."""
 
 from __future__ import annotations
 
@@ -181,7 +181,7 @@ def test_the_files_match_mtebs_documented_schema(exported):
 
 
 def test_mtebs_own_loader_reads_the_export(exported):
-    mteb = pytest.importorskip("mteb", reason="pip install 'snowfire[mteb]' to read back with it")
+    mteb = pytest.importorskip("mteb", reason="pip install -e '.[mteb]' to read back with it")
     from mteb.models.model_meta import ModelMeta
     from mteb.results import TaskResult
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +21,11 @@ from snowfire.cache import (
     ServiceUnreachableError,
     Store,
     StoreUnreachableError,
+    open_store,
 )
-from snowfire.cache.bucket import BucketStore
 from tests.helpers.proxy import FaultProxy, Faults
-from tests.helpers.service import Server, build_featureset
-from tests.helpers.store import bucket_objects, tiny_sst2
+from tests.helpers.service import Restart, Server, build_featureset
+from tests.helpers.store import bucket_objects, extract_tiny_sst2
 
 #: Quick retries, many of them: a fault that passes always passes within them (the waits
 #: add up to 25 s at least, the longest outage here a server restart of a second or two)
@@ -37,8 +36,8 @@ PATIENT = {
     "SNOWFIRE_RETRY_DEADLINE": "120",
 }
 THREE_TRIES = RetryPolicy(attempts=3, backoff=0.01, backoff_max=0.02)
-#: About 4 examples per features request (2 KB each): 20 requests an epoch, not 2
-BODY_CAP = 16_000
+#: About 4 examples per features page (2 KB each, pages fill the cap): 20 requests an epoch
+BODY_CAP = 8_000
 
 #: Each fault the proxy makes, and the count that says it happened.
 REST_FAULTS = {
@@ -57,24 +56,7 @@ REST_FAULTS = {
 @pytest.fixture(scope="module")
 def sst2_store(tiny_bert_dir, tmp_path_factory):
     """A tiny sst2 folder extracted with the tiny BERT into a local store."""
-    from snowfire.cli.main import main as snowfire
-
-    root = tmp_path_factory.mktemp("net")
-    data = tiny_sst2(root / "data")
-    argv = [
-        "extract",
-        "--encoder",
-        f"hf:{tiny_bert_dir}",
-        "--task",
-        "sst2",
-        "--data",
-        str(data),
-        "--store",
-        str(root / "store"),
-        "--quiet",
-    ]
-    assert snowfire(argv) == 0
-    return data, root / "store"
+    return extract_tiny_sst2(tmp_path_factory.mktemp("net"), tiny_bert_dir)
 
 
 @pytest.fixture(scope="module")
@@ -158,23 +140,6 @@ def test_an_epoch_over_rest_through_each_fault_is_the_same(
     assert_same_run(run, clean_run)
 
 
-class Restart:
-    """Stops the service behind the proxy and starts a new one on its port (a new app: what
-    a restarted process holds) when request `at` arrives."""
-
-    def __init__(self, server: Server, settings: Settings, at: int):
-        self.server, self.settings, self.at = server, settings, at
-        self.done = threading.Event()
-
-    def __call__(self, n: int) -> None:
-        if n != self.at:
-            return
-        old = self.server
-        old.__exit__(None, None, None)
-        self.server = Server(self.settings, port=old.port).__enter__()
-        self.done.set()
-
-
 def test_a_restart_mid_epoch_behind_a_proxy_resetting_every_50th_connection_is_the_same(
     sst2_store, clean_run, tiny_bert_dir, tmp_path, patient
 ):
@@ -241,21 +206,21 @@ def test_a_bucket_written_and_read_through_each_fault_holds_the_same_bytes(
 ):
     faults, happened = BUCKET_FAULTS[fault]
     clean_url, faulty_url = local_s3(), local_s3()
-    clean = BucketStore(clean_url)
+    clean = open_store(clean_url)
     build_featureset(clean, "fs", "float32", lengths=SEVEN, seed=1)
     want = clean.read("fs", indices=list(range(len(SEVEN))), layers=[2, 0])
     endpoint = os.environ["AWS_ENDPOINT_URL"]  # moto's
     with FaultProxy(endpoint, faults) as proxy:
         monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
-        written = BucketStore(faulty_url)
+        written = open_store(faulty_url)
         build_featureset(written, "fs", "float32", lengths=SEVEN, seed=1)
         wrote = proxy.counts[happened]
-        got = BucketStore(clean_url).read("fs", indices=list(range(len(SEVEN))), layers=[2, 0])
+        got = open_store(clean_url).read("fs", indices=list(range(len(SEVEN))), layers=[2, 0])
     assert wrote >= 1 and proxy.counts[happened] > wrote, dict(proxy.counts)
     assert got.features.tobytes() == want.features.tobytes()
     assert (got.offsets.tolist(), got.keys) == (want.offsets.tolist(), want.keys)
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    a, b = bucket_objects(BucketStore(clean_url)), bucket_objects(BucketStore(faulty_url))
+    a, b = bucket_objects(open_store(clean_url)), bucket_objects(open_store(faulty_url))
     assert a.keys() == b.keys() and all(a[k] == b[k] for k in a)
 
 
@@ -272,11 +237,11 @@ def test_a_bucket_fault_that_does_not_pass_is_one_error_naming_the_store(
     local_s3, monkeypatch, faults, last
 ):
     url = local_s3()
-    build_featureset(BucketStore(url), "fs", "float32", lengths=SEVEN, seed=1)
+    build_featureset(open_store(url), "fs", "float32", lengths=SEVEN, seed=1)
     with FaultProxy(os.environ["AWS_ENDPOINT_URL"], faults) as proxy:
         monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
         with pytest.raises(StoreUnreachableError) as got:
-            BucketStore(url, retry=THREE_TRIES).get_featureset("fs")
+            open_store(url, retry=THREE_TRIES).get_featureset("fs")
     message = str(got.value)
     assert message.startswith(f"{url}: reading zarr.json") and last in message, message
     # the policy's 3 attempts; a cut body obstore itself may resume (up to its 2 retries)
@@ -308,11 +273,8 @@ NOT_SENT = (
     ids=["not-sent", "body-cut", "not-sent-after-obstores-retries", "other"],
 )
 def test_attempt_asks_again_only_for_what_obstore_did_not_retry(error, calls, asked_again):
-    from types import SimpleNamespace
-
     from snowfire.cache.bucket import attempt
 
-    store = SimpleNamespace(path="s3://b/store", retry=THREE_TRIES)
     made = []
 
     def call():
@@ -322,19 +284,16 @@ def test_attempt_asks_again_only_for_what_obstore_did_not_retry(error, calls, as
         return "answer"
 
     if asked_again:
-        assert attempt(store, "reading x", call) == "answer"
+        assert attempt("s3://b/store", THREE_TRIES, "reading x", call) == "answer"
     else:
         with pytest.raises(StoreUnreachableError, match=r"^s3://b/store: reading x failed \("):
-            attempt(store, "reading x", call)
+            attempt("s3://b/store", THREE_TRIES, "reading x", call)
     assert len(made) == calls
 
 
 def test_attempt_names_the_tries_when_a_request_is_never_sent():
-    from types import SimpleNamespace
-
     from snowfire.cache.bucket import attempt
 
-    store = SimpleNamespace(path="s3://b/store", retry=THREE_TRIES)
     made = []
 
     def call():
@@ -342,7 +301,7 @@ def test_attempt_names_the_tries_when_a_request_is_never_sent():
         raise GenericError(NOT_SENT)
 
     with pytest.raises(StoreUnreachableError) as got:
-        attempt(store, "writing x", call)
+        attempt("s3://b/store", THREE_TRIES, "writing x", call)
     message = str(got.value)
     assert message.startswith("s3://b/store: writing x: gave up after "), message
     assert "all 3 attempts failed; the last: the request not sent (Generic S3" in message

@@ -16,6 +16,7 @@ PACKAGES = (
     "finetune",
     "heads",
     "jobs",
+    "nn",
     "options",
     "tasks",
     "benchmarks",

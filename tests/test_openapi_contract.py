@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import free_port, snowfire_cli, wait_healthy
+from snowfire.jobs import free_port, stop_process, wait_healthy
+from tests.helpers import snowfire_cli
 
 pytestmark = pytest.mark.subprocess
 
@@ -131,8 +132,7 @@ def test_the_service_keeps_its_openapi_contract(tiny_bert_dir, tmp_path):
                 cwd=tmp_path,
             )
     finally:
-        service.terminate()
-        service.wait(timeout=30)
+        stop_process(service, grace=30)
     for scope, run in runs.items():
         report = f"{scope} key:\n" + run.stdout[-6000:] + run.stderr[-2000:]
         assert run.returncode == 0, report

@@ -59,6 +59,27 @@ def test_job_params_are_documented_per_kind(client):
     assert "sst2" in names
 
 
+def test_a_task_spec_is_documented_as_a_path_or_the_object_inline(client):
+    """Every kind's params take task_spec as the spec file's path or the spec object (compare:
+    a list of either), and an inline object validates against the published schema."""
+    import jsonschema
+
+    doc = client.get("/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    for kind in ("Extract", "Train", "Finetune"):
+        field = schemas[f"{kind}Params"]["properties"]["task_spec"]
+        assert [alt["type"] for alt in field["anyOf"]] == ["string", "object", "null"], kind
+    listed = schemas["CompareParams"]["properties"]["task_spec"]["anyOf"][0]
+    assert listed["type"] == "array"
+    assert [alt["type"] for alt in listed["items"]["anyOf"]] == ["string", "object"]
+    spec = {"name": "films", "kind": "classification", "splits": {"train": "t.csv"}}
+    train = {"$ref": "#/components/schemas/TrainParams", "components": doc["components"]}
+    for task_spec in (spec, "films.yaml"):
+        jsonschema.validate({"encoder": "minilm", "head": "linear", "task_spec": task_spec}, train)
+    with pytest.raises(jsonschema.ValidationError, match=r"3 is not valid under any"):
+        jsonschema.validate({"encoder": "minilm", "head": "linear", "task_spec": 3}, train)
+
+
 def test_method_not_allowed_lists_every_method_of_the_path(client):
     r = client.request("PUT", "/v1/jobs")
     assert r.status_code == 405

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+import typing
 
 import pytest
 
@@ -13,7 +14,7 @@ from snowfire.cli.main import build_parser, main
 from snowfire.extractor import ExtractConfig, run_extract
 from snowfire.finetune import FinetuneConfig
 from snowfire.heads import TrainConfig
-from snowfire.options import check, option
+from snowfire.options import check, lazy_exports, option, unwrap_optional
 
 TRAIN = dict(store="s", encoder="minilm", task="sst2", head="linear", data="d", out="o")
 
@@ -153,10 +154,13 @@ def test_the_cli_refuses_a_bad_value_with_the_field_not_a_traceback(capsys):
     assert (
         "snowfire train: error: TrainConfig.epochs: expected >= 1, got 0" in capsys.readouterr().err
     )
-    with pytest.raises(SystemExit):  # a choice argparse already knows
+    with pytest.raises(SystemExit) as refused:  # a choice argparse already knows
         main("extract --encoder minilm --store s --input t --dtype bfloat16".split())
+    assert refused.value.code == 2
+    assert "invalid choice: 'bfloat16'" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess  # a fresh interpreter
 def test_the_cli_parser_loads_no_heavy_package_and_train_stays_a_function():
     code = (
         "import sys; from snowfire.cli.main import build_parser; build_parser()\n"
@@ -176,3 +180,53 @@ def test_the_cli_parser_loads_no_heavy_package_and_train_stays_a_function():
 def test_a_path_is_taken_for_a_str_field(tmp_path):
     opts = ExtractConfig(encoder="minilm", store=tmp_path / "s", input=tmp_path / "t.txt")
     assert opts.store == str(tmp_path / "s") and isinstance(opts.input, str)
+
+
+@pytest.mark.parametrize(
+    ("hint", "base", "optional"),
+    [
+        (int | None, int, True),
+        (typing.Optional[int], int, True),  # noqa: UP045 (the old spelling reads the same)
+        (str | dict | None, str | dict, True),  # a task_spec: the path or the object, never str
+        (typing.Union[str, dict, None], str | dict, True),  # noqa: UP007
+        (list[str | dict] | None, list[str | dict], True),
+        (str | dict, str | dict, False),
+        (list[str], list[str], False),
+        (bool, bool, False),
+    ],
+)
+def test_one_reading_of_an_optional_hint(hint, base, optional):
+    """options.check, the CLI flags and the job params all read a hint with unwrap_optional."""
+    assert unwrap_optional(hint) == (base, optional)
+
+
+def test_a_lazy_package_loads_each_name_on_first_use(tmp_path, monkeypatch):
+    pkg = tmp_path / "lazypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "from snowfire.options import lazy_exports\n"
+        "_WHERE = {'Thing': '.heavy:Thing', 'renamed': '.heavy:Thing', 'heavy': '.heavy',\n"
+        "          'dumps': 'json:dumps'}\n"
+        "__getattr__ = lazy_exports(__name__, _WHERE)\n"
+    )
+    (pkg / "heavy.py").write_text("LOADS = [1]\nclass Thing:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "lazypkg", raising=False)
+    import lazypkg
+
+    try:
+        assert "lazypkg.heavy" not in sys.modules and "Thing" not in vars(lazypkg)
+        thing = lazypkg.Thing
+        heavy = sys.modules["lazypkg.heavy"]
+        assert thing is heavy.Thing is lazypkg.renamed and lazypkg.heavy is heavy
+        assert vars(lazypkg)["Thing"] is thing  # bound: later uses are plain attribute reads
+        import json
+
+        assert lazypkg.dumps is json.dumps  # an absolute module too
+        with pytest.raises(AttributeError, match="module 'lazypkg' has no attribute 'nope'"):
+            lazypkg.nope  # noqa: B018
+    finally:
+        for name in ("lazypkg", "lazypkg.heavy"):
+            sys.modules.pop(name, None)
+    with pytest.raises(ValueError, match=r"pkg: expected 'module:attr' or 'module' for \['a'\]"):
+        lazy_exports("pkg", {"a": ".mod:", "b": ".mod:b"})

@@ -12,7 +12,8 @@ import urllib.request
 
 import pytest
 
-from tests.helpers import free_port, snowfire_cli, wait_healthy
+from snowfire.jobs import free_port, stop_process, wait_healthy
+from tests.helpers import snowfire_cli
 
 pytestmark = pytest.mark.subprocess
 
@@ -68,8 +69,7 @@ def service(tiny_bert_dir, tmp_path):
         job = _api(url, "/v1/jobs", body)
         yield url, info.id, job["id"]
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_process(proc, grace=30)
 
 
 def _api(url: str, path: str, body: dict | None = None) -> dict:

@@ -26,6 +26,7 @@ def _loaded_after(code: str) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"'))
 
 
+@pytest.mark.subprocess  # a fresh interpreter
 def test_import_snowfire_loads_no_heavy_package_until_used():
     assert _loaded_after("import snowfire") == []
     # the configs and the store opener are light too: a notebook builds configs before it runs

@@ -94,9 +94,9 @@ def test_the_cli_extracts_a_task_on_ray_into_s3(ray_local, tiny_bert_dir, local_
     base += ["--quiet", "--segment-tokens", "200"]
     assert snowfire(base + ["--store", str(tmp_path / "one")]) == 0
     assert snowfire(base + ["--store", url, "--ray", "local", "--actors", "2"]) == 0
-    from snowfire.cache.bucket import BucketStore
+    from snowfire.cache import open_store
 
-    assert bucket_objects(BucketStore(url)) == tree_bytes(tmp_path / "one")
+    assert bucket_objects(open_store(url)) == tree_bytes(tmp_path / "one")
 
 
 class DiesOnce:

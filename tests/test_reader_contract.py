@@ -8,10 +8,13 @@ written, so the oracle the others are compared with is not taken on trust.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from snowfire.cache import (
+    DirectoryBackend,
     ExampleNotFoundError,
     FeatureSetNotFoundError,
     InvalidSelectionError,
@@ -35,6 +38,11 @@ SETS = [
     ("bare", "float16", 4, "qnli", "dev", [3, 3, 2], False),  # stored without its texts
 ]
 SEGMENT_EXAMPLES = 3  # examples per segment: every set but the twins spans several
+#: The twins' source files: one digest each, read two ways (find_featureset's sha256 and read)
+SOURCES = {
+    "twin-a": {"path": "a.tsv", "sha256": "a" * 64, "read": "tsv:sentence"},
+    "twin-b": {"path": "b.tsv", "sha256": "b" * 64, "read": "tsv:text"},
+}
 
 
 def _examples(seed: int, lengths: list[int]) -> list[tuple[dict, tuple]]:
@@ -84,6 +92,8 @@ def write_sets(store: Store) -> dict[str, list[tuple[dict, tuple]]]:
             "dim": DIM,
             "dtype": dtype,
         }
+        if fs_id in SOURCES:
+            manifest["source"] = SOURCES[fs_id]
         texts = [text for text, _ in examples] if with_texts else None
         store.write_featureset(manifest, keys, texts)
         written[fs_id] = examples
@@ -106,6 +116,23 @@ def _local(written, request):
     return open_reader(written[0])
 
 
+class _ByRanges:
+    """The local directory's backend, not saying its objects are files: the store reads its
+    segments by byte ranges (cache/ranged.py), as it reads object storage."""
+
+    root = None
+
+    def __init__(self, inner: DirectoryBackend):
+        self.inner, self.location = inner, inner.location
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def _ranges(written, request):
+    return Store(_ByRanges(DirectoryBackend(written[0])))
+
+
 def _bucket(written, request):
     url = request.getfixturevalue("local_s3")()
     write_sets(open_store(url))
@@ -124,7 +151,7 @@ def _rest(written, request):
     return reader
 
 
-READERS = {"local": _local, "bucket": _bucket, "rest": _rest}
+READERS = {"local": _local, "ranges": _ranges, "bucket": _bucket, "rest": _rest}
 
 
 @pytest.fixture(scope="module", params=list(READERS))
@@ -188,8 +215,25 @@ def test_find(reader, local):
         assert found.id == "pairs16"
 
 
-def test_keys_order_and_texts(reader, local, written):
-    for fs_id, *_ in SETS:
+def test_find_by_source(reader, local):
+    """The twins differ only in their source file: its digest, or how it was read, names one."""
+    for fs_id, source in SOURCES.items():
+        common = {"encoder": "fake:3", "task": "rte", "split": "dev"}
+        assert reader.find_featureset(**common, sha256=source["sha256"]).id == fs_id
+        assert reader.find_featureset(**common, read=source["read"]).id == fs_id
+        both = reader.find_featureset(**common, sha256=source["sha256"], read=source["read"])
+        assert both == local.get_featureset(fs_id)
+    with pytest.raises(FeatureSetNotFoundError, match="from the file with sha256 cccccccccccc"):
+        reader.find_featureset(encoder="fake:3", task="rte", split="dev", sha256="c" * 64)
+    with pytest.raises(FeatureSetNotFoundError, match="'rte', split 'dev'"):
+        reader.find_featureset(
+            encoder="fake:3", task="rte", split="dev", sha256="a" * 64, read="tsv:text"
+        )
+
+
+def test_keys_order_lengths_and_texts(reader, local, written):
+    for fs_id, *_, lengths, _ in SETS:
+        assert reader.featureset_lengths(fs_id) == lengths  # as written: the sizes of pages
         keys = reader.featureset_keys(fs_id)
         assert keys == local.featureset_keys(fs_id)
         assert len(keys) == len(written[1][fs_id]) == reader.get_featureset(fs_id).num_examples
@@ -245,6 +289,7 @@ NOT_FOUND = [
     ("featureset_keys", {}),
     ("featureset_texts", {}),
     ("storage_order", {}),
+    ("featureset_lengths", {}),
     ("read", {"indices": [0]}),
     ("read", {"keys": ["abc"]}),
 ]
@@ -259,10 +304,12 @@ def test_an_unknown_feature_set(reader, method, kwargs):
 @pytest.mark.parametrize("fs_id", ["", "pairs16/..", "../featuresets/pairs16", "a b", "PAIRS16"])
 def test_an_id_no_feature_set_can_have(reader, fs_id):
     """Names that are paths or empty are unknown sets, not files or the listing."""
-    for method in ("get_featureset", "featureset_keys"):
-        with pytest.raises(FeatureSetNotFoundError):
+    # the set named, or (REST, an id with a slash) the router's own 404: no route matches it
+    unknown = re.escape(f"no feature set {fs_id!r}") + ("|^Not Found$" if "/" in fs_id else "")
+    for method in ("get_featureset", "featureset_keys", "featureset_lengths"):
+        with pytest.raises(FeatureSetNotFoundError, match=unknown):
             getattr(reader, method)(fs_id)
-    with pytest.raises(FeatureSetNotFoundError):
+    with pytest.raises(FeatureSetNotFoundError, match=unknown):
         reader.read(fs_id, indices=[0])
 
 
@@ -282,7 +329,7 @@ def test_an_unknown_key(reader, local):
     with pytest.raises(ExampleNotFoundError, match="not-a-key"):
         reader.read("pairs16", keys=[known, "not-a-key"])
     other = local.featureset_keys("train32")[0]  # stored, but in another encoder's pool
-    with pytest.raises(ExampleNotFoundError):
+    with pytest.raises(ExampleNotFoundError, match=other):
         reader.read("pairs16", keys=[other])
 
 

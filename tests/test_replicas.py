@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from snowfire.cache import RemoteStore, Store, open_store
-from tests.helpers import REPO, free_port, wait_healthy
+from snowfire.jobs import free_port, stop_processes, wait_healthy
+from tests.helpers import REPO
 from tests.helpers.compose import LOCAL_ENV, SCHEMA, command, load_compose, local_command
 from tests.helpers.store import extract_texts
 
@@ -99,7 +100,4 @@ def test_replicas_over_one_bucket_answer_alike(replicas_file, tiny_bert_dir, loc
                 and "/v1/featuresets/{fs_id}/features" in metrics
             )
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.wait(30)
+        stop_processes(procs, grace=30)

@@ -31,7 +31,7 @@ def _command(model: Path, inp: Path, store: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "cli",
+        "snowfire.cli",
         "extract",
         "--encoder",
         f"hf:{model}",

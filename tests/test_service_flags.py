@@ -75,8 +75,9 @@ def test_bad_service_and_worker_values_are_refused_with_the_field(capsys):
     assert "snowfire worker: error: WorkerConfig.lease: expected > 0, got 0" in (
         capsys.readouterr().err
     )
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as refused:
         main(["serve", "--log-level", "loud"])
+    assert refused.value.code == 2
     assert "invalid choice: 'loud'" in capsys.readouterr().err
 
 

@@ -33,6 +33,21 @@ def test_public_api_is_the_contract_plus_metrics():
             "train_subset",
             "example_length",  # the batches of an epoch, ❄️ and 🔥 alike (tasks/batches.py)
             "length_batches",
+            "epoch_rng",
+            "epoch_batches",
+            # what a trainer reads, ❄️ and 🔥 alike: splits, subsample, targets
+            "TRAINING_SPLITS",
+            "TrainingSplits",
+            "need_splits",
+            "read_training",
+            "label_indices",
+            "encode_targets",
+            "task_targets",
+            # how a config names its tasks (tasks/fields.py)
+            "DATA_HELP",
+            "TaskFields",
+            "TaskListFields",
+            "resolve_tasks",
             "decode",
             "gold_of",
             "read_predictions",
@@ -162,7 +177,7 @@ def test_spec(name, folder, kind, pair, labels, metric, files):
 
 def test_registry_holds_exactly_the_eight_tasks_and_is_read_only():
     assert list(TASKS) == ["conll2003", "sst2", "mnli", "mrpc", "stsb", "sick-e", "sick-r", "cola"]
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="does not support item assignment"):
         TASKS["new"] = TASKS["sst2"]  # type: ignore[index]
     assert get_task("stsb").score_range == (0.0, 5.0)
     assert get_task("sick-r").score_range == (1.0, 5.0)

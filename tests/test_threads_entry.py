@@ -169,13 +169,15 @@ def test_the_threads_flag_sets_the_variable_for_the_process_and_its_children(mon
     assert os.environ[THREADS_ENV] == "2"
     assert main(["worker", "--kind", "train", "--check", "--threads", "3"]) == 0
     assert os.environ[THREADS_ENV] == "3"
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as refused:
         main(["worker", "--kind", "train", "--threads", "0"])
+    assert refused.value.code == 2  # argparse's usage error
     assert "--threads: expected a whole number of threads >= 1, got '0'" in (
         capsys.readouterr().err
     )
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as refused:
         main(["ls", "--store", "s", "--threads", "2"])  # a command without torch: no flag
+    assert refused.value.code == 2
     assert "unrecognized arguments: --threads 2" in capsys.readouterr().err
 
 

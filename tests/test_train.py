@@ -205,13 +205,16 @@ def test_a_capped_head_and_fire_train_on_the_same_examples(
     budget relies on it): the head's run records the cap; 🔥 keeps exactly those examples."""
     from snowfire.finetune import FinetuneConfig
     from snowfire.finetune.trainer import _examples
-    from snowfire.tasks import read_split, train_subset
+    from snowfire.tasks import read_split, read_training, train_subset
 
     everything = read_split("sst2", str(data_dir), "train")
-    keep = train_subset(len(everything), 9, seed=3)
-    assert len(keep) == 9 == len(set(keep)) and keep == sorted(keep)
-    assert keep != train_subset(len(everything), 9, seed=4)  # another seed, another draw
+    drawn = train_subset(len(everything), 9, seed=3)
+    assert len(drawn) == 9 == len(set(drawn)) and drawn == sorted(drawn)
+    assert drawn != train_subset(len(everything), 9, seed=4)  # another seed, another draw
     assert train_subset(len(everything), len(everything), seed=3) is None
+    data = read_training("sst2", str(data_dir), cap=9, seed=3)  # no test labels: a slice selects
+    keep = data.keep
+    assert len(keep) == 9 and keep == sorted(keep) and not set(keep) & set(data.carved)
     fire = FinetuneConfig(
         encoder=f"hf:{tiny_bert_dir}",
         task="sst2",
@@ -220,7 +223,7 @@ def test_a_capped_head_and_fire_train_on_the_same_examples(
         seed=3,
         max_train_examples=9,
     )
-    examples = _examples(fire)
+    examples = _examples(fire).trained()
     assert [e.index for e in examples["train"]] == keep
     train_cli(
         tiny_bert_dir,

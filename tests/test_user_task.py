@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
 
 from snowfire.cache import Store
 from snowfire.tasks import DEMO_DATA_DIR, split_source
+from tests.helpers.tasks import FILMS_SPEC, write_films
 
-GOOD = "good great funny very".split()
-BAD = "bad terrible boring not".split()
-FILLER = "the a movie film story some people".split()
 CONLL_TAGS = ["B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER", "O"]
 
 
@@ -24,31 +23,6 @@ def _head_of(src: Path, dst: Path, lines: int) -> Path:
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text("".join(src.read_text(encoding="utf-8").splitlines(keepends=True)[:lines]))
     return dst
-
-
-def _films(root: Path, n_train: int = 40, n_dev: int = 16, seed: int = 0) -> Path:
-    """A labelled CSV set of our own (quoted texts with commas) and its YAML spec."""
-    rng = random.Random(seed)
-
-    def rows(n):
-        out = ["review,verdict"]
-        for i in range(n):
-            good = i % 2 == 0
-            words = rng.sample(GOOD if good else BAD, 2) + rng.sample(FILLER, 3)
-            rng.shuffle(words)
-            out.append(f'"{" ".join(words[:2])}, {" ".join(words[2:])}",{"pos" if good else "neg"}')
-        return "\n".join(out) + "\n"
-
-    (root / "films").mkdir(parents=True, exist_ok=True)
-    (root / "films" / "train.csv").write_text(rows(n_train))
-    (root / "films" / "dev.csv").write_text(rows(n_dev))
-    spec = root / "films.yaml"
-    spec.write_text(
-        "name: films\nkind: classification\nformat: csv\n"
-        "columns: {text: review, label: verdict}\n"
-        "splits:\n  train: films/train.csv\n  dev: films/dev.csv\n"
-    )
-    return spec
 
 
 def _weights(run: Path) -> dict:
@@ -125,7 +99,7 @@ def test_sst2_from_its_tsv_is_the_registered_task(tiny_bert_dir, tmp_path):
     }
     a = train(TrainConfig(task="sst2", data=str(data), out=str(tmp_path / "a"), **fit))
     b = train(TrainConfig(task_spec=str(spec), out=str(tmp_path / "b"), **fit))
-    assert a == _shared(a, b) and set(a) == {"train", "dev"} and "macro_f1" in b["dev"]
+    assert a == _shared(a, b) and set(a) == {"train", "select", "dev"} and "macro_f1" in b["dev"]
     _same_run(tmp_path / "a", tmp_path / "b")
     recorded = json.loads((tmp_path / "b" / "config.json").read_text())["task"]
     assert recorded["name"] == "sst2-mine" and recorded["labels"] == ["0", "1"]
@@ -189,7 +163,7 @@ def test_conll2003_from_its_columns_is_the_registered_task(tiny_bert_dir, tmp_pa
 
 
 def _bad_dev(tmp_path: Path) -> Path:
-    spec = _films(tmp_path / "t")
+    spec = write_films(tmp_path / "t")
     dev = tmp_path / "t" / "films" / "dev.csv"
     dev.write_text(dev.read_text() + '"good film, again",meh\n')
     return spec
@@ -228,7 +202,7 @@ def test_a_bad_spec_is_refused_by_each_config(tmp_path):
     from snowfire.finetune import FinetuneConfig
     from snowfire.heads import TrainConfig
 
-    spec = _films(tmp_path)
+    spec = write_films(tmp_path)
     spec.write_text(spec.read_text().replace("kind: classification", "kind: ranking"))
     field = "field 'kind': expected one of classification, regression, tagging, got 'ranking'"
     for make, owner in (
@@ -264,7 +238,7 @@ def test_a_bad_spec_is_refused_by_each_config(tmp_path):
             encoder="minilm",
             head="esim",
             out="o",
-            task_spec=str(_films(tmp_path / "ok")),
+            task_spec=str(write_films(tmp_path / "ok")),
         )
 
 
@@ -275,7 +249,7 @@ def test_an_edited_file_is_extracted_again(tiny_bert_dir, tmp_path):
     from snowfire.extractor import ExtractConfig, run_extract
     from snowfire.heads import TrainConfig, train
 
-    spec = _films(tmp_path)
+    spec = write_films(tmp_path)
     store, encoder = tmp_path / "store", f"hf:{tiny_bert_dir}"
     (old,) = [
         i
@@ -316,7 +290,8 @@ def test_an_edited_file_is_extracted_again(tiny_bert_dir, tmp_path):
     # the same file read through other columns is other texts: not found either
     source = split_source(_resolve(spec), None, "dev")
     other = dict(json.loads(source["read"]), columns={"text": "verdict", "label": "verdict"})
-    with pytest.raises(FeatureSetNotFoundError):
+    unread = f"task 'films', split 'dev' from the file with sha256 {source['sha256'][:12]}"
+    with pytest.raises(FeatureSetNotFoundError, match=re.escape(unread)):
         Store(store).find_featureset(
             encoder=encoder,
             task="films",
@@ -331,7 +306,7 @@ def test_own_task_end_to_end_check_compare_predict(tiny_bert_dir, tmp_path, caps
     then predict on a text file with the saved ❄️ run."""
     from snowfire.cli import main
 
-    spec = _films(tmp_path)
+    spec = write_films(tmp_path)
     assert main(["task", "check", str(spec), "--encoder", f"hf:{tiny_bert_dir}"]) == 0
     assert "train: 40 examples" in capsys.readouterr().out
     out = tmp_path / "cmp"
@@ -393,13 +368,8 @@ def test_a_compare_job_on_an_inline_spec(tiny_bert_dir, tmp_path):
     from snowfire.jobs.worker import Worker
 
     home = Home(tmp_path / "home")
-    _films(home.root / "tasks")  # HOME/tasks: the data directory a job's spec is relative to
-    spec = {
-        "name": "films",
-        "kind": "classification",
-        "columns": {"text": "review", "label": "verdict"},
-        "splits": {"train": "films/train.csv", "dev": "films/dev.csv"},
-    }
+    write_films(home.root / "tasks")  # HOME/tasks: the data directory a job's spec is relative to
+    spec = FILMS_SPEC
     params = {
         "encoder": f"hf:{tiny_bert_dir}",
         "task_spec": spec,
@@ -430,7 +400,7 @@ def test_compare_table_says_why_a_tagging_task_has_no_training_row(tmp_path, mon
     """A tagging task (a user's, with the stsb benchmark beside it) has no no-training answer:
     the table shows "–" in the no-training row and names why in the per-task table, instead of
     leaving the row out (a reader would not know whether it was forgotten)."""
-    from snowfire.compare import CompareConfig, report
+    from snowfire.compare import Cell, CompareConfig, Mode, report
     from snowfire.compare.report import summarise, table
 
     cost = {"seconds": 1.0, "epochs": 1, "params": 10, "examples_per_s": 3.0}
@@ -445,6 +415,8 @@ def test_compare_table_says_why_a_tagging_task_has_no_training_row(tmp_path, mon
     }
     monkeypatch.setattr(report, "judge", lambda *args, **kw: judged)  # nor predictions to weigh
     monkeypatch.setattr(report, "task_hours", lambda *args: {"wall_hours": 0.0, "cpu_hours": None})
+    old = {"selection": "dev", "report": "dev", "honest": False}  # runs selected on dev
+    monkeypatch.setattr(report, "cell_roles", lambda cells: old)
     words = [[("Kindle", "B-PROD"), ("from", "O"), ("Currys", "B-SHOP")]] * 3
     _conll(tmp_path / "p" / "train.txt", words)
     _conll(tmp_path / "p" / "dev.txt", words)
@@ -455,9 +427,9 @@ def test_compare_table_says_why_a_tagging_task_has_no_training_row(tmp_path, mon
     )
     cfg = CompareConfig(encoder="minilm", out=str(tmp_path / "o"), task_spec=[str(spec)])
     cells = [
-        {"task": "products", "mode": "snow", "head": head, "metrics": {"dev": {"span_f1": score}}}
+        Cell(Mode.SNOW, "products", head, 0, f"unused/{head}", {"dev": {"span_f1": score}})
         for head, score in (("bilstm-crf", 0.5), ("crf", 0.75))
-    ] + [{"task": "products", "mode": "fire", "metrics": {"dev": {"span_f1": 0.25}}}]
+    ] + [Cell(Mode.FIRE, "products", None, 0, "unused/fire", {"dev": {"span_f1": 0.25}})]
     summary = summarise(cfg, cells, {})
     lines = table(cfg, summary, {}).splitlines()
     assert "| minilm (ours) | ❄️ | dev | 75.0 |" in lines

@@ -3,14 +3,13 @@ and 🔥 runs, ordinary run directories, so a finished one is read back, not tra
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from functools import cached_property
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from snowfire.extractor import ENCODER_FORMS
 from snowfire.options import check, option
-from snowfire.tasks import TASK_NAMES
+from snowfire.tasks import TASK_NAMES, TaskListFields
 
 
 def tasks_option(default: tuple[str, ...], why: str = "the paper's") -> Any:
@@ -24,71 +23,33 @@ def tasks_option(default: tuple[str, ...], why: str = "the paper's") -> Any:
 
 
 @dataclass(frozen=True)
-class AnalysisConfig:
+class AnalysisConfig(TaskListFields):
     """The options of every analysis; each analysis' config adds its own, and its `tasks`
-    (`tasks_option`, checked here)."""
+    (`tasks_option`, checked here with the user's `task_spec`: tasks.TaskListFields)."""
 
     #: The analysis' name: `snowfire analyze NAME`, OUT/NAME.json, .md, .png.
     name: ClassVar[str] = ""
+    if TYPE_CHECKING:  # a field of each analysis' own config (tasks_option), declared there
+        tasks: list[str] = field(default_factory=list)
 
     encoder: str = option(help=f"the encoder: {ENCODER_FORMS}")
     out: str = option(help="output directory (NAME.json, NAME.md, NAME.png; runs under OUT/NAME/)")
-    data: str | None = option(
-        None, "task data directory of the registered tasks (one folder per task)"
-    )
     store: str | None = option(None, "feature store (default: OUT/store)")
-    task_spec: list[str | dict] | None = option(
-        None,
-        "your own task: a spec file (repeatable; README 'Your own task'), analysed "
-        "instead of the default tasks",
-    )
 
     def __post_init__(self) -> None:
         check(self)
         where = type(self).__name__
-        for field in ("encoder", "out"):
-            if not getattr(self, field):
-                raise ValueError(f"{where}.{field}: expected a non-empty string")
+        for name in ("encoder", "out"):
+            if not getattr(self, name):
+                raise ValueError(f"{where}.{name}: expected a non-empty string")
         tasks = getattr(self, "tasks", None) or []
-        default = next(f for f in fields(self) if f.name == "tasks").default_factory()
+        factory = next(f for f in fields(self) if f.name == "tasks").default_factory
+        assert callable(factory)  # tasks_option gives a factory
+        default = factory()
         if self.task_spec and tasks == default:  # the user's tasks, not the paper's
             tasks = []
-        if not tasks and not self.task_spec:
-            raise ValueError(f"{where}.tasks: expected at least one task")
-        if tasks and self.data is None:
-            raise ValueError(
-                f"{where}.data: the tasks {', '.join(tasks)} need their data directory"
-            )
         object.__setattr__(self, "tasks", list(dict.fromkeys(tasks)))  # each once, in order
-        if len(self.specs) != len(self.tasks) + len(self.task_spec or []):
-            mine = [s.name for s in self._user_specs()]
-            raise ValueError(
-                f"{where}.task_spec: expected tasks of distinct names, got {mine} beside "
-                f"{self.tasks}"
-            )
-
-    def _user_specs(self) -> list:
-        from snowfire.tasks import resolve_task
-
-        try:
-            return [resolve_task(ref, base=self.data) for ref in self.task_spec or []]
-        except (ValueError, TypeError, OSError) as err:
-            raise ValueError(f"{type(self).__name__}.task_spec: {err}") from err
-
-    @cached_property
-    def specs(self) -> dict[str, Any]:
-        """Every task analysed by name (`tasks.TaskSpec`): the registered, then the user's."""
-        from snowfire.tasks import get_task
-
-        specs = {name: get_task(name) for name in self.tasks}
-        for spec in self._user_specs():
-            specs.setdefault(spec.name, spec)
-        return specs
-
-    @property
-    def names(self) -> list[str]:
-        """The names of the tasks analysed, in order."""
-        return list(self.specs)
+        self.specs  # noqa: B018 (resolved and checked now: the errors name the field)
 
     @property
     def store_dir(self) -> str:

@@ -46,11 +46,11 @@ def run(cfg: MiConfig) -> dict[str, Any]:
     import numpy as np
 
     from snowfire.cache import open_reader
-    from snowfire.tasks import read_split
+    from snowfire.tasks import label_indices, read_split
 
     from ..mi import discretise, mi_knn, reduce
 
-    result = {}
+    result: dict[str, dict[str, Any]] = {}
     for task in cfg.names:
         spec = cfg.specs[task]
         info = features(cfg, task, ("train",))
@@ -59,7 +59,7 @@ def run(cfg: MiConfig) -> dict[str, Any]:
         if spec.kind == "regression":
             y = discretise(np.array(labels, dtype=np.float64))
         else:
-            y = np.array([spec.labels.index(str(v)) for v in labels])
+            y = label_indices(spec.labels or [], labels)  # the trainers' indices
         reduced = reduce([means[:, layer] for layer in range(means.shape[1])], dims=cfg.dims)
         shuffled = np.random.default_rng(0).permutation(y)
         result[task] = {

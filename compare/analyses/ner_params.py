@@ -57,7 +57,9 @@ def run(cfg: NerParamsConfig) -> dict[str, Any]:
     (task,) = cfg.names
     metric = cfg.specs[task].metric
     features(cfg, task, ("train", "dev"))
-    caps = {"max_train_examples": cfg.max_train_examples}
+    caps: dict[str, Any] = {"max_train_examples": cfg.max_train_examples}
+    if cfg.epochs:
+        caps["epochs"] = cfg.epochs
     cells = {}
     for head, name in (("crf", "❄️ + CRF"), ("bilstm-crf", "❄️ + BiLSTM + CRF")):
         cells[name] = mean_sd(
@@ -70,7 +72,6 @@ def run(cfg: NerParamsConfig) -> dict[str, Any]:
                     "joint",
                     seed=s,
                     **caps,
-                    **({"epochs": cfg.epochs} if cfg.epochs else {}),
                 )["dev"][metric]
                 for s in range(cfg.seeds)
             ]
@@ -89,7 +90,6 @@ def run(cfg: NerParamsConfig) -> dict[str, Any]:
                         crf=True,
                         output_lstm=units,
                         gradual_unfreezing=gradual,
-                        epochs=cfg.epochs,
                         **caps,
                     )["dev"][metric]
                     for s in range(cfg.seeds)

@@ -44,7 +44,7 @@ def run(cfg: PairsConfig) -> dict[str, Any]:
 
     from ..verdict import mean_sd
 
-    caps = {"max_train_examples": cfg.max_train_examples}
+    caps: dict[str, Any] = {"max_train_examples": cfg.max_train_examples}
     caps |= {"epochs": cfg.epochs} if cfg.epochs else {}
     result: dict[str, Any] = {}
     for task in cfg.names:

@@ -71,6 +71,8 @@ def run(cfg: ProbesConfig) -> dict[str, Any]:
             result[task][state] = scores
     series = {f"{t} ({s})": v for t, r in result.items() for s, v in r.items()}
     lines(series, Path(cfg.out) / "probes.png", "probe dev score")
-    by_state = {(t, s): v for t, r in result.items() for s, v in r.items()}
+    by_state: dict[tuple[str, ...], list[float]] = {
+        (t, s): v for t, r in result.items() for s, v in r.items()
+    }
     rows = layer_rows(("task", "state"), "L", by_state, lambda x: f"{100 * x:.1f}")
     return write(Path(cfg.out), cfg.name, result, rows, "probe dev score per layer (x100)")

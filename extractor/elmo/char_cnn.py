@@ -17,7 +17,8 @@ Shapes: N tokens, C characters per token (50), E char_dim, F CNN features, P pro
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import cast
 
 import numpy as np
 import torch
@@ -50,12 +51,17 @@ class CharCNN(nn.Module):
 
         self.char_embedding.weight.zero_()
         self.char_embedding.weight[1:] = t("char_embed")  # row 0 = padding stays zero
-        for i, conv in enumerate(self.convs):
+        for i, conv in enumerate(cast(Iterable[nn.Conv1d], self.convs)):  # ModuleList: Modules
             # TF (1, width, E, n) -> torch Conv1d (n, E, width)
             conv.weight.copy_(t(f"CNN/W_cnn_{i}")[0].permute(2, 1, 0))
+            assert conv.bias is not None  # built with one
             conv.bias.copy_(t(f"CNN/b_cnn_{i}"))
         for k, (carry, transform) in enumerate(
-            zip(self.highway_carry, self.highway_transform, strict=True)
+            zip(
+                cast(Iterable[nn.Linear], self.highway_carry),
+                cast(Iterable[nn.Linear], self.highway_transform),
+                strict=True,
+            )
         ):
             carry.weight.copy_(t(f"CNN_high_{k}/W_carry").T)
             carry.bias.copy_(t(f"CNN_high_{k}/b_carry"))

@@ -77,8 +77,3 @@ def batch_to_ids(sentences: Sequence[Sequence[str]], max_chars: int = MAX_CHARS)
     if isinstance(sentences, str):
         raise TypeError("batch_to_ids: expected a list of token lists, got a str")
     return pad_ids([sentence_to_ids(s, max_chars) for s in sentences])  # (B, T+2, C)
-
-
-def token_mask(char_ids: torch.Tensor) -> torch.Tensor:
-    """(B, T, C) char ids -> (B, T) bool, True where a token (any id > 0) is present."""
-    return (char_ids > 0).any(dim=-1)  # (B, T)

@@ -44,7 +44,7 @@ def read_sst2_dev(data: Path, n: int) -> list[tuple[str, ...]]:
 def encode_all(encoder: ElmoEncoder, sentences: list[tuple[str, ...]]) -> list[np.ndarray]:
     """Features (T, L, D) per sentence, in order, `batch_size` examples per call."""
     prepared = [encoder.prepare(i, TextInput(s)) for i, s in enumerate(sentences)]
-    out = []
+    out: list[np.ndarray] = []
     for start in range(0, len(prepared), encoder.batch_size):
         out.extend(e.features for e in encoder.encode(prepared[start : start + encoder.batch_size]))
     return out
@@ -53,7 +53,7 @@ def encode_all(encoder: ElmoEncoder, sentences: list[tuple[str, ...]]) -> list[n
 @torch.inference_mode()
 def encode_zero_state(encoder: ElmoEncoder, sentences: list[tuple[str, ...]]) -> list[np.ndarray]:
     """Features (T, L, D) per sentence with every batch started from zero state."""
-    out = []
+    out: list[np.ndarray] = []
     for start in range(0, len(sentences), encoder.batch_size):
         chunk = sentences[start : start + encoder.batch_size]
         layers, _, _ = encoder.bilm(batch_to_ids(chunk).to(encoder.device))  # (L, B, T+2, D)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 
 from ..base import EXTRACTOR_VERSION, Encoded, Prepared, TextInput
 from ..config import BATCH_SIZE, STATE_POLICIES
+from ..device import default_device
 from .bilm import ElmoBiLM
 from .chars import pad_ids, sentence_to_ids
 from .lstm import LstmState
@@ -90,7 +91,7 @@ class ElmoEncoder:
             raise ValueError(f"ElmoEncoder: state must be one of {STATE_POLICIES}, got {state!r}")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"ElmoEncoder: batch_size must be a positive int, got {batch_size!r}")
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = default_device(device)
         self.bilm = bilm.to(self.device).eval()
         self.state_policy = state
         self.batch_size = batch_size
@@ -191,7 +192,7 @@ class ElmoEncoder:
         feats = [None if r is None else layers[b, 1 : r.shape[0] - 1] for b, r in enumerate(rows)]
         return feats, new_state
 
-    def _encode_fixed(self, batch: list[Prepared]) -> list[list[np.ndarray | None]]:
+    def _encode_fixed(self, batch: list[Prepared]) -> list[list[np.ndarray]]:
         sentences = [(i, s, ids) for i, p in enumerate(batch) for s, ids in enumerate(p.data)]
         sentences.sort(key=lambda x: x[2].shape[0])  # similar lengths share a call: less padding
         feats: list[list[np.ndarray | None]] = [[None] * len(p.data) for p in batch]
@@ -201,10 +202,10 @@ class ElmoEncoder:
             rows, _ = self._run([ids for _, _, ids in chunk], state)
             for (i, s, _), f in zip(chunk, rows, strict=True):
                 feats[i][s] = f
-        return feats
+        return cast(list[list[np.ndarray]], feats)  # every slot filled: each sentence ran
 
-    def _encode_stateful(self, batch: list[Prepared]) -> list[list[np.ndarray | None]]:
-        feats: list[list[np.ndarray | None]] = []
+    def _encode_stateful(self, batch: list[Prepared]) -> list[list[np.ndarray]]:
+        feats: list[list[np.ndarray]] = []
         for start in range(0, len(batch), self.batch_size):
             chunk = batch[start : start + self.batch_size]
             per_segment = []

@@ -18,7 +18,8 @@ Shapes: B batch, T positions, P projection_dim, C cell_dim, n layers per directi
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import torch
@@ -125,14 +126,15 @@ class ElmoLstm(nn.Module):
     def load_tf(self, w: dict[str, np.ndarray]) -> None:
         """Copy the `RNN_{d}/.../Cell{l}/LSTMCell/*` arrays into both stacks."""
         for d, stack in enumerate((self.forward_layers, self.backward_layers)):
-            for layer, cell in enumerate(stack):
+            for layer, cell in enumerate(cast(Iterable[LstmCellWithProjection], stack)):
                 prefix = lstm_prefix(d, layer)
                 cell.load_tf(w[f"{prefix}/W_0"], w[f"{prefix}/B"], w[f"{prefix}/W_P_0"])
 
     def zero_state(self, batch_size: int, device: torch.device | str | None = None) -> LstmState:
         """All-zero state for `batch_size` rows (the start of every reference run)."""
-        weight = self.forward_layers[0].state_projection.weight
-        kw = {"dtype": weight.dtype, "device": device or weight.device}
+        cell = cast(LstmCellWithProjection, self.forward_layers[0])  # ModuleList: a Module
+        weight = cell.state_projection.weight
+        kw: dict[str, Any] = {"dtype": weight.dtype, "device": device or weight.device}
         h = torch.zeros(2, self.n_layers, batch_size, self.projection_dim, **kw)  # (2, n, B, P)
         c = torch.zeros(2, self.n_layers, batch_size, self.cell_dim, **kw)  # (2, n, B, C)
         return LstmState(h, c)

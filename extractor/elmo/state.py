@@ -57,7 +57,7 @@ def broadcast_state(state: LstmState, batch_size: int) -> LstmState:
 
 
 class CarriedState:
-    """The reference's per-row state carried across batches (ARCHITECTURE.md section 3).
+    """The reference's per-row state carried across batches (docs/elmo.md, "State policies").
 
     It starts at zero. A batch of B rows uses rows 0..B-1; a batch larger than any before gets
     zero state for its new rows; rows beyond a smaller batch keep theirs untouched. Rows that
@@ -83,6 +83,7 @@ class CarriedState:
             h = torch.cat([old.h, extra.h], dim=2)  # (2, n, B, P)
             c = torch.cat([old.c, extra.c], dim=2)  # (2, n, B, C)
             self._state = LstmState(h, c)
+        assert self._state is not None  # old, grown or new
         return self._state.rows(slice(0, batch_size))
 
     def put(self, new: LstmState) -> None:

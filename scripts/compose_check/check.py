@@ -27,12 +27,13 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+
+from snowfire.jobs import free_port
 
 from .base_image import base_image, cache_dir
 from .engine import COMPOSE_PACKAGE, TOOLS, Engine, compose_command, install_missing
@@ -208,7 +209,7 @@ class Check:
     def negative(self) -> None:
         service = "trainer"
         with self.log.timed(f"negative test: a broken {service} command is named"):
-            stack = self.stack("broken", [self.broken_file(service)], _free_port())
+            stack = self.stack("broken", [self.broken_file(service)], free_port())
             try:
                 stack.up(SCALE, "up -d")
                 stack.wait_healthy(SCALE, "up: wait for health")
@@ -225,7 +226,7 @@ class Check:
 
     def up(self, broken: str | None) -> tuple[Stack, Api]:
         files = [self.broken_file(broken)] if broken else [REPO / "docker-compose.yml"]
-        port = _free_port()
+        port = free_port()
         stack = self.stack("", files, port)
         with self.log.timed(f"up -d ({', '.join(f'{s} x{n}' for s, n in SCALE.items())})"):
             stack.up(SCALE, "up -d")
@@ -435,12 +436,6 @@ class Check:
 def _interrupt(signum, frame) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the clean-up
     raise KeyboardInterrupt
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class _lock:

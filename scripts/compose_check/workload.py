@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from snowfire.jobs import stop_process
+
 from .steps import StepFailed, tail
 
 #: Lines kept of each demo file (a header counts): 500 SST-2 sentences, 90 STS-B pairs.
@@ -212,13 +214,8 @@ class Reference:
         with self.lock:
             self.stopped.set()
             proc = self.proc
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if proc is not None:
+            stop_process(proc, grace=20)
         if self.thread.is_alive():
             self.thread.join(timeout=30)
 

@@ -2,7 +2,8 @@
 imports from here, never from another test module (nor the demo's private helpers).
 
     __init__    paths (the checkout, ../shared), the tiny vocabulary, skipping without
-                ../shared, a free port, waiting for a service, a directory's bytes
+                ../shared, a directory's bytes (a free port, waiting for a service and
+                stopping processes: the library's, snowfire.jobs)
     tasks.py    task data in the real file formats; a 🔥 config and run check
     heads.py    hand-built store batches and tiny heads for the head contract
     service.py  a feature set written through the store; the service in a thread
@@ -16,10 +17,7 @@ imports from here, never from another test module (nor the demo's private helper
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -49,36 +47,6 @@ def need_shared(path: Path) -> Path:
 def snowfire_cli(*args: str) -> list[str]:
     """argv of `snowfire ARGS...` with this interpreter (the venv's, whatever PATH says)."""
     return [sys.executable, "-m", "snowfire.cli", *args]
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(
-    url: str, proc: subprocess.Popen, log: Path | None = None, timeout: float = 60.0
-) -> None:
-    """Until GET URL/healthz answers 200; AssertionError (with the log) when `proc` exits or
-    the time is up."""
-    import httpx
-
-    def failed(why: str) -> AssertionError:
-        return AssertionError(why + (f": {log.read_text()}" if log is not None else ""))
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise failed(f"the service exited with code {proc.returncode}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise failed(f"the service at {url} did not answer in {timeout:.0f} s")
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:

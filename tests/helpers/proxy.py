@@ -8,6 +8,8 @@ misbehave at a chosen place in the exchange, counted by connection or by request
     reset_every    every Nth connection is reset (RST) as soon as it is accepted
     cut_every      every Nth answer is cut after half its body: `cut="close"` ends the
                    connection there (a short read), `cut="reset"` resets it (RST)
+    cut_after      every answer is cut after N bytes of its body (those no longer pass
+                   whole), as a proxy or load balancer with a response-size limit does
     chunked        answers are sent on in chunked framing (so a cut one is broken chunking)
     status_every   every Nth request starts a burst of `burst` answers `status` with
                    Retry-After `retry_after`, made here (the server never sees them)
@@ -25,10 +27,11 @@ misbehave at a chosen place in the exchange, counted by connection or by request
                    connection (so "every Nth connection" means every Nth request)
 
 A server that cannot be reached is answered with 502, as nginx does. `counts` says what was
-done ("connections", "requests", "reset", "cut", "dropped", "status", "refused",
-"502"), so a test
-can check that the fault it names happened. Fault positions are request numbers, not
-times: a client that sends its requests one at a time meets them at the same places each run.
+done ("connections", "requests", "reset", "cut", "dropped", "status", "refused", "502"), so a
+test can check that the fault it names happened; `answers` lists each answer the server gave:
+(request line, its Range header or None, body bytes as the server sent them). Fault positions
+are request numbers, not times: a client that sends its requests one at a time meets them at
+the same places each run.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class Faults:
     latency: float = 0.0
     reset_every: int = 0
     cut_every: int = 0
+    cut_after: int = 0
     cut: str = "close"
     chunked: bool = False
     status_every: int = 0
@@ -156,6 +160,7 @@ class FaultProxy:
         self.upstream = (parts.hostname, parts.port)
         self.faults = faults or Faults()
         self.counts: Counter[str] = Counter()
+        self.answers: list[tuple[str, str | None, int]] = []
         self._burst_left = 0
         self._seen: Counter[tuple] = Counter()  # tries of each distinct request
         self._lock = threading.Lock()
@@ -258,14 +263,19 @@ class FaultProxy:
                 if answer is None:  # the server went away mid-exchange: so does the client's
                     _reset(writer)
                     return
+                self.answers.append((request.start, request.header("range"), len(answer.body)))
                 if f.latency:
                     await asyncio.sleep(f.latency)
                 chunked = f.chunked and bool(answer.body)
                 data = answer.encode(chunked=chunked, close=f.one_per_connection)
                 cut = (f.cut_every and n % f.cut_every == 0) or tries <= f.cut_first
+                keep = len(data) - len(answer.body) // 2  # bytes sent of a cut answer
+                head = data.index(b"\r\n\r\n") + 4
+                if f.cut_after and len(data) - head > f.cut_after:
+                    cut, keep = True, head + f.cut_after
                 if cut and answer.body:
                     self.counts["cut"] += 1
-                    writer.write(data[: len(data) - len(answer.body) // 2])
+                    writer.write(data[:keep])
                     await writer.drain()
                     if f.cut == "reset":
                         await asyncio.sleep(0.05)  # let the client take the first half

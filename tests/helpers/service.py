@@ -1,5 +1,6 @@
 """The service's test helpers: a feature set written through the store's own writer, the
-service in a thread (a real socket, a real uvicorn), and a RemoteStore's requests counted."""
+service in a thread (a real socket, a real uvicorn) and its restart on a proxy's cue, and a
+RemoteStore's requests counted."""
 
 from __future__ import annotations
 
@@ -82,15 +83,36 @@ class Server:
 
 
 class Counting:
-    """Counts the features requests a RemoteStore sends and the 413s it gets back."""
+    """Counts the features requests a RemoteStore sends (their bodies in `bodies`) and the
+    413s it gets back."""
 
     def __init__(self, remote):
         self.features_requests = self.refused = 0
+        self.bodies: list[bytes] = []
         self.send = remote._send
         remote._send = self
 
     def __call__(self, method, url, body, headers):
-        self.features_requests += url.endswith("/features")
+        if url.endswith("/features"):
+            self.features_requests += 1
+            self.bodies.append(body)
         response = self.send(method, url, body, headers)
         self.refused += response.status == 413
         return response
+
+
+class Restart:
+    """Stops the service behind the proxy and starts a new one on its port (a new app: what
+    a restarted process holds) when request `at` arrives."""
+
+    def __init__(self, server: Server, settings, at: int):
+        self.server, self.settings, self.at = server, settings, at
+        self.done = threading.Event()
+
+    def __call__(self, n: int) -> None:
+        if n != self.at:
+            return
+        old = self.server
+        old.__exit__(None, None, None)
+        self.server = Server(self.settings, port=old.port).__enter__()
+        self.done.set()

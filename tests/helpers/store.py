@@ -2,8 +2,9 @@
 folder, and a head trained by the command line.
 
     texts, extract_texts    random single and pair texts; them extracted into a store
-    bucket_objects          every object of a bucket store (name -> bytes)
+    bucket_objects          every object of a store on object storage (name -> bytes)
     tiny_sst2               a learnable sst2 folder (the label is a word of the text)
+    extract_tiny_sst2       that folder extracted with the tiny BERT (`snowfire extract`)
     train_cli               `snowfire train` on a store: the run's metrics
 """
 
@@ -48,18 +49,21 @@ def extract_texts(tiny_bert_dir, store, dtype="float16", inputs=None, tiles="tok
 
 
 def bucket_objects(store) -> dict[str, bytes]:
-    """Every object of a BucketStore: name -> bytes."""
+    """Every object of a store on object storage (name -> bytes), as obstore itself lists
+    and reads them (not through the store's backend, which is under test)."""
     import obstore
 
-    names = [o["path"] for page in obstore.list(store.client) for o in page]
-    return {name: store._get(name) for name in names}
+    client = store.backend.client
+    names = [o["path"] for page in obstore.list(client) for o in page]
+    return {name: bytes(obstore.get(client, name).bytes()) for name in names}
 
 
-def tiny_sst2(root: Path) -> Path:
-    """An sst2 folder (60 train, 20 dev) whose label is a word of each sentence."""
+def tiny_sst2(root: Path, train: int = 60) -> Path:
+    """An sst2 folder (`train` train examples, 20 dev) whose label is a word of each
+    sentence."""
     rng = np.random.default_rng(0)
     (root / "sst2").mkdir(parents=True)
-    for split, n in (("train", 60), ("dev", 20)):
+    for split, n in (("train", train), ("dev", 20)):
         rows = []
         for _ in range(n):
             label = int(rng.integers(0, 2))
@@ -68,6 +72,18 @@ def tiny_sst2(root: Path) -> Path:
             rows.append(f"{' '.join(words)}\t{label}")
         (root / "sst2" / f"{split}.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n")
     return root
+
+
+def extract_tiny_sst2(root: Path, tiny_bert_dir, train: int = 60) -> tuple[Path, Path]:
+    """`tiny_sst2(root / "data", train)` extracted with the tiny BERT into root / "store":
+    (data folder, store folder)."""
+    from snowfire.cli.main import main as snowfire
+
+    data = tiny_sst2(root / "data", train)
+    argv = ["extract", "--encoder", f"hf:{tiny_bert_dir}", "--task", "sst2"]
+    argv += ["--data", str(data), "--store", str(root / "store"), "--quiet"]
+    assert snowfire(argv) == 0
+    return data, root / "store"
 
 
 def train_cli(tiny_bert_dir, data_dir, store_dir, out, task, head, *extra) -> dict:

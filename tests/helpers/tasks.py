@@ -3,6 +3,8 @@
 write_sst2, write_stsb, write_conll   one task folder each, sizes per split (WRITERS)
 write_task_data                       sst2, stsb, sick and conll2003 folders at once
                                       (the `data_dir` fixture)
+write_films, FILMS_SPEC               a user's own task: a CSV set and its spec (a YAML
+                                      file, or the object a job gives inline)
 finetune_config, check_run            a small 🔥 config; every output of a finished run
 """
 
@@ -17,6 +19,44 @@ from . import WORDS
 TINY_WORDS = WORDS[:40]
 PER, LOC = {"man", "woman", "people", "someone"}, {"park", "street"}
 GOOD, BAD = ["good", "great", "funny"], ["bad", "terrible", "boring"]
+
+
+#: films' spec as a job gives it inline (split paths relative to the job's data directory).
+FILMS_SPEC = {
+    "name": "films",
+    "kind": "classification",
+    "columns": {"text": "review", "label": "verdict"},
+    "splits": {"train": "films/train.csv", "dev": "films/dev.csv"},
+}
+
+
+def write_films(root: Path, n_train: int = 40, n_dev: int = 16, seed: int = 0) -> Path:
+    """A labelled CSV set of our own (quoted texts with commas, labels pos/neg) in
+    ROOT/films/, and its YAML spec ROOT/films.yaml (returned)."""
+    rng = random.Random(seed)
+    good, bad = "good great funny very".split(), "bad terrible boring not".split()
+    filler = "the a movie film story some people".split()
+
+    def rows(n):
+        out = ["review,verdict"]
+        for i in range(n):
+            positive = i % 2 == 0
+            words = rng.sample(good if positive else bad, 2) + rng.sample(filler, 3)
+            rng.shuffle(words)
+            text = f"{' '.join(words[:2])}, {' '.join(words[2:])}"
+            out.append(f'"{text}",{"pos" if positive else "neg"}')
+        return "\n".join(out) + "\n"
+
+    (root / "films").mkdir(parents=True, exist_ok=True)
+    (root / "films" / "train.csv").write_text(rows(n_train))
+    (root / "films" / "dev.csv").write_text(rows(n_dev))
+    spec = root / "films.yaml"
+    spec.write_text(
+        "name: films\nkind: classification\nformat: csv\n"
+        "columns: {text: review, label: verdict}\n"
+        "splits:\n  train: films/train.csv\n  dev: films/dev.csv\n"
+    )
+    return spec
 
 
 def _sentence(rng: random.Random, low: int = 3, high: int = 9) -> str:
@@ -155,4 +195,25 @@ def check_run(run: Path, task: str, data: Path, metrics: dict) -> None:
     assert config["versions"]["torch"] == torch.__version__
     log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in log] == list(range(1, len(log) + 1))
-    assert all(spec.metric in r["dev"] for r in log)
+    # a labelled test split reports, so dev selects (tasks/selection.py)
+    assert config["roles"] == {"selection": "dev", "report": "test", "carved": False}
+    assert all(spec.metric in r["selection"] and r["split"] == "dev" for r in log)
+
+
+def permute_labels(src: Path, dst: Path, task: str = "sst2", split: str = "dev") -> Path:
+    """A copy of a data folder whose `split` labels of `task` (a one-text TSV task: text, tab,
+    label) are shuffled, the texts as they were: what no choice may notice (the honest
+    protocol's black-box check)."""
+    import random
+    import shutil
+
+    shutil.copytree(src, dst)
+    path = dst / task / f"{split}.tsv"
+    header, *rows = path.read_text().splitlines()
+    texts, labels = zip(*(r.rsplit("\t", 1) for r in rows), strict=True)
+    shuffled = list(labels)
+    random.Random(0).shuffle(shuffled)
+    assert shuffled != list(labels)
+    lines = [f"{t}\t{lab}" for t, lab in zip(texts, shuffled, strict=True)]
+    path.write_text("\n".join([header, *lines]) + "\n")
+    return dst

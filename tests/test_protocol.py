@@ -1,0 +1,137 @@
+"""The honest protocol in both trainers (tasks/selection.py): every choice is made on the
+selection split, so a run with the report split's labels permuted makes the same choices (the
+same epochs, the same weights) and only its reported score differs; a run paused at an epoch
+(a rung of paired racing) and continued ends as one that never paused; a run ended early says
+where."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from snowfire.cli.main import main as run_cli
+from tests.helpers.tasks import finetune_config, permute_labels, write_sst2
+
+
+@pytest.fixture(scope="module")
+def two_data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("protocol")
+    data = write_sst2(root / "data", sizes=(("train", 60), ("dev", 20)))
+    return data, permute_labels(data, root / "permuted")
+
+
+@pytest.fixture(scope="module")
+def stores(tiny_bert_dir, two_data, tmp_path_factory):
+    """A store per data folder (a store keeps one feature set per task split: the latest file)."""
+    out = []
+    for i, data in enumerate(two_data):
+        store = tmp_path_factory.mktemp("store") / f"s{i}"
+        argv = ["extract", "--encoder", f"hf:{tiny_bert_dir}", "--task", "sst2"]
+        assert run_cli([*argv, "--data", str(data), "--store", str(store), "--quiet"]) == 0
+        out.append(store)
+    return out
+
+
+def _predicted(run, split="dev"):
+    """(gold, predicted) columns of RUN/predictions/<split>.tsv."""
+    rows = [r.split("\t") for r in (run / "predictions" / f"{split}.tsv").read_text().splitlines()]
+    return [r[1] for r in rows[1:]], [r[2] for r in rows[1:]]
+
+
+def _train(tiny_bert_dir, data, store, out, *extra):
+    argv = ["train", "--store", str(store), "--encoder", f"hf:{tiny_bert_dir}", "--task", "sst2"]
+    argv += ["--head", "linear", "--data", str(data), "--out", str(out), "--quiet"]
+    argv += ["--epochs", "4", "--patience", "4", "--lr", "0.01", *extra]
+    assert run_cli(argv) == 0
+    return out
+
+
+def _log(run):
+    return [
+        {k: v for k, v in json.loads(line).items() if k != "seconds"}
+        for line in (run / "log.jsonl").read_text().splitlines()
+    ]
+
+
+def test_snow_chooses_the_same_with_the_report_labels_permuted(
+    tiny_bert_dir, two_data, stores, tmp_path
+):
+    runs = [
+        _train(tiny_bert_dir, d, s, tmp_path / f"r{i}")
+        for i, (d, s) in enumerate(zip(two_data, stores, strict=True))
+    ]
+    a, b = (json.loads((r / "config.json").read_text()) for r in runs)
+    assert a["roles"] == {"selection": "select", "report": "dev", "carved": True}
+    assert a["best_epoch"] == b["best_epoch"] and _log(runs[0]) == _log(runs[1])
+    wa, wb = (load_file(r / "weights.safetensors") for r in runs)
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    ma, mb = (json.loads((r / "metrics.json").read_text()) for r in runs)
+    assert ma["select"] == mb["select"] and ma["train"] == mb["train"]
+    (gold_a, pred_a), (gold_b, pred_b) = (_predicted(r) for r in runs)
+    assert pred_a == pred_b and gold_a != gold_b  # only what is reported against differs
+    picked = (runs[0] / "selection" / f"epoch-{a['best_epoch']}.tsv").read_text()
+    assert picked.splitlines()[0] == "index\tgold\tpredicted"  # each epoch's choice evidence
+
+
+def test_fire_chooses_the_same_with_the_report_labels_permuted(tiny_bert_dir, two_data, tmp_path):
+    from snowfire.finetune import train
+
+    metrics = []
+    for i, data in enumerate(two_data):
+        cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / f"f{i}", epochs=2)
+        metrics.append(train(cfg))
+    assert _log(tmp_path / "f0") == _log(tmp_path / "f1")  # the same choices, epoch by epoch
+    wa, wb = (torch.load(tmp_path / f"f{i}" / "best.pt", weights_only=True) for i in (0, 1))
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    assert metrics[0]["select"] == metrics[1]["select"]
+    (gold_a, pred_a), (gold_b, pred_b) = (_predicted(tmp_path / f"f{i}") for i in (0, 1))
+    assert pred_a == pred_b and gold_a != gold_b
+
+
+def test_a_paused_snow_run_continues_to_the_same_end(tiny_bert_dir, two_data, stores, tmp_path):
+    data, store = two_data[0], stores[0]
+    whole = _train(tiny_bert_dir, data, store, tmp_path / "whole")
+    run = tmp_path / "paused"
+    _train(tiny_bert_dir, data, store, run, "--pause-at", "2")
+    paused = json.loads((run / "paused.json").read_text())
+    assert paused["epoch"] == 2 and not (run / "metrics.json").exists()
+    assert (run / "checkpoint.pt").is_file() and len(_log(run)) == 2
+    _train(tiny_bert_dir, data, store, run)  # the same config, no pause: continues
+    assert not (run / "checkpoint.pt").exists() and not (run / "paused.json").exists()
+    assert _log(run) == _log(whole)
+    assert json.loads((run / "metrics.json").read_text()) == json.loads(
+        (whole / "metrics.json").read_text()
+    )
+    wa, wb = (load_file(r / "weights.safetensors") for r in (run, whole))
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def test_a_stopped_snow_run_finishes_early_and_says_so(tiny_bert_dir, two_data, stores, tmp_path):
+    run = _train(tiny_bert_dir, two_data[0], stores[0], tmp_path / "s", "--stop-at", "2")
+    config = json.loads((run / "config.json").read_text())
+    assert config["stopped_at"] == 2 and config["epochs_run"] == 2 and len(_log(run)) == 2
+    assert {"train", "select", "dev"} == set(json.loads((run / "metrics.json").read_text()))
+
+
+def test_a_paused_fire_run_continues_to_the_same_end(tiny_bert_dir, two_data, tmp_path):
+    from dataclasses import replace
+
+    from snowfire.finetune import train
+
+    data = two_data[0]
+    whole = train(finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "w", epochs=3))
+    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "p", epochs=3)
+    assert train(replace(cfg, pause_at=1)) == {}
+    paused = json.loads((tmp_path / "p" / "paused.json").read_text())
+    assert paused["epoch"] == 1 and paused["best_epoch"] == 1 and paused["split"] == "select"
+    assert train(replace(cfg, pause_at=2)) == {}  # the next rung
+    assert json.loads((tmp_path / "p" / "paused.json").read_text())["epoch"] == 2
+    assert train(cfg) == whole
+    wa, wb = (torch.load(tmp_path / d / "best.pt", weights_only=True) for d in ("w", "p"))
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    stopped = train(replace(cfg, out=str(tmp_path / "s"), stop_at=1))
+    config = json.loads((tmp_path / "s" / "config.json").read_text())
+    assert config["stopped_at"] == 1 and config["epochs_run"] == 1 and "dev" in stopped
