@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import free_port, snowfire_cli, wait_healthy
+from snowfire.jobs import free_port, stop_process, wait_healthy
+from tests.helpers import snowfire_cli
 
 pytestmark = [
     pytest.mark.subprocess,
@@ -101,8 +102,7 @@ def service(tiny_bert_dir, tmp_path_factory):
         wait_healthy(f"http://127.0.0.1:{port}", proc, log)
         yield port, proc.pid
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_process(proc, grace=30)
 
 
 @pytest.mark.parametrize("size", [60_000_000, 600_000_000])
