@@ -149,7 +149,8 @@ def test_elmo_features_served_over_rest_train_a_head(fixture_dir, data_dir, tmp_
         )
     assert code == 0
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert set(metrics) == {"train", "dev"} and 0 <= metrics["dev"]["accuracy"] <= 1
+    # train, the selection slice carved from it (every choice), dev (reported, no choice seen)
+    assert set(metrics) == {"train", "select", "dev"} and 0 <= metrics["dev"]["accuracy"] <= 1
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["featureset"]["encoder"]["kind"] == "elmo"
     assert (config["featureset"]["num_layers"], config["featureset"]["dim"]) == (3, 32)

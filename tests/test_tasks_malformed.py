@@ -216,7 +216,9 @@ def test_split_and_directory_errors(tmp_path):
         match=re.escape(f"sick-r dev: expected the file {tmp_path / 'sick' / 'SICK_trial.txt'}"),
     ):
         read_split("sick-r", tmp_path, "dev")
-    with pytest.raises(ValueError, match="split: expected one of train, dev, test, got 'valid'"):
+    with pytest.raises(
+        ValueError, match="split: expected one of train, dev, test, select, got 'valid'"
+    ):
         read_split("sick-r", tmp_path, "valid")
     missing = tmp_path / "nowhere"
     with pytest.raises(

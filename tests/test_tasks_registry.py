@@ -75,6 +75,16 @@ def test_public_api_is_the_contract_plus_metrics():
             "spec_from_record",
             "split_path",
             "split_source",
+            # the honest protocol (tasks/selection.py): the selection split, its roles
+            "SELECT",
+            "SELECTIONS",
+            "SELECTION_HELP",
+            "PAUSE_HELP",
+            "STOP_HELP",
+            "RELEASE_SPLITS",
+            "SplitRoles",
+            "selection_slice",
+            "split_roles",
         ]
     )
     for name in tasks.__all__:
