@@ -87,3 +87,43 @@ def json_line(path: Path | str, line: int, text: str):
     except ValueError as err:  # e.g. an integer of more than 4300 digits
         why = f"a value it cannot read ({err})"
     raise malformed(path, line, f"{expected} {why}")
+
+
+#: How deep a record of a JSON lines file may nest. Task data nests a level or two (a record, a
+#: list of words); pyarrow's JSON reader takes time growing faster than the square of the depth
+#: (one line of 2,000 nested lists: 3 s, of 4,000: 15 s; found by tests/test_fuzz_files.py).
+MAX_JSON_DEPTH = 64
+
+
+def check_json_depth(path: Path | str, limit: int = MAX_JSON_DEPTH) -> None:
+    """The malformed-line error for the first line of a JSON lines file that nests deeper than
+    `limit` (a record is level 1). Linear in the file: a line is parsed only when it holds more
+    than `limit` brackets; a line that is not JSON is left to the reader, which names it."""
+    import json
+
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, 1):
+            if line.count(b"[") + line.count(b"{") <= limit:
+                continue
+            try:
+                depth = _depth(json.loads(line))
+            except RecursionError:
+                depth = None
+            except ValueError:
+                continue
+            if depth is None or depth > limit:
+                found = "deeper than the parser reads" if depth is None else f"{depth} levels"
+                raise malformed(path, number, f"a record nests {found}, the limit is {limit}")
+
+
+def _depth(value) -> int:
+    """How many lists and objects deep `value` nests (a scalar: 0), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in item)
+    return deepest

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .lines import json_line, malformed, numbered_lines
+from .lines import check_json_depth, json_line, malformed, numbered_lines
 from .text_rule import dotted, text_fault, value_fault
 
 
@@ -192,6 +192,7 @@ def _read_jsonl(path: Path, fmt: str, wanted: list[str], options: dict[str, Any]
         import pyarrow.json as pajson
     except ImportError:
         raise _missing_library("pyarrow", fmt) from None
+    check_json_depth(path)  # before pyarrow, whose time grows with the square of the depth
     try:
         table = pajson.read_json(path)
     except (pa.ArrowInvalid, UnicodeDecodeError) as err:

@@ -193,6 +193,7 @@ def _jsonl_line(text: str, label: str, hazard: str | None) -> str:
 )
 @example(rows=[("ok \ud83d", "pos")], hazard=None, at=0, blank=False)
 @example(rows=[("ok", "pos"), ("fine", "neg")], hazard="NaN", at=1, blank=True)
+@example(rows=[("ok", "pos"), ("fine", "neg")], hazard="[" * 5000 + "]" * 5000, at=1, blank=False)
 @settings(max_examples=examples(60))
 def test_user_json_lines_are_read_as_written_or_refused_naming_the_line(rows, hazard, at, blank):
     rows = [(json.loads(json.dumps(t)), label) for t, label in rows]  # what JSON means:
@@ -212,6 +213,26 @@ def test_user_json_lines_are_read_as_written_or_refused_naming_the_line(rows, ha
             assert got is not None and [(e.words_a, e.label) for e in got] == _expected(rows)
         if _first_refused(rows) is not None:
             assert got is None
+
+
+@pytest.mark.parametrize(
+    ("depth", "found"),
+    [(65, "a record nests 65 levels, the limit is 64"), (5000, "deeper than the parser reads")],
+)
+def test_a_json_lines_record_nested_too_deep_is_refused_naming_its_line(tmp_path, depth, found):
+    """Found by the property test above: one line of 5,000 nested lists (in a column the task
+    does not read) took pyarrow's reader 15 s; the depth is checked first. 64 levels pass."""
+    path = tmp_path / "train.jsonl"
+    lines = [  # a record is level 1, so its "x" holds 63 and depth - 1 nested lists
+        f'{{"text": "{text}", "label": "{label}", "x": {"[" * n + "]" * n}}}'
+        for text, label, n in [("a", "pos", 63), ("b", "neg", depth - 1)]
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=re.escape(f"{path} line 2: ") + ".*" + found):
+        read_split(_user_spec(tmp_path, "jsonl", path), None, "train")
+    path.write_text(lines[0] + "\n")  # 64 levels: read
+    (example,) = read_split(_user_spec(tmp_path, "jsonl", path), None, "train")
+    assert (example.words_a, example.label) == (("a",), "pos")
 
 
 # -- Parquet and saved datasets: Arrow columns of any type
