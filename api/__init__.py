@@ -9,10 +9,12 @@ POST /v1/featuresets/{id}/features       {"indices"|"keys": [...], "layers": [..
      Accept: application/x-safetensors (default) | application/json (small requests)
 
 With a data directory (`snowfire serve --home DIR`, SNOWFIRE_HOME), jobs too (job_routes.py):
-POST /v1/jobs                            {"kind": "extract"|"train"|"finetune"|"compare",
+POST /v1/jobs                            {"kind": "extract"|"train"|"finetune"|"compare"|"layers",
                                           "params": {...}}
 GET  /v1/jobs, /v1/jobs/{id}             status, progress, log tail, metrics when done
 POST /v1/jobs/{id}/cancel
+GET  /v1/featuresets/{id}/layers?task=   which layer? a layer sweep: the cached answer, or
+                                         202 and the layers job computing it (layers_routes.py)
 run by `snowfire worker --kind K --home DIR` from the SQLite queue (the `jobs` package).
 """
 

@@ -19,6 +19,8 @@ from .body import BodyGuard
 from .embed_routes import router as embed_router
 from .errors import install_error_handlers
 from .job_routes import router as job_router
+from .layers_page import router as layers_page_router
+from .layers_routes import router as layers_router
 from .limits import InFlightLimit
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import Metrics, MetricsMiddleware
@@ -106,7 +108,9 @@ def create_app(
     app.include_router(router)
     app.include_router(embed_router)
     app.include_router(job_router)
+    app.include_router(layers_router)
     app.include_router(page_router)
+    app.include_router(layers_page_router)
     metrics = app.state.metrics = Metrics(app.state)
 
     @app.get(

@@ -89,6 +89,7 @@ def _links(paths: dict[str, Any]) -> None:
             ("GetOrder", "/v1/featuresets/{fs_id}/order", "get"),
             ("GetTexts", "/v1/featuresets/{fs_id}/texts", "get"),
             ("ReadFeatures", "/v1/featuresets/{fs_id}/features", "post"),
+            ("GetLayers", "/v1/featuresets/{fs_id}/layers", "get"),
         )
     }
     job_params = {"job_id": "$response.body#/id"}

@@ -21,6 +21,7 @@ from snowfire.cache import Store
 from snowfire.rundir import CONFIG, METRICS, SCALAR_MIX, TABLE, TABLE_PLOT
 
 from .job_schemas import JobDetail
+from .layers_page import layers_html
 from .security import COOKIE
 
 router = APIRouter(include_in_schema=False)
@@ -246,6 +247,7 @@ def page(request: Request) -> HTMLResponse:
 <h2>Feature sets</h2><div id="featuresets">{featuresets_html(store)}</div>
 <h2>Jobs</h2><div id="jobs">{jobs_html(request)}</div>
 <h2>Runs</h2><div id="runs">{runs_html(_runs_dir(request))}</div>
+<h2>Which layer?</h2><div id="layers">{layers_html(request.app.state.home)}</div>
 <script>{_SCRIPT}</script></body></html>"""
     return HTMLResponse(body)
 

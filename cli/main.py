@@ -2,9 +2,9 @@
 
 Every command's flags are derived from what they fill (cli/flags.py): a config dataclass
 (extractor.ExtractConfig, heads.TrainConfig, finetune.FinetuneConfig, compare.CompareConfig,
-jobs.worker.WorkerConfig, one config per analysis) or, for serve and up, the service's settings
-(api.Settings, added only when one of them is parsed). A default, a choice or a help text is
-written once, and a bad value is refused when the config is built.
+compare.LayersConfig, jobs.worker.WorkerConfig, one config per analysis) or, for serve and
+up, the service's settings (api.Settings, added only when one of them is parsed). A default,
+a choice or a help text is written once, and a bad value is refused when the config is built.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ THREADED = (
     "train",
     "finetune",
     "analyze",
+    "layers",
     "predict",
     "task",
     "fsck",
@@ -171,6 +172,18 @@ def _analyze(args: argparse.Namespace) -> int:
     use_threads()
     run_analysis(config)
     print((Path(config.out) / f"{config.name}.md").read_text())
+    return 0
+
+
+def _layers(args: argparse.Namespace) -> int:
+    import snowfire
+
+    config = config_from_args(snowfire.LayersConfig, args)
+    use_threads()
+    result = snowfire.layers(config)
+    print(result.table())
+    if config.out is not None:
+        print(f"sweep written to {config.out}")
     return 0
 
 
@@ -431,6 +444,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_predict_parser(sub)
     add_task_parser(sub)
     _add_analyze(sub)
+    _add_config_command(
+        sub,
+        "layers",
+        "which layer? per-layer and cumulative probes with seeds, the expected layer and "
+        "selectivity, from stored features",
+        "snowfire.compare:LayersConfig",
+        _layers,
+    )
     _add_demo(sub)
     for name in THREADED:  # after the command: not given there, the one before it stays
         _add_threads(sub.choices[name], argparse.SUPPRESS)

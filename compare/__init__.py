@@ -11,7 +11,8 @@ statistics of the verdict:
 interval.py (Δ's paired bootstrap interval over examples and seeds), convergence.py (a cell
 still improving at its cap), restarts.py (the seeds' spread, degenerate restarts), curves.py
 (a task's learning curves as a plot); analyses/ the paper's analyses
-(`snowfire analyze NAME`: `run_analysis(analysis_config(NAME)(...))`).
+(`snowfire analyze NAME`: `run_analysis(analysis_config(NAME)(...))`); layers/ the layer sweep
+(`snowfire layers`: `run_layers(LayersConfig(...))`).
 
     boot = weigh("pearson", gold, snow=[preds_seed0, ...], fire=[...], baseline=cosine_preds)
     cells = [mark_curve(read_curve(run, "pearson"), cap=epochs) for run in runs]
@@ -51,6 +52,11 @@ _WHERE = {
     "plot_curves": ".curves:plot_curves",
     "EXPORT_FORMATS": ".mteb:EXPORT_FORMATS",
     "export_mteb": ".mteb:export_mteb",
+    "LayersConfig": ".layers:LayersConfig",
+    "layers_key": ".layers:layers_key",
+    "layers_table": ".layers:layers_table",
+    "read_answer": ".layers:read_answer",
+    "run_layers": ".layers:run_layers",
 }
 
 __all__ = sorted(_WHERE)

@@ -157,12 +157,34 @@ class Bootstrap:
             seeds=(self.seeds[minus], self.seeds[plus]),
         )
 
+    def score(self, side: str, level: float = 0.95) -> Interval:
+        """One side's own mean score with its interval: the percentile interval of its draws
+        m_r plus its restarts' share √v · t_ν (step 3 with one side, ν = S − 1); an Interval of
+        `side` minus nothing (seeds (0, S)), e.g. a probe's score per layer."""
+        if side not in self.point:
+            raise ValueError(f"score: no side {side!r}; expected one of {list(self.point)}")
+        if not 0.0 < level < 1.0:
+            raise ValueError(f"score: expected a level in (0, 1), got {level}")
+        draws = self.draws[side]  # (R,)
+        if self.scheme == "t":
+            draws = draws + self._restarts(side, side, len(draws))
+        low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
+        return Interval(
+            estimate=self.point[side],
+            low=float(low),
+            high=float(high),
+            level=level,
+            replicates=len(draws),
+            seeds=(0, self.seeds[side]),
+        )
+
     def _restarts(self, minus: str, plus: str, r: int) -> np.ndarray | float:
         """(R,) √(v_A + v_B) · t_ν, step 3 of the module docstring; its own random stream per
-        pair of sides, so an interval is the same whichever others were asked for first."""
+        pair of sides, so an interval is the same whichever others were asked for first
+        (minus == plus: that one side's share, for `score`)."""
         parts = [
             (sd**2 / self.seeds[s], self.seeds[s] - 1)
-            for s in (minus, plus)
+            for s in dict.fromkeys((minus, plus))
             if (sd := self.restart_sd[s])
         ]
         total = sum(v for v, _ in parts)

@@ -2,6 +2,7 @@
 
 HOME/store/              the feature store (cache.Store)
 HOME/runs/<job id>/      run directories of train and fine-tune jobs (default `out`)
+HOME/layers/<key>/       layer sweeps by content key (a layers job's default `out`)
 HOME/tasks/              task data (default `data`), one folder per task
 HOME/queue.sqlite        the job queue (WAL: also -wal and -shm files)
 HOME/jobs/<id>.log       each job's log (stdout and stderr of its child process)
@@ -43,6 +44,10 @@ class Home:
     @property
     def runs(self) -> Path:
         return self.root / "runs"
+
+    @property
+    def layers(self) -> Path:
+        return self.root / "layers"
 
     @property
     def tasks(self) -> Path:

@@ -4,6 +4,7 @@
     train     `snowfire train`:   heads.TrainConfig       -> {split: {metric: value}}
     finetune  `snowfire finetune`: finetune.FinetuneConfig -> {split: {metric: value}}
     compare   `snowfire compare`:  compare.CompareConfig   -> {"table", "results", "verdicts"}
+    layers    `snowfire layers`:   compare.LayersConfig    -> {"key", "recommendation", ...}
 
 Each kind's `run` takes the job's resolved params (the config's fields by name) and returns
 the JSON-able result the job shows when done. Imports are lazy: a worker loads only the
@@ -75,6 +76,20 @@ def _run_compare(params: dict[str, Any]) -> dict[str, Any]:
     return run_compare(CompareConfig(**params))
 
 
+def _run_layers(params: dict[str, Any]) -> dict[str, Any]:
+    from snowfire.compare import LayersConfig, run_layers
+
+    answer = run_layers(LayersConfig(**params))
+    shown = ("key", "recommendation", "best_layer", "carrying", "carries", "expected_layer")
+    return {k: answer[k] for k in shown} | {"out": params["out"]}
+
+
+def _layers_config() -> type:
+    from snowfire.compare import LayersConfig
+
+    return LayersConfig
+
+
 def _compare_config() -> type:
     from snowfire.compare import CompareConfig
 
@@ -122,6 +137,7 @@ JOB_KINDS: dict[str, JobKind] = {
         JobKind("train", _run_train, _train_config, gpu=False, deadline=12 * HOUR),
         JobKind("finetune", _run_finetune, _finetune_config, gpu=True, deadline=72 * HOUR),
         JobKind("compare", _run_compare, _compare_config, gpu=True, deadline=7 * 24 * HOUR),
+        JobKind("layers", _run_layers, _layers_config, gpu=False, deadline=12 * HOUR),
     )
 }
 

@@ -3,12 +3,14 @@
     extract   the fields of `extractor.ExtractConfig` (encoder, task, data, split, input, ...)
     train     the fields of `heads.TrainConfig` (encoder, task, head, data, out, epochs, ...)
     finetune  the fields of `finetune.FinetuneConfig` (encoder, task, data, out, epochs, ...)
+    compare   the fields of `compare.CompareConfig`; layers those of `compare.LayersConfig`
 
 The models are derived from those dataclasses (types, choices, bounds, defaults), and the
 config is then built, so a job is refused exactly where the command would be. Unknown names,
 wrong JSON types (no coercion: "3" is not an int), an unknown task, encoder spec form or head,
 a head that cannot model the task, missing task data: InvalidJobError (422) with the reason.
-Defaults: `store` HOME/store, `out` HOME/runs/<job id>, `data` HOME/tasks;
+Defaults: `store` HOME/store, `out` HOME/runs/<job id> (a layers job: HOME/layers/<its content
+key>, where `GET /v1/featuresets/{id}/layers` finds the answer), `data` HOME/tasks;
 relative paths are relative to HOME. A user's task: `task_spec`, a spec file (relative: HOME's)
 or the spec object (its relative split paths: the data directory's; compare takes one or a
 list), every path kept where a job may read. The stored params are the resolved ones.
@@ -254,6 +256,22 @@ def _run_dirs(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
     return p
 
 
+def _layers(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
+    """A layers job's paths, and its `out` by default HOME/layers/<the sweep's content key>:
+    the one place a finished sweep of those features, labels and options is looked for."""
+    p["store"] = home.store_param(p["store"])
+    p["data"] = home.path(p["data"] or "tasks")
+    _spec_path(p, home)
+    if p["out"] is None:
+        from snowfire.compare import layers_key
+
+        key = layers_key(JOB_KINDS["layers"].config()(**p))  # reads manifests, trains nothing
+        p["out"] = str(home.layers / key)
+    else:
+        p["out"] = home.path(p["out"])
+    return p
+
+
 def _train_files(p: dict[str, Any], config: type) -> None:
     _splits(config(**p).spec, p["data"])  # train and dev, as the run needs them
 
@@ -263,12 +281,19 @@ def _compare_files(p: dict[str, Any], config: type) -> None:
         _splits(spec, p["data"])
 
 
-_RESOLVE = {"extract": _extract, "train": _run_dirs, "finetune": _run_dirs, "compare": _run_dirs}
+_RESOLVE = {
+    "extract": _extract,
+    "train": _run_dirs,
+    "finetune": _run_dirs,
+    "compare": _run_dirs,
+    "layers": _layers,
+}
 _RESOLVE_AFTER = {
     "extract": _extract_files,
     "train": _train_files,
     "finetune": _train_files,
     "compare": _compare_files,
+    "layers": _train_files,
 }
 
 

@@ -43,6 +43,10 @@ metrics.json and predictions/.
 A comparison (`snowfire compare`, compare/report.py): OUT/results.json, table.md, table.png,
 layer_weights.png beside its runs.
 
+A layer sweep (`snowfire layers`, compare/layers/): OUT/layers.json (the answer: its content key,
+the feature sets, every probe's scores and intervals, the mix weights, the words; written last),
+layers.md (the table), layers.png (the plot). A layers job's OUT is HOME/layers/<key>/.
+
 Every run directory holds RUN/.lock (rundir/lock.py) while a process works in it.
 
 A run of a job killed at its deadline (jobs/worker.py) is kept as the kill left it, with
@@ -73,6 +77,9 @@ RESULTS = "results.json"
 TABLE = "table.md"
 TABLE_PLOT = "table.png"
 LAYER_PLOT = "layer_weights.png"
+LAYERS = "layers.json"
+LAYERS_TABLE = "layers.md"
+LAYERS_PLOT = "layers.png"
 LOCK = ".lock"
 DEADLINE = "deadline_exceeded.json"
 SELECTION = "selection"

@@ -8,10 +8,12 @@ dataset. docs/python.md walks through it.
     data = snowfire.FeatureDataset(reader, info, data="data/")  # features + labels, a Dataset
     run = snowfire.train(snowfire.TrainConfig(...))            # the commands: typed results
     cmp = snowfire.compare(snowfire.CompareConfig(...), export_mteb="mteb/")
+    sweep = snowfire.layers(snowfire.LayersConfig(...))       # which layer? .recommendation
 
 The commands take the config objects the command line builds (`ExtractConfig`, `TrainConfig`,
-`FinetuneConfig`, `CompareConfig`, `PredictConfig`), re-exported here. Every name loads on first
-use, so `import snowfire` imports neither torch nor transformers, zarr or FastAPI.
+`FinetuneConfig`, `CompareConfig`, `PredictConfig`, `LayersConfig`), re-exported here. Every
+name loads on first use, so `import snowfire` imports neither torch nor transformers, zarr or
+FastAPI.
 
 Every package of the project lives under this root (`snowfire.cache`, `snowfire.heads`, ...).
 Two of them share their name with a command: `snowfire.compare` and `snowfire.finetune` are the
@@ -41,16 +43,19 @@ _WHERE = {
     "finetune": "snowfire.finetune",  # the package, callable: the command (below)
     "compare": "snowfire.compare",
     "predict": "snowfire.commands:predict",
+    "layers": "snowfire.commands:layers",
     "TrainResult": "snowfire.results:TrainResult",
     "FinetuneResult": "snowfire.results:FinetuneResult",
     "CompareResult": "snowfire.results:CompareResult",
     "TaskVerdict": "snowfire.results:TaskVerdict",
     "PredictResult": "snowfire.results:PredictResult",
+    "LayersResult": "snowfire.results:LayersResult",
     "ExtractConfig": "snowfire.extractor:ExtractConfig",
     "TrainConfig": "snowfire.heads:TrainConfig",
     "PredictConfig": "snowfire.heads:PredictConfig",
     "FinetuneConfig": "snowfire.finetune:FinetuneConfig",
     "CompareConfig": "snowfire.compare:CompareConfig",
+    "LayersConfig": "snowfire.compare:LayersConfig",
     "FeatureSetInfo": "snowfire.cache:FeatureSetInfo",
     "ExampleBatch": "snowfire.cache:ExampleBatch",
     "export_mteb": "snowfire.compare:export_mteb",

@@ -17,12 +17,18 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from snowfire.cache import FeatureSetInfo, Reader
-    from snowfire.compare import CompareConfig
+    from snowfire.compare import CompareConfig, LayersConfig
     from snowfire.extractor import ExtractConfig
     from snowfire.finetune import FinetuneConfig
     from snowfire.heads import PredictConfig, TrainConfig
 
-    from .results import CompareResult, FinetuneResult, PredictResult, TrainResult
+    from .results import (
+        CompareResult,
+        FinetuneResult,
+        LayersResult,
+        PredictResult,
+        TrainResult,
+    )
 
 
 def _expect(config: object, cls: type, who: str) -> None:
@@ -96,6 +102,19 @@ def compare(
     if export_mteb is not None:
         result.export_mteb(Path(export_mteb))
     return result
+
+
+def layers(config: LayersConfig) -> LayersResult:
+    """`snowfire layers`: which layer should I use? Per-layer and cumulative probes of the
+    config's task on stored features (the encoder never runs), seeds with intervals, the
+    expected layer, selectivity over a control task and the answer in words; written to
+    `config.out` when given, where a finished sweep of the same content key is read back."""
+    from snowfire.compare import LayersConfig, run_layers
+
+    from .results import LayersResult
+
+    _expect(config, LayersConfig, "layers")
+    return LayersResult.from_answer(run_layers(config), config.out)
 
 
 def predict(config: PredictConfig) -> PredictResult:

@@ -1,6 +1,6 @@
-"""What `snowfire.train`, `finetune`, `compare` and `predict` return: small frozen records of a
-finished run, read from the run directory it wrote (rundir/files.py names every file), so a
-result from a fresh run and one from a finished run reused are the same object."""
+"""What `snowfire.train`, `finetune`, `compare`, `predict` and `layers` return: small frozen
+records of a finished run, read from the run directory it wrote (rundir/files.py names every
+file), so a result from a fresh run and one from a finished run reused are the same object."""
 
 from __future__ import annotations
 
@@ -213,3 +213,105 @@ class PredictResult:
 
     out: Path
     predictions: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Score:
+    """A seed-averaged score (or a difference) with its 95% interval; `seeds`: each seed's."""
+
+    value: float
+    low: float
+    high: float
+    seeds: tuple[float, ...] = ()
+
+    @classmethod
+    def of(cls, entry: dict[str, Any]) -> Score:
+        """From an entry of OUT/layers.json: a score ("score") or a difference ("delta")."""
+        value = entry["score"] if "score" in entry else entry["delta"]
+        return cls(value, entry["low"], entry["high"], tuple(entry.get("seeds", ())))
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    """One layer of a sweep: its linear and MLP probes' scores, and with a control task their
+    control accuracy and selectivity ({"linear": Score, "mlp": Score}; None for regression)."""
+
+    layer: int
+    linear: Score
+    mlp: Score
+    control: dict[str, float] | None = None
+    selectivity: dict[str, Score] | None = None
+
+
+@dataclass(frozen=True)
+class LayersResult:
+    """A layer sweep (`snowfire layers`): which layer of the stored features carries the task.
+
+    recommendation: the answer in words; best_layer: chosen on the selection split; carrying:
+    the layers no worse than it by their intervals; carries: False when no layer beats its
+    control task (or, for regression, 0); layers: a LayerRow per layer; cumulative: the mix of
+    layers 0..ℓ per ℓ; mix_weights, expected_layer, center_of_gravity (None where undefined);
+    mix_gain: the mix of all layers minus the best layer alone; answer: OUT/layers.json's
+    whole content (the REST answer's `result`); out: where it was written (None: nowhere).
+    """
+
+    key: str
+    task: str
+    metric: str
+    encoder: str
+    recommendation: str
+    best_layer: int
+    carrying: list[int]
+    carries: bool
+    layers: list[LayerRow]
+    cumulative: list[Score]
+    mix_weights: list[float] | None
+    expected_layer: float | None
+    center_of_gravity: float | None
+    mix_gain: Score | None
+    answer: dict[str, Any]
+    out: Path | None = None
+
+    @classmethod
+    def from_answer(cls, answer: dict[str, Any], out: str | Path | None = None) -> LayersResult:
+        def row(r: dict[str, Any]) -> LayerRow:
+            sel = r.get("selectivity")
+            return LayerRow(
+                layer=r["layer"],
+                linear=Score.of(r["linear"]),
+                mlp=Score.of(r["mlp"]),
+                control=r.get("control"),
+                selectivity=None if sel is None else {g: Score.of(v) for g, v in sel.items()},
+            )
+
+        return cls(
+            key=answer["key"],
+            task=answer["task"]["name"],
+            metric=answer["metric"],
+            encoder=answer["encoder"],
+            recommendation=answer["recommendation"],
+            best_layer=answer["best_layer"],
+            carrying=list(answer["carrying"]),
+            carries=answer["carries"],
+            layers=[row(r) for r in answer["layers"]],
+            cumulative=[Score.of(c) for c in answer["cumulative"]],
+            mix_weights=answer.get("mix_weights"),
+            expected_layer=answer.get("expected_layer"),
+            center_of_gravity=answer.get("center_of_gravity"),
+            mix_gain=None if answer.get("mix_gain") is None else Score.of(answer["mix_gain"]),
+            answer=answer,
+            out=None if out is None else Path(out),
+        )
+
+    @classmethod
+    def from_out(cls, out: str | Path) -> LayersResult:
+        """The finished sweep in directory `out` (OUT/layers.json)."""
+        from snowfire.rundir import LAYERS
+
+        return cls.from_answer(json.loads((Path(out) / LAYERS).read_text()), out)
+
+    def table(self) -> str:
+        """The markdown page OUT/layers.md holds: the words, then a row per layer."""
+        from snowfire.compare import layers_table
+
+        return layers_table(self.answer)

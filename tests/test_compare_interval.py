@@ -261,6 +261,37 @@ def test_the_restarts_share_is_welchs_t():
     assert boot.interval("a", "b") == boot.interval("a", "b")  # its own stream: reproducible
 
 
+def test_one_sides_score_interval_is_its_draws_plus_its_own_restarts():
+    """`score(side)`: with no example noise, the point ± σ̂_B/√S times Student's t at S − 1
+    (scipy's quantile as the oracle); with no restarts' share, the percentile interval of the
+    side's draws exactly; a side never bootstrapped is refused by name."""
+    from scipy import stats
+
+    from snowfire.compare import Bootstrap
+
+    r = 400_000
+    boot = Bootstrap(
+        point={"a": 0.7},
+        scores={"a": [0.7] * 3},
+        restart_sd={"a": 0.02},
+        draws={"a": np.full(r, 0.7)},
+        seed=2,
+    )
+    half = 0.02 / math.sqrt(3) * stats.t.ppf(0.975, 2)
+    iv = boot.score("a")
+    assert (iv.estimate, iv.seeds, iv.replicates) == (0.7, (0, 3), r)
+    assert iv.low == pytest.approx(0.7 - half, rel=0.002)
+    assert iv.high == pytest.approx(0.7 + half, rel=0.002)
+    gold, preds = _case("sst2", 200, 1)
+    one = bootstrap("accuracy", gold, {"a": preds}, replicates=500)
+    low, high = np.quantile(one.draws["a"], [0.05, 0.95])
+    assert (one.score("a", 0.9).low, one.score("a", 0.9).high) == (low, high)
+    with pytest.raises(ValueError, match=r"score: no side 'b'; expected one of \['a'\]"):
+        one.score("b")
+    with pytest.raises(ValueError, match=r"score: expected a level in \(0, 1\), got 1.0"):
+        one.score("a", 1.0)
+
+
 # -- the verdict's words ------------------------------------------------------------------------
 
 

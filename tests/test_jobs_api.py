@@ -137,7 +137,8 @@ TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
         (
             {"kind": "serve", "params": {}},
             422,
-            "kind: Input should be 'extract', 'train', 'finetune' or 'compare' (got 'serve')",
+            "kind: Input should be 'extract', 'train', 'finetune', 'compare' or 'layers' "
+            "(got 'serve')",
         ),
         (
             {"kind": "train", "params": TRAIN, "priority": 1},

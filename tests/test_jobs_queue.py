@@ -242,7 +242,8 @@ def test_a_worker_that_loses_its_lease_stops_the_child_and_writes_nothing(home, 
 def test_worker_checks_its_arguments(home):
     with pytest.raises(
         ValueError,
-        match="WorkerConfig.kind: expected one of extract, train, finetune, compare, got 'serve'",
+        match="WorkerConfig.kind: expected one of extract, train, finetune, compare, layers, "
+        "got 'serve'",
     ):
         Worker(home, "serve")
     with pytest.raises(ValueError, match="WorkerConfig.lease: expected > 0, got 0"):

@@ -48,7 +48,7 @@ def test_exactly_one_selector_is_in_the_schema_and_null_is_refused(client):
 def test_job_params_are_documented_per_kind(client):
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
     kinds = [b["properties"]["kind"]["enum"][0] for b in schemas["JobRequest"]["oneOf"]]
-    assert kinds == ["extract", "train", "finetune", "compare"]
+    assert kinds == ["extract", "train", "finetune", "compare", "layers"]
     train = schemas["TrainParams"]
     assert {"encoder", "head"} <= set(train["required"])
     # a registered task or the user's own (one of the two, checked when the job is submitted)

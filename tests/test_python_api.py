@@ -31,6 +31,7 @@ def test_import_snowfire_loads_no_heavy_package_until_used():
     assert _loaded_after("import snowfire") == []
     # the configs and the store opener are light too: a notebook builds configs before it runs
     names = "ExtractConfig TrainConfig FinetuneConfig CompareConfig PredictConfig open_store"
+    names += " LayersConfig"
     assert _loaded_after(f"import snowfire\nfor n in {names.split()!r}: getattr(snowfire, n)") == []
     # the check can fail: the dataset is torch, so using it loads torch
     assert "torch" in _loaded_after("import snowfire\nsnowfire.FeatureDataset")

@@ -40,7 +40,9 @@ def served(tiny_bert_dir, data_dir, tmp_path):
 
 def test_the_walk_through_runs_as_written(served, tiny_bert_dir, data_dir, tmp_path, monkeypatch):
     blocks = _python_blocks(DOC.read_text())
-    assert len(blocks) == 4, "the page's Python blocks: store, dataset, own head, built-in head"
+    assert len(blocks) == 5, (
+        "the page's Python blocks: store, dataset, own head, built-in head, layers"
+    )
     first = blocks[0]
     for name, value in (
         ("store", served),
@@ -60,3 +62,6 @@ def test_the_walk_through_runs_as_written(served, tiny_bert_dir, data_dir, tmp_p
     assert isinstance(run, snowfire.TrainResult) and (tmp_path / "runs/sst2-linear").is_dir()
     assert run.metrics["dev"]["accuracy"] == run.score("dev")
     assert namespace["batch"].mask.dtype.is_floating_point is False
+    sweep = namespace["sweep"]  # over the service's REST reader, as the page's store is
+    assert isinstance(sweep, snowfire.LayersResult) and len(sweep.layers) == 3
+    assert (tmp_path / "layers-sst2" / "layers.json").is_file() and sweep.recommendation

@@ -26,6 +26,7 @@ from tests.helpers.tasks import write_sst2
 
 #: Commands that run torch in their own process: each must reach use_threads.
 IN_PROCESS = {"compare", "extract", "train", "finetune", "predict", "fsck", "demo", "task check"}
+IN_PROCESS |= {"layers"}
 IN_PROCESS |= {f"analyze {name}" for name in ANALYSES}
 #: Commands that start what runs torch: command -> (module, function) that must reach `name`.
 LAUNCH = {

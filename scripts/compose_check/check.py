@@ -5,8 +5,8 @@
     image      the base image (debootstrap, cached) and `docker build --network none` from the
                wheelhouse: nothing is downloaded
     negative   a copy of docker-compose.yml with a broken command: the check names the service
-    up         api, extractor, two trainers, finetuner, comparer (CPU); all healthy; the
-               torch threads each chose (the cores split among the six, as outside)
+    up         api, extractor, two trainers, finetuner, comparer, prober (CPU); all healthy; the
+               torch threads each chose (the cores split among the seven, as outside)
     jobs       over REST on 127.0.0.1 through the published port, with a write key: extract,
                train, 🔥 finetune, compare on the cut demo sample; the same commands outside
                containers (same seeds) must give the same metrics, features and run files
@@ -45,7 +45,7 @@ from .workload import threads_report as threads
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILES = ("docker-compose.yml", "docker-compose.gpu.yml", "docker-compose.replicas.yml")
 #: How many containers of each service the check runs: two trainers, so one can be killed.
-SCALE = {"api": 1, "extractor": 1, "trainer": 2, "finetuner": 1, "comparer": 1}
+SCALE = {"api": 1, "extractor": 1, "trainer": 2, "finetuner": 1, "comparer": 1, "prober": 1}
 VERSIONS = (
     "import json, importlib.metadata as m; print(json.dumps({p: m.version(p) for p in ("
     "'torch', 'transformers', 'tokenizers', 'numpy', 'zarr', 'safetensors', 'pytorch-crf', "

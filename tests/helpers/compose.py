@@ -24,6 +24,7 @@ SERVICES = {
     "trainer": "train",
     "finetuner": "finetune",
     "comparer": "compare",
+    "prober": "layers",
 }
 #: This checkout's `snowfire` executable.
 SNOWFIRE = REPO / ".venv" / "bin" / "snowfire"
