@@ -169,7 +169,7 @@ def _param_values(kind: str):
     return st.dictionaries(st.sampled_from(names), typed, max_size=5)
 
 
-@given(kind=st.sampled_from(["extract", "train", "finetune", "compare"]), data=st.data())
+@given(kind=st.sampled_from(["extract", "train", "finetune", "compare", "layers"]), data=st.data())
 @example(kind="train", data=None)
 @settings(max_examples=examples(120))
 def test_job_params_of_any_kind_are_resolved_or_refused_naming_the_param(home, kind, data):
