@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
-from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -41,7 +40,6 @@ from snowfire.options import unwrap_optional
 from snowfire.tasks import (
     INT_MAX,
     INT_MIN,
-    TRAINING_SPLITS,
     dotted,
     integral,
     need_splits,
@@ -182,16 +180,6 @@ def _refusal(err: BaseException) -> type[InvalidJobError]:
     return JobConflictError
 
 
-def _splits(spec, data: str | None, needed: Sequence[str] = TRAINING_SPLITS) -> None:
-    """Every split of `spec` in `needed` has its file, and at least one split is there
-    (tasks.need_splits); a missing one is a missing input (FileNotFoundError, so 404), not
-    params in conflict."""
-    try:
-        need_splits(spec, data, needed)
-    except ValueError as err:
-        raise FileNotFoundError(str(err)) from err
-
-
 def _spec_path(p: dict[str, Any], home: Home) -> None:
     """A spec file named by a relative path is HOME's; a spec object's relative split paths
     are the data directory's (HOME/tasks by default), made absolute; every path must stay
@@ -237,7 +225,7 @@ def _extract_files(p: dict[str, Any], config: type) -> None:
         if not Path(p["input"]).is_file():
             raise FileNotFoundError(f"input: no file {p['input']}")
         return
-    _splits(config.spec, p["data"], p["split"] or [])
+    need_splits(config.spec, p["data"], p["split"] or [])
 
 
 def _run_dirs(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
@@ -273,12 +261,12 @@ def _layers(p: dict[str, Any], home: Home, job_id: str) -> dict[str, Any]:
 
 
 def _train_files(p: dict[str, Any], config: type) -> None:
-    _splits(config(**p).spec, p["data"])  # train and dev, as the run needs them
+    need_splits(config(**p).spec, p["data"])  # train and dev, as the run needs them
 
 
 def _compare_files(p: dict[str, Any], config: type) -> None:
     for spec in config(**p).specs.values():
-        _splits(spec, p["data"])
+        need_splits(spec, p["data"])
 
 
 _RESOLVE = {
