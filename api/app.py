@@ -15,6 +15,7 @@ from snowfire.cache import is_bucket, open_store
 from snowfire.jobs import Home, JobQueue
 from snowfire.options import thread_budget, threads_in_use, use_threads
 
+from .body import BodyGuard
 from .embed_routes import router as embed_router
 from .errors import install_error_handlers
 from .job_routes import router as job_router
@@ -111,7 +112,8 @@ def create_app(
         description="All-layer encoder activations from a snowfire store. Features come as "
         "application/x-safetensors (default) or, for small requests, application/json; "
         f"caps: {settings.max_json_values:,} feature values per JSON response, "
-        f"{settings.max_body_bytes:,} bytes per safetensors response (413 above).",
+        f"{settings.max_body_bytes:,} bytes per safetensors response, "
+        f"{settings.max_request_bytes:,} bytes per request body (413 above).",
         lifespan=lifespan,
     )
     app.state.settings = settings
@@ -147,6 +149,7 @@ def create_app(
             allow_methods=["GET", "POST"],
             allow_headers=headers,
         )
+    app.add_middleware(BodyGuard, limit=settings.max_request_bytes)  # read after the key check
     ring = app.state.api_keys = KeyRing(load_keys(settings.api_keys, settings.api_keys_file))
     app.add_middleware(APIKeys, ring=ring)
     app.add_middleware(

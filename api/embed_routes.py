@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -23,13 +24,17 @@ from .schemas import EmbedJSON, EmbedRequest, ErrorBody
 
 router = APIRouter(tags=["embed"])
 
+#: White space inside a word given as is (what str.split splits on).
+_SPACE = re.compile(r"\s")
+
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": text}
     for code, text in {
         406: "Accept names no format this endpoint serves",
         413: "more texts or words than the service's limits, or a response above its cap",
-        422: "bad request: not exactly one of texts/pairs/tokens, an empty text, a layer out "
-        "of range",
+        409: "a layer outside the served encoder's or pool cls where it stores no [CLS] state",
+        422: "the body does not fit the schema: not exactly one of texts/pairs/tokens, an "
+        "empty text, a word holding white space",
         503: "the service was started without an encoder (snowfire serve --encoder minilm)",
     }.items()
 }
@@ -53,30 +58,45 @@ def get_embedder(request: Request) -> EmbedWorker:
 EmbedderDep = Annotated[EmbedWorker, Depends(get_embedder)]
 
 
-def _texts(body: EmbedRequest) -> list[TextInput]:
-    raw: list[tuple[list[str], list[str] | None]]
-    if body.texts is not None:
-        raw = [(t.split(), None) for t in body.texts]
-    elif body.pairs is not None:
-        raw = [(a.split(), b.split()) for a, b in body.pairs]
-    else:
-        raw = [(list(words), None) for words in body.tokens or []]
+def _texts(body: EmbedRequest, max_texts: int, max_words: int) -> list[TextInput]:
+    """The request's texts as word lists, its limits checked first: the number of texts before
+    any is split, the words as they are counted (a text past the limit is not split), the
+    words' own checks last, so an oversize request is refused before that work."""
     field = "texts" if body.texts is not None else "pairs" if body.pairs is not None else "tokens"
+    given = body.texts if body.texts is not None else body.pairs or body.tokens or []
+    if len(given) > max_texts:
+        raise RequestTooLargeError(
+            f"{len(given)} texts in one request, the limit is {max_texts} "
+            "(SNOWFIRE_EMBED_MAX_TEXTS): split the request"
+        )
+    raw: list[tuple[list[str], list[str] | None]] = []
+    words = 0
+    for item in given:
+        if isinstance(item, str):  # texts
+            a, b = item.split(), None
+        elif field == "pairs":
+            a, b = item[0].split(), item[1].split()
+        else:
+            a, b = list(item), None
+        words += len(a) + len(b or ())
+        if words > max_words:
+            raise RequestTooLargeError(
+                f"more than {max_words} words in one request (past it at {field}.{len(raw)}), "
+                f"the limit is {max_words} (SNOWFIRE_EMBED_MAX_WORDS): split the request"
+            )
+        raw.append((a, b))
     out = []
     for i, (a, b) in enumerate(raw):
         if not a or (b is not None and not b):
             raise EmbedValueError(f"{field}.{i}: empty text (no words after splitting on spaces)")
-        if any(not w or w != w.strip() or any(c.isspace() for c in w) for w in a + (b or [])):
+        if field == "tokens" and any(not w or _SPACE.search(w) for w in a):
             raise EmbedValueError(f"{field}.{i}: a word is empty or holds white space")
         out.append(TextInput(tuple(a), None if b is None else tuple(b)))
     return out
 
 
-class EmbedValueError(ValueError):
-    """422: the request's texts cannot be embedded."""
-
-
 def _check_limits(texts: list[TextInput], max_texts: int, max_words: int) -> None:
+    """The embed limits on texts already split (POST /v1/predict's examples)."""
     if len(texts) > max_texts:
         raise RequestTooLargeError(
             f"{len(texts)} texts in one request, the limit is {max_texts} "
@@ -88,6 +108,10 @@ def _check_limits(texts: list[TextInput], max_texts: int, max_words: int) -> Non
             f"{words} words in one request, the limit is {max_words} "
             "(SNOWFIRE_EMBED_MAX_WORDS): split the request"
         )
+
+
+class EmbedValueError(ValueError):
+    """422: the request's texts cannot be embedded."""
 
 
 @router.post(
@@ -116,8 +140,7 @@ def embed(
 ) -> Response:
     """Features of the texts sent: read from the store where their content key is there,
     computed by the service's encoder (and stored) where not. `cached` says which were hits."""
-    texts = _texts(body)
-    _check_limits(texts, settings.embed_max_texts, settings.embed_max_words)
+    texts = _texts(body, settings.embed_max_texts, settings.embed_max_words)
     keys = embedder.keys(texts, body.pair_encoding)
     pool_id = embedder.pool(body.pair_encoding)
     hits = embedder.ensure(texts, keys, body.pair_encoding)

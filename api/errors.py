@@ -26,8 +26,11 @@ from snowfire.cache import (
 from snowfire.extractor import EmbedBusyError
 from snowfire.jobs import (
     InvalidJobError,
+    JobConflictError,
     JobError,
+    JobInputNotFoundError,
     JobNotFoundError,
+    JobPathForbiddenError,
     JobsDisabledError,
     JobStateError,
     describe_validation,
@@ -41,6 +44,7 @@ from snowfire.serving import (
     RunNotReadyError,
     ServingError,
 )
+from snowfire.tasks import escaped
 
 from .embed_routes import EmbedUnavailableError, EmbedValueError
 from .limits import EMBED_QUEUE, too_many
@@ -49,14 +53,21 @@ from .predict_routes import PredictUnavailableError
 
 log = logging.getLogger(__name__)
 
-#: Store or job error -> HTTP status; any other (corrupt, incompatible store) is a 500.
+#: Store or job error -> HTTP status, the first class that matches (subclasses first); any
+#: other (corrupt, incompatible store) is a 500. A request reaches the store only once its body
+#: fits the schema, so what the store refuses is a state the schema cannot know: 409 for a
+#: selection this feature set cannot give (an index or layer outside it, a mix of another
+#: depth, cls on a set without [CLS]), 404 for what is not there.
 STATUS: dict[type[Exception], int] = {
     FeatureSetNotFoundError: 404,
     ExampleNotFoundError: 404,
-    InvalidSelectionError: 422,
+    InvalidSelectionError: 409,
     RequestTooLargeError: 413,
     StoreUnreachableError: 503,
     JobNotFoundError: 404,
+    JobPathForbiddenError: 403,
+    JobInputNotFoundError: 404,
+    JobConflictError: 409,
     InvalidJobError: 422,
     JobStateError: 409,
     JobsDisabledError: 503,
@@ -75,7 +86,8 @@ async def error_handler(request: Request, exc: Exception) -> JSONResponse:
     status = next((code for cls, code in STATUS.items() if isinstance(exc, cls)), 500)
     if status == 500:
         log.error("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
-    return JSONResponse({"detail": str(exc), "error": type(exc).__name__}, status_code=status)
+    detail = escaped(str(exc))  # the text rule holds in answers too: no lone surrogate echoed
+    return JSONResponse({"detail": detail, "error": type(exc).__name__}, status_code=status)
 
 
 async def embed_busy(request: Request, exc: Exception) -> Response:

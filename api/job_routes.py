@@ -47,7 +47,16 @@ def _errors(**codes: str) -> dict:
     "",
     status_code=202,
     response_model=JobDetail,
-    responses=_errors(e422="bad kind or params (the reason)", e503="no data directory"),
+    responses=_errors(
+        e403="this API key may read, not submit; or a path param outside the data directory "
+        "(and SNOWFIRE_ALLOWED_PATHS)",
+        e404="a task's data, an input file or a spec file the params name is not there",
+        e409="params that fit the schema but not the command (a head that cannot model the "
+        "task, another method's options, an encoder spec no loader reads), or an "
+        "Idempotency-Key used for another request",
+        e422="the body does not fit the schema: the kind, a param's name or type (the reason)",
+        e503="no data directory",
+    ),
 )
 def submit_job(
     body: JobRequest,

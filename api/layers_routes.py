@@ -9,7 +9,8 @@ sweep's content key>; a finished sweep there is the answer, read without trainin
          GET the same URL again (the same job while it runs: one job per key)
     409  the latest job of this key failed or was cancelled (its error); `retry=true` queues
          a new one
-    404  unknown feature set; 422 bad query, task files or missing features (the reason);
+    404  unknown feature set, or the task's files; 403 a path outside HOME; 409 options that
+         fit the schema but not the sweep; 422 a query that does not fit it (the reason);
          503 no data directory (the sweep runs as a job of HOME's queue)
 
 The query's options are the sweep's own (compare.LayersConfig's fields that change its answer,
@@ -95,8 +96,12 @@ def _error(text: str) -> dict[str, Any]:
     response_model=LayersAnswer,
     responses={
         202: {"model": LayersAnswer, "description": "not computed yet: the job computing it"},
-        404: _error("unknown feature set"),
-        409: _error("the latest job of this sweep failed or was cancelled (retry=true)"),
+        403: _error("a path outside the data directory (a task spec, the service's store)"),
+        404: _error("unknown feature set, or the task's data files"),
+        409: _error(
+            "the latest job of this sweep failed or was cancelled (retry=true), or options "
+            "that fit the schema but not the sweep (the reason)"
+        ),
         422: _error("bad query, task or options; features of a split missing (the reason)"),
         503: _error("no data directory: the sweep runs as a job"),
     },

@@ -19,9 +19,9 @@ answered at about the unloaded latency (benchmarks/load.py --overload).
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .body import error_response
 
 #: Paths never refused: the operator's view of an overloaded service.
 UNBOUNDED = frozenset({"/healthz", "/metrics"})
@@ -31,13 +31,8 @@ IN_FLIGHT, EMBED_QUEUE = "in_flight", "embed_queue"
 
 def too_many(detail: str, retry_after: int) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
     """Status, headers and body of a refusal (429 with Retry-After, an ErrorBody)."""
-    body = json.dumps({"detail": detail, "error": "TooManyRequests"}).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"retry-after", str(retry_after).encode()),
-    ]
-    return 429, headers, body
+    status, headers, body = error_response(429, detail, "TooManyRequests")
+    return status, [*headers, (b"retry-after", str(retry_after).encode())], body
 
 
 class InFlightLimit:

@@ -3,9 +3,11 @@
 FastAPI documents 422 as its own `HTTPValidationError` (a list of errors) while this service
 answers `{"detail": "<one sentence>"}` (errors.py), knows nothing of the keys middleware (401,
 403), of the bounds (429 with Retry-After, limits.py) or of bodies it cannot parse (400), and
-shows job params as any object. Here, after
-FastAPI has built the document: every error status a route can return points at `ErrorBody`;
-job params are the per-kind models jobs/params.py derives from the configs; links say where
+shows job params as any object, nor what api/body.py refuses in every body. Here, after
+FastAPI has built the document: every error status a route can return points at `ErrorBody`
+(400, 413 and 422 for every body); job params are the per-kind models jobs/params.py derives
+from the configs; every string of a request body says the text rule (a pattern), every integer
+int64's bounds, every free-form object that its keys and values keep the rule; links say where
 ids come from (a feature set listed, a job queued).
 """
 
@@ -15,6 +17,8 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+
+from snowfire.tasks import INT_MAX, INT_MIN, TEXT_PATTERN
 
 from .limits import UNBOUNDED
 
@@ -107,6 +111,65 @@ def _links(paths: dict[str, Any]) -> None:
     }
 
 
+#: Any JSON value whose strings and keys keep the text rule (a free-form object's values).
+JSON_VALUE = "JSONValue"
+_JSON_VALUE_SCHEMA = {
+    "title": JSON_VALUE,
+    "description": "any JSON value whose strings and keys hold no NUL or unpaired surrogate",
+    "anyOf": [
+        {"type": "string", "pattern": TEXT_PATTERN},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+        {"type": "array", "items": {"$ref": f"#/components/schemas/{JSON_VALUE}"}},
+        {
+            "type": "object",
+            "propertyNames": {"pattern": TEXT_PATTERN},
+            "additionalProperties": {"$ref": f"#/components/schemas/{JSON_VALUE}"},
+        },
+    ],
+}
+_NESTED = ("items", "additionalProperties", "not")
+_BRANCHES = ("anyOf", "oneOf", "allOf", "prefixItems")
+
+
+def _keep_body_rules(schema: Any, schemas: dict[str, Any], seen: set[str]) -> None:
+    """Say in a request body's schema what api/body.py refuses in every body: a string gets the
+    text rule's pattern (unless it has its own, which says it), an integer int64's bounds, a
+    free-form object's keys and values the rule. Components are refined once (`seen`)."""
+    if not isinstance(schema, dict):
+        return
+    ref = schema.get("$ref", "")
+    if ref.startswith("#/components/schemas/"):
+        name = ref.rsplit("/", 1)[1]
+        if name not in seen:
+            seen.add(name)
+            _keep_body_rules(schemas.get(name), schemas, seen)
+        return
+    kind = schema.get("type")
+    if kind == "string" and not {"pattern", "enum", "const"} & set(schema):
+        schema["pattern"] = TEXT_PATTERN
+    if kind == "integer":
+        if "minimum" not in schema and "exclusiveMinimum" not in schema:
+            schema["minimum"] = INT_MIN
+        if "maximum" not in schema and "exclusiveMaximum" not in schema:
+            schema["maximum"] = INT_MAX
+    if kind == "object" or "properties" in schema or "additionalProperties" in schema:
+        if schema.get("additionalProperties", True) is not False:
+            schema.setdefault("propertyNames", {"pattern": TEXT_PATTERN})
+        if schema.get("additionalProperties") is True or (
+            kind == "object" and "properties" not in schema and "additionalProperties" not in schema
+        ):
+            schema["additionalProperties"] = {"$ref": f"#/components/schemas/{JSON_VALUE}"}
+    for child in schema.get("properties", {}).values():
+        _keep_body_rules(child, schemas, seen)
+    for key in _NESTED:
+        _keep_body_rules(schema.get(key), schemas, seen)
+    for key in _BRANCHES:
+        for child in schema.get(key, []):
+            _keep_body_rules(child, schemas, seen)
+
+
 def truthful_openapi(app: FastAPI) -> dict[str, Any]:
     """The document, built once (after the lifespan has loaded the embed encoder)."""
     if app.openapi_schema:
@@ -123,7 +186,13 @@ def truthful_openapi(app: FastAPI) -> dict[str, Any]:
             if "422" in responses:
                 responses["422"] = _error(responses["422"].get("description", "bad request"))
             if "requestBody" in op:
-                responses.setdefault("400", _error("the body is not JSON"))
+                responses.setdefault(
+                    "400", _error("the body is not UTF-8 JSON, or nests too deep to read")
+                )
+                responses.setdefault(
+                    "413",
+                    _error("the body is over its limit (SNOWFIRE_MAX_REQUEST_BYTES)"),
+                )
                 responses.setdefault("422", _error("the body does not fit the schema (why)"))
             if op.get("parameters"):
                 responses.setdefault("422", _error("a parameter does not fit the schema"))
@@ -140,6 +209,12 @@ def truthful_openapi(app: FastAPI) -> dict[str, Any]:
             if path not in UNBOUNDED:
                 responses.setdefault("429", _too_many(path))
     _job_request(schemas)
+    schemas[JSON_VALUE] = _JSON_VALUE_SCHEMA
+    seen: set[str] = {JSON_VALUE}
+    for ops in doc["paths"].values():
+        for op in ops.values():
+            for media in op.get("requestBody", {}).get("content", {}).values():
+                _keep_body_rules(media.get("schema"), schemas, seen)
     _links(doc["paths"])
     embedder = getattr(app.state, "embedder", None)
     if embedder is not None:  # the served encoder's layers are known: say so

@@ -42,7 +42,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         404: "unknown feature set or example key",
         406: "Accept names no format this endpoint serves",
         413: "the response would pass its cap (see /healthz limits)",
-        422: "bad selection: both/neither of indices and keys, index or layer out of range",
+        422: "the body does not fit the schema: both or neither of indices and keys, a "
+        "layer below 0",
     }.items()
 }
 
@@ -68,6 +69,7 @@ def healthz(store: StoreDep, settings: SettingsDep, threads: ThreadsDep) -> Heal
         limits=Limits(
             max_json_values=settings.max_json_values,
             max_body_bytes=settings.max_body_bytes,
+            max_request_bytes=settings.max_request_bytes,
             max_in_flight=settings.max_in_flight,
             embed_max_queue=settings.embed_max_queue,
             predict_max_queue=settings.predict_max_queue,
@@ -146,6 +148,12 @@ def featureset_texts(fs_id: str, store: StoreDep) -> FeatureSetTexts:
             },
         },
         **_ERRORS,
+        409: {
+            "model": ErrorBody,
+            "description": "the selection does not fit this feature set (the schema cannot "
+            "know it): an index or layer outside it, mix weights for another number of "
+            "layers, pool cls on a set without [CLS] states, pool_sides on single texts",
+        },
     },
 )
 def read_features(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -17,32 +18,47 @@ from pydantic import (
 
 from snowfire.cache import POOLS, WIRE_FORMAT
 from snowfire.extractor import PAIR_ENCODINGS
-
-
-def _integral(value: Any) -> Any:
-    """A JSON-Schema integer is any number with no fractional part: 1.0 is the integer 1.
-    Booleans and strings stay what they are (and fail the strict check after this)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
+from snowfire.tasks import TEXT_PATTERN, WORD_PATTERN, WORDS_PATTERN, integral, text_fault
 
 #: A JSON-Schema integer: an int or an integral float (2.0), not a bool, a string or 2.5
 #: (a bound goes before the validator, or pydantic leaves it out of the JSON schema).
-Integer = Annotated[StrictInt, BeforeValidator(_integral)]
+Integer = Annotated[StrictInt, BeforeValidator(integral)]
 
-#: Python's white space (what str.split splits on, and what a word may not hold) as the body
-#: of a JSON-Schema character class; no character above U+3000 is white space (a test checks).
-_SPACE = "".join(f"\\u{c:04x}" for c in range(0x3001) if chr(c).isspace())
-#: A text: at least one character that is not white space (else it has no words).
-Text = Annotated[StrictStr, Field(json_schema_extra={"pattern": f"[^{_SPACE}]"})]
-#: A word given as is: not empty, no white space. The route checks both (api/embed_routes.py,
-#: naming the text); the schema says them, so a client knows before it asks.
-Word = Annotated[StrictStr, Field(json_schema_extra={"pattern": f"^[^{_SPACE}]+$"})]
+
+def keeps_text_rule(value: str) -> str:
+    """The text rule (tasks/text_rule.py) as a pydantic validator: a NUL or an unpaired
+    surrogate is refused naming the character (the field is named by pydantic's path)."""
+    fault = text_fault(value)
+    if fault:
+        raise ValueError(fault)
+    return value
+
+
+#: Any string of a request: the text rule (every body is also checked whole, api/body.py).
+RuleText = Annotated[
+    StrictStr,
+    AfterValidator(keeps_text_rule),
+    Field(json_schema_extra={"pattern": TEXT_PATTERN}),
+]
+#: A text: the rule, and at least one character that is not white space (else it has no
+#: words). Every model of texts to encode (embed, predict) says a text with this type.
+Text = Annotated[
+    StrictStr,
+    AfterValidator(keeps_text_rule),
+    Field(json_schema_extra={"pattern": WORDS_PATTERN}),
+]
+#: A word given as is: the rule, not empty, no white space. The route checks the last two
+#: (api/embed_routes.py, naming the text); the schema says all, so a client knows before it
+#: asks.
+Word = Annotated[
+    StrictStr,
+    AfterValidator(keeps_text_rule),
+    Field(json_schema_extra={"pattern": WORD_PATTERN}),
+]
 
 #: Layer indices to read (default all): at least one, none negative.
 Layers = Annotated[
-    list[Annotated[StrictInt, Field(ge=0), BeforeValidator(_integral)]] | None,
+    list[Annotated[StrictInt, Field(ge=0), BeforeValidator(integral)]] | None,
     Field(min_length=1, description="layer indices; default all"),
 ]
 #: Reduce each example to one row before sending (mean or max over its word pieces, special
@@ -57,7 +73,7 @@ Pool = Annotated[
     PoolName,
     Field(
         description="none: every token; mean or max over each example's word pieces "
-        "(specials left out); first: its first token; cls: its [CLS] state (a 422 where the "
+        "(specials left out); first: its first token; cls: its [CLS] state (a 409 where the "
         "first token is not a special token, e.g. ELMo)"
     ),
 ]
@@ -79,6 +95,14 @@ def exactly_one_of(*names: str):
     return extra
 
 
+def _features_schema(schema: dict[str, Any]) -> None:
+    """FeaturesRequest's checks as JSON Schema: exactly one of indices and keys, and
+    pool_sides true only with a pool given (if/then)."""
+    exactly_one_of("indices", "keys")(schema)
+    schema["if"] = {"properties": {"pool_sides": {"const": True}}, "required": ["pool_sides"]}
+    schema["then"] = {"properties": {"pool": {"enum": list(POOLS)}}, "required": ["pool"]}
+
+
 def _not_null(value: Any) -> Any:
     if value is None:
         raise ValueError("null is not a value here: leave the field out")
@@ -88,6 +112,7 @@ def _not_null(value: Any) -> Any:
 class Limits(BaseModel):
     max_json_values: int = Field(description="feature values one JSON response may hold")
     max_body_bytes: int = Field(description="bytes one safetensors response may hold")
+    max_request_bytes: int = Field(description="bytes one request body may hold (413 beyond)")
     max_in_flight: int = Field(description="requests handled at once (429 beyond)")
     embed_max_queue: int = Field(description="embed requests waiting for the encoder (429 beyond)")
     predict_max_queue: int = Field(
@@ -180,13 +205,13 @@ class FeaturesRequest(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra=exactly_one_of("indices", "keys"),
+        json_schema_extra=_features_schema,
     )
 
     indices: list[Integer] | None = Field(
         None, description="positions in the feature set", examples=[[0, 1, 2]]
     )
-    keys: list[StrictStr] | None = Field(None, description="example keys")
+    keys: list[RuleText] | None = Field(None, description="example keys")
     layers: Layers = None
     pool: Pool = "none"
     pool_sides: bool = Field(
@@ -201,6 +226,8 @@ class FeaturesRequest(BaseModel):
             raise ValueError("give exactly one of 'indices' or 'keys' (got neither)")
         if self.indices is not None and self.keys is not None:
             raise ValueError("give exactly one of 'indices' or 'keys' (got both)")
+        if self.pool_sides and self.pool == "none":
+            raise ValueError(f"pool_sides needs a pool ({', '.join(POOLS)}), got pool 'none'")
         return self
 
 

@@ -15,6 +15,9 @@ from snowfire.extractor import TOKEN_BUDGET
 MAX_JSON_VALUES = 100_000
 #: Default cap on the bytes of one safetensors response body.
 MAX_BODY_BYTES = 256 * 2**20
+#: Default cap on the bytes of one request body (api/body.py): 256 texts of 16,384 words, a
+#: read of ~800,000 indices; a 60 MB body is refused from its Content-Length.
+MAX_REQUEST_BYTES = 8 * 2**20
 #: Default bound on the requests handled at once, and on the embed requests waiting for the
 #: encoder (api/limits.py).
 MAX_IN_FLIGHT = 32
@@ -56,6 +59,12 @@ class Settings(BaseSettings):
         MAX_BODY_BYTES,
         gt=0,
         description="413 when an application/x-safetensors body would be larger than this",
+    )
+    max_request_bytes: int = Field(
+        MAX_REQUEST_BYTES,
+        gt=0,
+        description="413 when a request body is larger than this: refused from its "
+        "Content-Length before it is read, or as soon as a streamed body passes it",
     )
     read_chunk_examples: int = Field(
         256,

@@ -189,9 +189,12 @@ def parse_checksums(data: bytes, where) -> dict[str, list]:
         table = json.loads(data)
     except ValueError as err:
         raise StoreCorruptError(f"segment {where}: {CHECKSUMS} is unreadable ({err})") from err
-    if not isinstance(table, dict):
-        raise StoreCorruptError(f"segment {where}: {CHECKSUMS} is not a table of files")
-    return table
+    if isinstance(table, dict) and all(
+        isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and type(v[1]) is int
+        for v in table.values()
+    ):
+        return table
+    raise StoreCorruptError(f"segment {where}: {CHECKSUMS} is not a table of files' [crc32c, size]")
 
 
 def no_checksums(where) -> StoreCorruptError:

@@ -374,6 +374,11 @@ class ShardReader:
                     )
                 raw = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
         except FileNotFoundError:
+            if self.expected is not None and f"c/{k}/0/0" in self.expected:
+                raise StoreCorruptError(  # written and recorded, now gone: not fill values
+                    f"segment {self.dir.parent}: features shard c/{k}/0/0 is missing, though "
+                    "recorded when it was written; run `snowfire fsck --store STORE --repair`"
+                ) from None
             return None  # never written: all fill value, as zarr reads it
         body_end = size - tail
         index = read_index(raw[body_end:].tobytes(), self.layout, body_end, str(path))

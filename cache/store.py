@@ -25,7 +25,6 @@ they are read by byte ranges (ranged.py).
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -44,6 +43,7 @@ from .errors import (
     IncompatibleStoreError,
     InvalidSelectionError,
 )
+from .groups import group_json, pool_attributes, root_attributes
 from .keys import STORE_FORMAT_VERSION, digest, encoder_id
 from .plan import ReadPlan, check_index_type, check_layers, read_dtype
 from .segment import CHECKSUMS, Segment, no_checksums, parse_checksums, segment_prefix
@@ -102,7 +102,7 @@ class Store:
         if self._format_checked:
             return
         try:
-            attrs = json.loads(self.backend.get("zarr.json")).get("attributes", {})
+            attrs = root_attributes(self.backend.get("zarr.json"), f"{self.path}/zarr.json")
         except FileNotFoundError:
             return  # nothing written yet: reads find no feature set
         if attrs.get("format") != "snowfire-store":
@@ -136,7 +136,7 @@ class Store:
                 f"({', '.join(held[:3])}{', ...' if len(held) > 3 else ''})"
             )
         attrs = {"format": "snowfire-store", "version": STORE_FORMAT_VERSION}
-        self.backend.put("zarr.json", _group_json(attrs))
+        self.backend.put("zarr.json", group_json(attrs))
 
     def ensure_pool(self, identity: dict[str, Any], dtype: str, num_layers: int, dim: int) -> str:
         """Create (once) the pool for an encoder identity at a dtype; return its id."""
@@ -149,7 +149,7 @@ class Store:
             attrs["quantization"] = quant.QUANTIZATION
         meta = f"pools/{pool_id}/zarr.json"
         if not self.backend.exists(meta):  # two writers put the same bytes
-            self.backend.put(meta, _group_json(attrs))
+            self.backend.put(meta, group_json(attrs))
         return pool_id
 
     @contextmanager
@@ -419,10 +419,11 @@ class Store:
         if pool_id in self._meta_cache:  # a pool's attributes never change once written
             return self._meta_cache[pool_id]
         try:
-            meta = json.loads(self.backend.get(f"pools/{pool_id}/zarr.json"))
+            raw = self.backend.get(f"pools/{pool_id}/zarr.json")
         except (FileNotFoundError, ValueError):  # ValueError: not a pool id any key can have
             raise ExampleNotFoundError(f"no pool {pool_id} in {self.path}") from None
-        self._meta_cache[pool_id] = meta["attributes"]
+        attrs = pool_attributes(raw, f"{self.path}/pools/{pool_id}/zarr.json")
+        self._meta_cache[pool_id] = attrs
         return self._meta_cache[pool_id]
 
     def _pool_index(self, pool_id: str, refresh: bool = False) -> dict[str, tuple[str, int]]:
@@ -486,12 +487,6 @@ def _is_id(fs_id: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _group_json(attrs: dict[str, Any]) -> bytes:
-    """A zarr v3 group's zarr.json, byte for byte as zarr writes it."""
-    group = {"attributes": attrs, "zarr_format": 3, "node_type": "group"}
-    return json.dumps(group, indent=2).encode()
 
 
 def _info(manifest: dict[str, Any]) -> FeatureSetInfo:

@@ -32,6 +32,7 @@ as they are read, `parse_frame(head)` -> a checked header (`Frame`) before any t
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Final
 
@@ -236,23 +237,34 @@ class Frame:
 
 def frame_size(first: bytes | memoryview) -> int:
     """The header's size, length field included, from a body's first 8 bytes."""
+    if len(first) < 8:
+        raise StoreError(f"features body is not safetensors: {len(first)} bytes, no header length")
     n = int.from_bytes(bytes(first[:8]), "little")
-    if len(first) < 8 or n > MAX_HEADER:
+    if n > MAX_HEADER:
         raise StoreError(f"features body is not safetensors: a header of {n} bytes")
     return 8 + n
 
 
 def parse_frame(head: bytes | memoryview) -> Frame:
     """The checked header of a features body from its first `frame_size` bytes; StoreError
-    for another format, a malformed tensor entry, or features and scales that disagree."""
+    for another format, a malformed tensor entry, or features and scales that disagree.
+
+    Every part is checked before it is used (a header or metadata of another JSON type,
+    negative or overflowing shapes), so no header, however cut or garbled, gives another
+    exception (tests/test_fuzz_wire.py)."""
+    n = frame_size(head) - 8
+    if len(head) < 8 + n:
+        raise StoreError(
+            f"features body is not safetensors: a header of {n} bytes in a body of {len(head)}"
+        )
     try:
-        n = frame_size(head) - 8
         header = json.loads(bytes(head[8 : 8 + n]))
         meta = header.pop("__metadata__", {})
-    except (ValueError, UnicodeDecodeError, AttributeError) as err:
-        raise StoreError(f"features body is not safetensors: {err}") from err
-    if meta.get("format") != WIRE_FORMAT:
-        raise StoreError(f"features body in format {meta.get('format')!r}, expected {WIRE_FORMAT}")
+    except (ValueError, UnicodeDecodeError, AttributeError, TypeError, RecursionError) as err:
+        raise StoreError(f"features body is not safetensors: {err!r}") from err
+    if not isinstance(meta, dict) or meta.get("format") != WIRE_FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else meta
+        raise StoreError(f"features body in format {found!r}, expected {WIRE_FORMAT}")
     tensors = {}
     names = ("features", *_INDEX_DTYPES, *(["scales"] if "scales" in header else []))
     for name in names:
@@ -262,8 +274,9 @@ def parse_frame(head: bytes | memoryview) -> Frame:
             lo, hi = (int(x) for x in info["data_offsets"])
             shape = tuple(int(x) for x in info["shape"])
         except (KeyError, TypeError, ValueError) as err:
-            raise StoreError(f"features body: tensor {name!r} malformed ({err})") from err
-        if not 0 <= lo <= hi or hi - lo != int(np.prod(shape)) * dtype.itemsize:
+            raise StoreError(f"features body: tensor {name!r} malformed ({err!r})") from err
+        count = math.prod(shape)  # Python's ints: no overflow
+        if min(shape, default=0) < 0 or not 0 <= lo <= hi or hi - lo != count * dtype.itemsize:
             raise StoreError(
                 f"features body: tensor {name!r} at bytes {lo}..{hi} does not fit its shape "
                 f"{list(shape)} of {dtype.name}"
@@ -282,10 +295,7 @@ def parse_frame(head: bytes | memoryview) -> Frame:
             f"features body: scales {list(scales.shape)} for features "
             f"{list(features.shape)} (expected one scale per token and layer)"
         )
-    try:
-        layers, keys = json.loads(meta["layers"]), json.loads(meta["keys"])
-    except (KeyError, TypeError, ValueError) as err:
-        raise StoreError(f"features body: metadata layers or keys malformed ({err})") from err
+    layers, keys = _listed(meta, "layers", int), _listed(meta, "keys", str)
     ordered = dict(sorted(tensors.items(), key=lambda item: item[1].start))
     return Frame(8 + n, ordered, layers, keys)
 
@@ -307,10 +317,11 @@ def decode(body: bytes | bytearray | memoryview) -> ExampleBatch:
                 f"fit its shape {list(tensor.shape)} of {tensor.dtype.name} or the body's "
                 f"{data} data bytes"
             )
-        count = int(np.prod(tensor.shape))
+        count = math.prod(tensor.shape)
         offset = frame.size + tensor.start
         array = np.frombuffer(view, tensor.dtype, count, offset).reshape(tensor.shape)
         t[name] = array if array.flags.writeable else array.copy()
+    _check_layout(t, frame.layers, frame.keys)
     return ExampleBatch(
         features=t["features"],  # (N, Lsel, D)
         offsets=t["offsets"],  # (n + 1,)
@@ -321,3 +332,41 @@ def decode(body: bytes | bytearray | memoryview) -> ExampleBatch:
         keys=frame.keys,
         scales=t.get("scales"),  # (N, Lsel) int8 features only
     )
+
+
+def _listed(meta: dict, name: str, kind: type) -> list:
+    """A metadata entry that holds a JSON list of `kind` (layers: ints, keys: strings)."""
+    try:
+        value = json.loads(meta[name])
+    except (KeyError, TypeError, ValueError, RecursionError) as err:
+        raise StoreError(f"features body: metadata {name!r} malformed ({err!r})") from err
+    if not isinstance(value, list) or not all(
+        isinstance(x, kind) and not isinstance(x, bool) for x in value
+    ):
+        raise StoreError(f"features body: metadata {name!r}: expected a list of {kind.__name__}")
+    return value
+
+
+def _check_layout(t: dict[str, np.ndarray], layers: list[int], keys: list[str]) -> None:
+    """The shapes and offsets the module docstring lays out, for n = len(keys) examples of
+    N tokens: else StoreError naming what does not fit."""
+    features, offsets = t["features"], t["offsets"]
+    n, tokens = len(keys), features.shape[0] if features.ndim else -1
+    expected = {
+        "features": (tokens, len(layers), features.shape[-1] if features.ndim == 3 else -1),
+        "offsets": (n + 1,),
+        "word_ids": (tokens,),
+        "type_ids": (tokens,),
+        "pair_starts": (n,),
+    }
+    for name, shape in expected.items():
+        if t[name].shape != shape or (name == "features" and features.ndim != 3):
+            raise StoreError(
+                f"features body: {name} of shape {list(t[name].shape)}, expected {list(shape)} "
+                f"({n} keys, {len(layers)} layers, {max(tokens, 0)} tokens)"
+            )
+    if offsets[0] != 0 or offsets[-1] != tokens or np.any(np.diff(offsets) < 0):
+        raise StoreError(
+            f"features body: offsets must rise from 0 to the {tokens} tokens, got "
+            f"{offsets[:3].tolist()}...{offsets[-1:].tolist()}"
+        )

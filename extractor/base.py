@@ -10,10 +10,13 @@ activations of all L layers for every token it produces, plus the token -> word 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+
+from snowfire.tasks import text_fault
 
 #: Bump when the extraction procedure (tokenising, windows, stitching, the encoders' forward
 #: passes) could store other bytes for the same model and text. Every encoder identity
@@ -35,6 +38,21 @@ class TextInput:
     def payload(self) -> dict[str, Any]:
         """Canonical JSON-able content; the cache key hashes this (never the raw string)."""
         return {"a": list(self.words_a), "b": None if self.words_b is None else list(self.words_b)}
+
+
+def check_texts(texts: Sequence[TextInput]) -> None:
+    """The text rule (tasks/text_rule.py) on every word before any is keyed, encoded or stored:
+    ValueError naming the text (0-based), its side, the word and the character. A text that
+    breaks it cannot be hashed into a content key (a surrogate) or would be stored as something
+    else than it is (a NUL the tokenizer drops)."""
+    for i, text in enumerate(texts):
+        for side, words in (("a", text.words_a), ("b", text.words_b or ())):
+            if text_fault(" ".join(words)) is None:
+                continue
+            for j, word in enumerate(words):
+                fault = text_fault(word)
+                if fault:
+                    raise ValueError(f"text {i}, words_{side}[{j}]: {fault}")
 
 
 @dataclass

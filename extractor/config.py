@@ -13,11 +13,14 @@ from typing import Any
 
 from snowfire.cache import DEFAULT_TILES, STORED_DTYPES, TILES
 from snowfire.options import check, option
-from snowfire.tasks import SPLITS, TaskFields
+from snowfire.tasks import SPLITS, WORDS_PATTERN, TaskFields
 
 from .device import DEVICE_HELP
 
 ENCODER_FORMS = "'minilm', 'hf:NAME_OR_DIR', 'elmo:OPTIONS.json,WEIGHTS.hdf5' or 'elmo:DIR'"
+#: The same forms as a JSON-Schema pattern (what `encoder_family` accepts, and the text rule):
+#: minilm, or hf:/elmo: and something not blank.
+ENCODER_PATTERN = "^(minilm|(hf|elmo):" + WORDS_PATTERN.removeprefix("^").removesuffix("$") + ")$"
 #: How the two texts of a pair are encoded: one joint input, or each text alone.
 PAIR_ENCODINGS = ("joint", "separate")
 #: ELMo's LSTM state between batches: a fixed warm-up state, or carried in input order.

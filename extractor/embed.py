@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from snowfire.cache import Store, digest, example_key
 
-from .base import Encoder, TextInput
+from .base import Encoder, TextInput, check_texts
 from .config import ExtractConfig
 from .encoders import load_encoder
 from .run import bucketed, encode_segment
@@ -117,6 +117,7 @@ class EmbedWorker:
     def keys(
         self, texts: list[TextInput], pair_encoding: str, dtype: str | None = None
     ) -> list[str]:
+        check_texts(texts)  # the service's schema refuses them first; Python callers here
         pool = self.pool(pair_encoding, dtype)
         return [example_key(pool, t.payload()) for t in texts]
 

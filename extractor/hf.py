@@ -251,8 +251,10 @@ class HFEncoder:
             if len(seqs) == 2:  # separate pair encoding: b's tokens are segment 1
                 types[1] = np.ones_like(types[1])
                 pair_start = len(words[0])
-            elif is_pair:
-                pair_start = seqs[0]["seq_ids"].index(1)
+            elif is_pair:  # b's first token; none when its words give none (a lone U+0012,
+                # which the tokenizer drops): where it would start, at the closing special token
+                seq_ids = seqs[0]["seq_ids"]
+                pair_start = seq_ids.index(1) if 1 in seq_ids else len(seq_ids) - 1
             else:
                 pair_start = -1
             results.append(

@@ -26,7 +26,7 @@ from snowfire.cache import (
     versions,
 )
 
-from .base import EXTRACTOR_VERSION, Encoder, Prepared, TextInput
+from .base import EXTRACTOR_VERSION, Encoder, Prepared, TextInput, check_texts
 from .batching import bucket_batches, ordered_batches
 from .config import ExtractConfig
 
@@ -149,6 +149,7 @@ def extract(
 
     if not texts:
         raise ValueError("nothing to extract: the input holds no examples")
+    check_texts(texts)  # before the store is touched: a refused text leaves it as it was
     carried = encoder.identity.get("batch_size", config.batch_size) if encoder.ordered else None
     if carried not in (None, config.batch_size):
         raise ValueError(

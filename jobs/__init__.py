@@ -17,8 +17,11 @@ from snowfire.options import lazy_exports
 
 from .errors import (
     InvalidJobError,
+    JobConflictError,
     JobError,
+    JobInputNotFoundError,
     JobNotFoundError,
+    JobPathForbiddenError,
     JobsDisabledError,
     JobStateError,
 )
@@ -39,9 +42,12 @@ __all__ = [
     "Home",
     "InvalidJobError",
     "Job",
+    "JobConflictError",
     "JobError",
+    "JobInputNotFoundError",
     "JobKind",
     "JobNotFoundError",
+    "JobPathForbiddenError",
     "JobQueue",
     "JobStateError",
     "JobsDisabledError",

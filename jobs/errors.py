@@ -14,7 +14,21 @@ class JobNotFoundError(JobError, KeyError):
 
 
 class InvalidJobError(JobError, ValueError):
-    """A submission with bad parameters (HTTP 422)."""
+    """A submission with bad parameters: params that do not fit their schema (HTTP 422)."""
+
+
+class JobConflictError(InvalidJobError):
+    """A submission the schema cannot refuse: params that fit it but not the command's own
+    checks (a head that cannot model the task, the options of another method, an encoder spec
+    no loader reads), or an Idempotency-Key already used for another request (HTTP 409)."""
+
+
+class JobInputNotFoundError(InvalidJobError):
+    """Params naming what is not there: a task's data, an input or spec file (HTTP 404)."""
+
+
+class JobPathForbiddenError(InvalidJobError):
+    """A path param outside the data directory and SNOWFIRE_ALLOWED_PATHS (HTTP 403)."""
 
 
 class JobStateError(JobError, ValueError):

@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import JobPathForbiddenError
+
 #: The environment variable naming the data directory when `--home` is not given.
 HOME_ENV = "SNOWFIRE_HOME"
 #: Directories outside HOME that job parameters may name (os.pathsep-separated).
@@ -66,7 +68,7 @@ class Home:
         if value is None or (self.store_url is not None and value == self.store_url):
             return self.store_url or self.path("store")
         if "://" in value:
-            raise ValueError(
+            raise JobPathForbiddenError(
                 f"store: a job may use the service's store ({self.store_url or 'HOME/store'}) "
                 f"or a directory under HOME, not {value}"
             )
@@ -81,7 +83,8 @@ class Home:
     def path(self, value: str) -> str:
         """A path parameter made absolute (relative paths are relative to HOME), refused
         (ValueError) unless it stays under HOME or a directory of $SNOWFIRE_ALLOWED_PATHS
-        (os.pathsep-separated): a job cannot read or write elsewhere. The check is on the
+        (os.pathsep-separated): a job cannot read or write elsewhere (JobPathForbiddenError, a
+        ValueError). The check is on the
         normalised path (`..` resolved), so links placed inside HOME by its owner are kept."""
         path = Path(
             os.path.normpath(Path(value) if Path(value).is_absolute() else self.root / value)
@@ -89,7 +92,7 @@ class Home:
         for allowed in self.allowed():
             if path == allowed or allowed in path.parents:
                 return str(path)
-        raise ValueError(
+        raise JobPathForbiddenError(
             f"path {value!r} is outside the data directory {self.root}"
             + (f" and {ALLOWED_ENV}" if os.environ.get(ALLOWED_ENV) else "")
             + f": job paths must stay under it (or list a directory in {ALLOWED_ENV})"

@@ -25,12 +25,33 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+)
 
+from snowfire.extractor import ENCODER_PATTERN
 from snowfire.options import unwrap_optional
-from snowfire.tasks import need_splits
+from snowfire.tasks import (
+    INT_MAX,
+    INT_MIN,
+    dotted,
+    integral,
+    need_splits,
+    value_fault,
+)
 
-from .errors import InvalidJobError
+from .errors import (
+    InvalidJobError,
+    JobConflictError,
+    JobInputNotFoundError,
+    JobPathForbiddenError,
+)
 from .home import Home
 from .kinds import JOB_KINDS, LIMIT_PARAMS, JobLimits, split_limits
 
@@ -45,15 +66,18 @@ class _Params(BaseModel):
 
 def _field_type(hint: Any, choices: tuple | None, bounds: dict[str, float]) -> Any:
     """The pydantic type of a config field: its hint, with `choices` as a Literal and the
-    `bounds` on the value (on each value of a list). Every member of a union stays: `str | dict
-    | None` (a task_spec: the spec file's path, or the spec object inline) is `str | dict |
-    None` here too."""
+    `bounds` on the value (on each value of a list); an int is JSON Schema's integer. Every
+    member of a union stays: `str | dict | None` (a task_spec: the spec file's path, or the spec
+    object inline) is `str | dict | None` here too."""
     base, optional = unwrap_optional(hint)
     many = typing.get_origin(base) is list
     item = typing.get_args(base)[0] if many else base
     if choices:
         item = Literal[tuple(choices)]  # type: ignore[valid-type]
-    if bounds:
+    if item is int:  # JSON Schema's integer (2.0 is 2), within int64 unless bounded tighter
+        bounds = {"ge": INT_MIN, "le": INT_MAX} | bounds  # the bounds before the validator,
+        item = typing.Annotated[int, Field(**bounds), BeforeValidator(integral)]  # or no schema
+    elif bounds:
         item = typing.Annotated[item, Field(**bounds)]
     value = list[item] if many else item  # type: ignore[valid-type]
     return value | None if optional else value
@@ -69,6 +93,21 @@ def params_model(kind: str) -> type[BaseModel]:
     for source in (cls, JobLimits):
         spec.update(_fields(source))
     return create_model(f"{cls.__name__}Params", __base__=_Params, **spec)
+
+
+def _encoder_form(spec: str) -> str:
+    from snowfire.extractor import encoder_family
+
+    encoder_family(spec)  # its error names the forms
+    return spec
+
+
+#: An encoder spec: its forms as the schema's pattern, checked by the extractor's own rule.
+_ENCODER = typing.Annotated[
+    str,
+    AfterValidator(_encoder_form),
+    Field(json_schema_extra={"pattern": ENCODER_PATTERN}),
+]
 
 
 def _fields(cls: type) -> dict[str, Any]:
@@ -88,6 +127,8 @@ def _fields(cls: type) -> dict[str, Any]:
             default = ...
         bounds = f.metadata.get("bounds") or {}
         field_type = _field_type(hints[f.name], f.metadata.get("choices"), bounds)
+        if f.name == "encoder" and hints[f.name] is str:  # a spec form the schema can say
+            field_type = _ENCODER
         if cls is JobLimits:  # documented in the schema: the only params no command has
             default = Field(default, description=f.metadata["help"])
         spec[f.name] = (field_type, default)
@@ -98,6 +139,9 @@ def validate_params(kind: str, params: dict[str, Any], home: Home, job_id: str) 
     """The resolved params of a `kind` job, or InvalidJobError naming what is wrong."""
     if kind not in JOB_KINDS:
         raise InvalidJobError(f"unknown job kind {kind!r}: expected one of {', '.join(JOB_KINDS)}")
+    fault = value_fault(params)  # the text rule, numbers JSON has (the service checked them)
+    if fault:
+        raise InvalidJobError(f"{dotted(('params', *fault[0]))}: {fault[1]}")
     if kind == "compare" and isinstance(params.get("task_spec"), (str, dict)):
         params = {**params, "task_spec": [params["task_spec"]]}  # one spec, as for the others
     try:
@@ -118,7 +162,22 @@ def validate_params(kind: str, params: dict[str, Any], home: Home, job_id: str) 
     except (ValueError, TypeError, OSError) as err:  # OSError: missing task data
         # "TrainConfig.head: ..." -> "params.head: ...", as pydantic names a field
         text = re.sub(rf"^{config.__name__}(\.|: )", lambda m: "params" + m.group(1), str(err))
-        raise InvalidJobError(text if text.startswith("params") else f"params: {text}") from err
+        raise _refusal(err)(text if text.startswith("params") else f"params: {text}") from err
+
+
+def _refusal(err: BaseException) -> type[InvalidJobError]:
+    """The error (so the status) of params that fit their schema but not the command: a path
+    outside the data directory (403), something named that is not there, a file or a task's
+    data (404: an OSError anywhere in the chain), else a conflict among the params (409)."""
+    chain, seen = [], err
+    while seen is not None and len(chain) < 20:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    if any(isinstance(e, JobPathForbiddenError) for e in chain):
+        return JobPathForbiddenError
+    if any(isinstance(e, OSError) for e in chain):
+        return JobInputNotFoundError
+    return JobConflictError
 
 
 def _spec_path(p: dict[str, Any], home: Home) -> None:
@@ -164,7 +223,7 @@ def _extract_files(p: dict[str, Any], config: type) -> None:
     config.check_inputs()  # a job, as the command, names what to read
     if p["input"] is not None:
         if not Path(p["input"]).is_file():
-            raise ValueError(f"input: no file {p['input']}")
+            raise FileNotFoundError(f"input: no file {p['input']}")
         return
     need_splits(config.spec, p["data"], p["split"] or [])
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import InvalidJobError, JobNotFoundError, JobStateError
+from .errors import InvalidJobError, JobConflictError, JobNotFoundError, JobStateError
 from .kinds import JOB_KINDS
 
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
@@ -176,7 +176,7 @@ class JobQueue:
         key: the client's idempotency key. A key already used returns that earlier job (its own
         id, not `job_id`) when `request` (the request as the client sent it, JSON-able) is the
         same, so a client that lost the answer can retry without queueing the job twice; with
-        another request it is an InvalidJobError.
+        another request it is a JobConflictError (409).
         """
         if kind not in JOB_KINDS:
             raise InvalidJobError(
@@ -200,7 +200,7 @@ class JobQueue:
                     (job_id, kind, json.dumps(params), self.clock(), key, sha),
                 )
             elif row["request_sha"] != sha:
-                raise InvalidJobError(
+                raise JobConflictError(
                     f"Idempotency-Key {key!r} was used for another request "
                     f"(job {row['id']}): use a new key for a new job"
                 )

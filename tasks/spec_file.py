@@ -28,9 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from .answers import Answers
+from .lines import numbered_lines
 from .registry import TASKS, get_task
 from .rows import roles
 from .spec import KINDS, METRICS, SPLITS, USER_FORMATS, Source, TaskSpec
+from .text_rule import dotted, value_fault
 
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -84,28 +86,39 @@ def load_spec_file(path: Path | str) -> dict[str, Any]:
         )
     if not path.is_file():
         raise FileNotFoundError(f"task spec {path}: no such file")
-    text = path.read_text(encoding="utf-8")
+    text = "".join(t + "\n" for _, t in numbered_lines(path))  # UTF-8, the text rule: by line
     if path.suffix.lower() == ".json":
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as err:
             raise ValueError(
-                f"task spec {path} line {err.lineno}: invalid JSON ({err.msg})"
+                f"task spec {path} line {err.lineno} column {err.colno}: invalid JSON ({err.msg})"
             ) from None
+        except (RecursionError, ValueError) as err:  # nesting, an integer of 4300+ digits
+            raise ValueError(f"task spec {path}: JSON it cannot read ({_why(err)})") from None
     else:
         import yaml
 
+        # libyaml's loader where installed: a nesting limit (1,000 levels) and linear time, where
+        # the pure-Python loader takes seconds, quadratically, to reach its recursion limit
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         try:
-            raw = yaml.safe_load(text)
+            raw = yaml.load(text, Loader=loader)
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
-            at = f" line {mark.line + 1}" if mark is not None else ""
+            at = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
             raise ValueError(f"task spec {path}{at}: invalid YAML ({err})") from None
+        except (RecursionError, ValueError) as err:
+            raise ValueError(f"task spec {path}: YAML it cannot read ({_why(err)})") from None
     if not isinstance(raw, dict):
         raise ValueError(
             f"task spec {path}: expected a mapping of fields, got {type(raw).__name__}"
         )
     return raw
+
+
+def _why(err: Exception) -> str:
+    return "nesting too deep" if isinstance(err, RecursionError) else str(err)
 
 
 def _format_of(check: _Checker, field: str, path: Path, given: Any) -> str:
@@ -202,6 +215,10 @@ def spec_from_dict(raw: Any, base: Path | str, where: str = "inline") -> TaskSpe
     check = _Checker(where)
     if not isinstance(raw, dict):
         raise ValueError(f"task spec {where}: expected a mapping of fields, got {raw!r}")
+    fault = value_fault(raw)  # the text rule on every string; numbers JSON has
+    if fault:
+        field = dotted(fault[0]) or "(the spec)"
+        raise ValueError(f"task spec {where}: field {field!r}: {fault[1]}")
     unknown = sorted(set(raw) - set(_FIELDS))
     if unknown:
         raise check.error(unknown[0], f"fields among {', '.join(_FIELDS)}", unknown[0])

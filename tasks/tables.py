@@ -11,19 +11,21 @@
 `read_table` returns the wanted columns as Python lists and where each row came from (a line
 of a text file, a row of a Parquet file or a dataset), so a bad row is named exactly. When a
 library refuses a file, the file is scanned again with Python's own csv/json modules to name
-the line (a diagnosis only: the data always comes from the library).
+the line (a diagnosis only: the data always comes from the library). Every text the table
+holds keeps the text rule (tasks/text_rule.py): a NUL or an unpaired surrogate is refused naming
+the file, the line (or row), the column and the character.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .lines import malformed, numbered_lines
+from .lines import check_json_depth, json_line, malformed, numbered_lines
+from .text_rule import dotted, text_fault, value_fault
 
 
 @dataclass
@@ -54,7 +56,21 @@ def read_table(path: Path, fmt: str, wanted: list[str], options: dict[str, Any])
             raise FileNotFoundError(f"{path}: expected a directory saved by datasets' save_to_disk")
     elif not path.is_file():
         raise FileNotFoundError(f"expected the file {path}")
-    return readers[fmt](path, fmt, wanted, options)
+    table = readers[fmt](path, fmt, wanted, options)
+    _keep_text_rule(table)
+    return table
+
+
+def _keep_text_rule(table: Table) -> None:
+    """Every string of the table's columns (a tagging row's tokens and tags too) keeps the text
+    rule; the first that does not is named by line (or row), column and character."""
+    for name, values in table.columns.items():
+        for row, value in enumerate(values):
+            items = value if isinstance(value, (list, tuple)) else [value]
+            for item in items:
+                fault = text_fault(item) if isinstance(item, str) else None
+                if fault:
+                    raise malformed(table.path, table.where(row), f"column {name!r}: {fault}")
 
 
 def _missing_library(name: str, fmt: str) -> ImportError:
@@ -63,6 +79,8 @@ def _missing_library(name: str, fmt: str) -> ImportError:
 
 
 # -- csv / tsv
+
+_FIELD_LIMIT = 2**31 - 1
 
 
 def _dialect(fmt: str, options: dict[str, Any]) -> tuple[str, bool]:
@@ -100,7 +118,9 @@ def _read_delimited(path: Path, fmt: str, wanted: list[str], options: dict[str, 
 def _csv_records(path: Path, delimiter: str, quoting: bool):
     """(first line, fields) of every record after the header, blank lines left out, read with
     Python's csv module in the dialect pyarrow was given; invalid UTF-8 names its line."""
-    lines = (line + "\n" for _, line in numbered_lines(path))  # checks UTF-8 per line
+    lines = (line + "\n" for _, line in numbered_lines(path, cr_ends=True))  # UTF-8, the rule
+    if csv.field_size_limit() < _FIELD_LIMIT:  # csv's default 128 KiB; pyarrow reads more
+        csv.field_size_limit(_FIELD_LIMIT)
     reader = csv.reader(
         lines,
         delimiter=delimiter,
@@ -108,7 +128,13 @@ def _csv_records(path: Path, delimiter: str, quoting: bool):
         doublequote=True,
     )
     previous = 0
-    for fields in reader:
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:  # e.g. a field past csv's own size limit
+            raise malformed(path, reader.line_num, f"could not be read as CSV: {err}") from None
         first, previous = previous + 1, reader.line_num
         if fields:
             yield first, fields
@@ -156,7 +182,7 @@ class _LazyLines:
 # -- JSON lines
 
 
-def _jsonl_lines(path: Path) -> list[int]:
+def _jsonl_lines(path: Path) -> list[int]:  # pyarrow's JSON reader ends lines at "\n" alone
     return [n for n, text in numbered_lines(path) if text.strip()]
 
 
@@ -166,6 +192,7 @@ def _read_jsonl(path: Path, fmt: str, wanted: list[str], options: dict[str, Any]
         import pyarrow.json as pajson
     except ImportError:
         raise _missing_library("pyarrow", fmt) from None
+    check_json_depth(path)  # before pyarrow, whose time grows with the square of the depth
     try:
         table = pajson.read_json(path)
     except (pa.ArrowInvalid, UnicodeDecodeError) as err:
@@ -195,15 +222,14 @@ def _diagnose_jsonl(path: Path, wanted: list[str], err) -> ValueError:
         if not text.strip():
             continue
         try:
-            record = json.loads(text)
-        except json.JSONDecodeError as bad:
-            return malformed(
-                path,
-                number,
-                f"expected a JSON object, got invalid JSON ({bad.msg} at column {bad.colno})",
-            )
+            record = json_line(path, number, text)
+        except ValueError as bad:
+            return bad
         if not isinstance(record, dict):
             return malformed(path, number, f"expected a JSON object, got {_json_type(record)}")
+        fault = value_fault(record)
+        if fault:
+            return malformed(path, number, f"column {dotted(fault[0])!r}: {fault[1]}")
         for key, value in record.items():
             kinds = {_json_type(v) for v in value} if isinstance(value, list) else set()
             shown = _json_type(value) + (f" of {'/'.join(sorted(kinds))}" if kinds else "")
@@ -236,9 +262,35 @@ def _read_parquet(path: Path, fmt: str, wanted: list[str], options: dict[str, An
         names = list(pq.read_schema(path).names)
         present = [n for n in wanted if n in names]
         table = pq.read_table(path, columns=present)
-    except pa.ArrowException as err:
+    except (pa.ArrowException, OSError) as err:
         raise ValueError(f"{path}: could not read it as Parquet: {err}") from None
-    return Table(path, names, {n: table.column(n).to_pylist() for n in present}, _rows)
+    return Table(path, names, {n: _values(path, n, table.column(n)) for n in present}, _rows)
+
+
+def _values(path: Path, name: str, column) -> list:
+    """A column's values as Python ones; a string that is not UTF-8 (Arrow's strings must be,
+    but a Parquet file written by another tool may hold any bytes) named by row and column."""
+    import pyarrow as pa
+
+    try:
+        return column.to_pylist()
+    except UnicodeDecodeError as first:
+        try:
+            raws = column.cast(pa.binary()).to_pylist()
+        except pa.ArrowException:  # a list of strings: named by column only
+            raws = []
+        for row, raw in enumerate(raws):
+            try:
+                (raw or b"").decode("utf-8")
+            except UnicodeDecodeError as err:
+                at = len(raw[: err.start].decode("utf-8")) + 1
+                raise malformed(
+                    path,
+                    _rows(row),
+                    f"column {name!r}: character {at}: expected UTF-8 text, got byte "
+                    f"0x{raw[err.start]:02x} ({err.reason})",
+                ) from None
+        raise ValueError(f"{path}: column {name!r}: expected UTF-8 text ({first})") from None
 
 
 def dataset_split(names: list[str], split: str, chosen: str | None) -> str | None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 from .example import Example
-from .lines import malformed, numbered_lines, words
+from .lines import json_line, malformed, numbered_lines, words
+from .text_rule import dotted, value_fault
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,9 @@ def _text_field(path: Path, line: int, record: dict, key: str) -> tuple[str, ...
 def _from_record(path: Path, line: int, record: object, index: int) -> Example:
     if not isinstance(record, dict):
         raise malformed(path, line, f"expected a JSON object, got {type(record).__name__}")
+    fault = value_fault(record)  # the text rule, and numbers JSON has (no NaN)
+    if fault:
+        raise malformed(path, line, f"field {dotted(fault[0])!r}: {fault[1]}")
     words_b = None
     if "tokens" in record:
         tokens = record["tokens"]
@@ -88,7 +91,9 @@ def read_text_file(path: Path | str) -> list[Example]:
     JSON lines (a .jsonl/.ndjson file, or one whose every non-empty line starts with "{"):
     one object per line with "text", or "text_a" + "text_b" (a pair), or "tokens" (a list of
     words, kept as given), and optionally "label". Otherwise one sentence per line, words =
-    `str.split()`. Blank lines are skipped in both formats (and counted in the log).
+    `str.split()`. Blank lines are skipped in both formats (and counted in the log). Every
+    text keeps the text rule (tasks/text_rule.py): a NUL or an unpaired surrogate (a JSON
+    "\\ud83d" escape) is refused naming the file, line, column or field, and character.
     """
     path = Path(path)
     if not path.is_file():
@@ -103,14 +108,7 @@ def read_text_file(path: Path | str) -> list[Example]:
         if not jsonl:
             examples.append(Example(index=len(examples), words_a=tuple(text.split())))
             continue
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise malformed(
-                path,
-                number,
-                f"expected a JSON object, got invalid JSON ({err.msg} at column {err.colno})",
-            ) from None
+        record = json_line(path, number, text)
         examples.append(_from_record(path, number, record, len(examples)))
     if not examples:
         raise ValueError(f"{path}: expected at least one non-empty line, got none")

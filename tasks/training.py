@@ -30,6 +30,11 @@ from .spec import TaskSpec
 TRAINING_SPLITS = ("train", "dev")
 
 
+class MissingSplitError(ValueError, FileNotFoundError):
+    """A split whose file is not there: a ValueError as every reader's refusal is, and a
+    FileNotFoundError, so a job asking for it is a missing input (404), not a conflict."""
+
+
 def need_splits(task: TaskSpec | str, data: Path | str | None, needed=TRAINING_SPLITS) -> list[str]:
     """The splits of `task` whose files are in `data` (train, dev, test order), after checking
     that each of `needed` is and that there is at least one: ValueError naming every missing
@@ -42,9 +47,11 @@ def need_splits(task: TaskSpec | str, data: Path | str | None, needed=TRAINING_S
             str(split_path(spec, data, s)) if s in spec.splits else f"no {s} split" for s in missing
         )
         inside = f" in {data}" if spec.folder is not None else ""
-        raise ValueError(f"no {'/'.join(missing)} split of {spec.name}{inside} (expected {where})")
+        raise MissingSplitError(
+            f"no {'/'.join(missing)} split of {spec.name}{inside} (expected {where})"
+        )
     if not present:
-        raise ValueError(f"no split of {spec.name} in {data}")
+        raise MissingSplitError(f"no split of {spec.name} in {data}")
     return present
 
 

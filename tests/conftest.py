@@ -9,12 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+from tests.helpers.fuzz import register_profiles
 from tests.helpers.tasks import write_task_data
+
+# the property tests' budget: "snowfire" under make test, SNOWFIRE_HYPOTHESIS=nightly for more
+hypothesis_settings.load_profile(register_profiles())
 
 
 class _BareNames(importlib.abc.MetaPathFinder):

@@ -67,6 +67,7 @@ def test_healthz(client, store_dir):
     assert body["limits"] == {
         "max_json_values": 100_000,
         "max_body_bytes": 256 * 2**20,
+        "max_request_bytes": 8 * 2**20,
         "max_in_flight": 32,
         "embed_max_queue": 16,
         "predict_max_queue": 16,
@@ -257,16 +258,21 @@ def test_404_unknown_key(client):
     assert r.json()["error"] == "ExampleNotFoundError"
 
 
-def test_422_bad_layer(client):
+def test_409_a_layer_the_set_does_not_have(client):
+    """The schema cannot know the set's depth: a conflict with it (409), not a bad body."""
     r = client.post("/v1/featuresets/fs16/features", json={"indices": [0], "layers": [0, 3]})
-    assert r.status_code == 422
+    assert r.status_code == 409
     assert r.json()["detail"] == "layer 3 out of range: this feature set has layers 0..2"
 
 
-def test_422_bad_index(client):
-    r = client.post("/v1/featuresets/fs16/features", json={"indices": [1, -1]})
-    assert r.status_code == 422
-    assert r.json()["detail"] == "index -1 out of range: feature set 'fs16' has examples 0..4"
+def test_409_an_index_outside_the_set(client):
+    for index in (5, -1):  # the set's size, which the schema cannot know, says no to both
+        r = client.post("/v1/featuresets/fs16/features", json={"indices": [1, index]})
+        assert r.status_code == 409
+        assert r.json() == {
+            "detail": f"index {index} out of range: feature set 'fs16' has examples 0..4",
+            "error": "InvalidSelectionError",
+        }
 
 
 @pytest.mark.parametrize(

@@ -281,7 +281,7 @@ def test_jobs_of_a_service_on_a_bucket_use_it(tiny_bert_dir, local_s3, tmp_path)
         assert r.status_code == 202 and r.json()["params"]["store"] == url, r.text
         other = {**body, "params": {**body["params"], "store": "s3://someone-else/x"}}
         r2 = client.post("/v1/jobs", json=other)
-        assert r2.status_code == 422 and "may use the service's store" in r2.text, r2.text
+        assert r2.status_code == 403 and "may use the service's store" in r2.text, r2.text
         Worker(Home((tmp_path / "home").resolve()), "extract", poll=0.2).run(once=True)
         job = client.get(f"/v1/jobs/{r.json()['id']}").json()
         assert job["status"] == "done", job

@@ -94,7 +94,7 @@ def test_the_service_pools_cls_and_names_an_example_without_one(joint, tmp_path)
             f"/v1/featuresets/{info.id}/features",
             json={"indices": [1], "pool": "cls", "pool_sides": True},
         )
-        assert sides.status_code == 422  # joint pairs: one [CLS]
+        assert sides.status_code == 409  # joint pairs: one [CLS] (this set's state)
         assert "joint pairs have one [CLS]: pool cls without pool_sides" in sides.json()["detail"]
     # an encoder without [CLS] (ELMo): the first row is a word
     bare = Store(tmp_path / "bare")
@@ -121,7 +121,7 @@ def test_the_service_pools_cls_and_names_an_example_without_one(joint, tmp_path)
     bare.write_featureset(manifest, keys, [{"a": ["x"], "b": None}])
     with TestClient(create_app(settings=Settings(store=bare.path))) as client:
         r = client.post("/v1/featuresets/bare/features", json={"indices": [0], "pool": "cls"})
-        assert r.status_code == 422
+        assert r.status_code == 409
         assert r.json()["detail"] == (
             "pool cls: example 0 (k0): its first token is a word piece, not a special token; "
             "the encoder stored no [CLS] state (ELMo adds none): use first"

@@ -174,9 +174,13 @@ def test_the_worker_and_extract_take_one_config_and_store_alike(tiny_bert_dir, t
         ({"texts": ["a"], "tokens": [["a"]]}, 422, "exactly one"),
         ({"texts": ["the dog", "   "]}, 422, "texts.1: empty text"),
         ({"tokens": [["the", "a b"]]}, 422, "tokens.0: a word is empty or holds white space"),
-        ({"texts": ["the dog"], "layers": [3]}, 422, "layer 3 out of range"),
+        ({"texts": ["the dog"], "layers": [3]}, 409, "layer 3 out of range"),
         ({"texts": ["the"] * 51}, 413, "51 texts in one request, the limit is 50"),
-        ({"texts": [" ".join(["dog"] * 401)]}, 413, "401 words in one request, the limit is 400"),
+        (
+            {"texts": ["a b", " ".join(["dog"] * 399)]},
+            413,
+            "more than 400 words in one request (past it at texts.1), the limit is 400",
+        ),
         ({"texts": ["dog"], "pool": "median"}, 422, "pool"),
     ],
 )

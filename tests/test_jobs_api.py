@@ -132,82 +132,99 @@ TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
 
 
 @pytest.mark.parametrize(
-    "body, detail",
+    "body, status, detail",
     [
         (
             {"kind": "serve", "params": {}},
+            422,
             "kind: Input should be 'extract', 'train', 'finetune', 'compare' or 'layers' "
             "(got 'serve')",
         ),
         (
             {"kind": "train", "params": TRAIN, "priority": 1},
+            422,
             "priority: Extra inputs are not permitted (got 1)",
         ),
         (
             {"kind": "train", "params": {**TRAIN, "task": "imdb"}},
+            422,
             "params.task: Input should be 'conll2003', 'sst2', 'mnli', 'mrpc', 'stsb', 'sick-e', "
             "'sick-r' or 'cola' (got 'imdb')",
         ),
         (
             {"kind": "train", "params": {**TRAIN, "encoder": "bert-base"}},
+            422,
             f"params.encoder: unknown encoder spec 'bert-base': expected {ENCODERS}",
         ),
         (
             {"kind": "train", "params": {**TRAIN, "encoder": "hf:"}},
+            422,
             f"params.encoder: unknown encoder spec 'hf:': expected {ENCODERS}",
         ),
         (
             {"kind": "train", "params": {**TRAIN, "epoch": 3}},
+            422,
             "params.epoch: Extra inputs are not permitted (got 3)",
         ),
         (
             {"kind": "train", "params": {**TRAIN, "epochs": "3", "lr": "fast"}},
+            422,
             "params.epochs: Input should be a valid integer (got '3'); "
             "params.lr: Input should be a valid number (got 'fast')",
         ),
         (
             {"kind": "train", "params": {"encoder": "minilm", "task": "sst2"}},
+            422,
             "params.head: Field required",
         ),
         (
             {"kind": "train", "params": {**TRAIN, "epochs": 0}},
+            422,
             "params.epochs: Input should be greater than or equal to 1 (got 0)",
         ),
         (
             {"kind": "train", "params": {**TRAIN, "head": "transformer"}},
+            409,
             "params.head: unknown head 'transformer'; known heads: linear, mlp, probe, bcn, esim, "
             "bilstm-crf, bilstm-softmax, crf, softmax",
         ),
         (
             {"kind": "train", "params": {**TRAIN, "head": "esim"}},
+            409,
             "params.head: head 'esim' reads pair texts but the task has single texts; heads for "
             "classification on single texts: linear, mlp, probe, bcn",
         ),
         (
             {"kind": "train", "params": {**TRAIN, "hparams": {"hiden": 3}}},
+            409,
             "params.hparams: unknown hyper-parameter(s) ['hiden'] for head 'linear'; it takes: "
             "dropout, pool",
         ),
         (
             {"kind": "train", "params": {**TRAIN, "task": "mnli"}},
+            404,
             "params: no train/dev split of mnli in HOME/tasks (expected "
             "HOME/tasks/mnli/train.tsv, HOME/tasks/mnli/dev_matched.tsv)",
         ),
         (
             {"kind": "extract", "params": {"encoder": "minilm"}},
+            409,
             "params: give either 'task' (task data in 'data') or 'task_spec' (your own task), or "
             "'input' (a text file)",
         ),
         (
             {"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "split": ["test"]}},
+            404,
             "params: no test split of sst2 in HOME/tasks (expected HOME/tasks/sst2/test.tsv)",
         ),
         (
             {"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "split": ["val"]}},
+            422,
             "params.split.0: Input should be 'train', 'dev', 'test' or 'select' (got 'val')",
         ),
         (
             {"kind": "extract", "params": {"encoder": "minilm", "input": "missing.txt"}},
+            404,
             "params: input: no file HOME/missing.txt",
         ),
         (
@@ -215,21 +232,26 @@ TRAIN = {"encoder": "minilm", "task": "sst2", "head": "linear"}
                 "kind": "extract",
                 "params": {"encoder": "minilm", "task": "sst2", "dtype": "bfloat16"},
             },
+            422,
             "params.dtype: Input should be 'float16', 'float32' or 'int8' (got 'bfloat16')",
         ),
         (
             {"kind": "train", "params": {**TRAIN, "deadline": 0}},
+            422,
             "params.deadline: Input should be greater than 0 (got 0)",
         ),
         (
             {"kind": "extract", "params": {"encoder": "minilm", "task": "sst2", "deadline": "1h"}},
+            422,
             "params.deadline: Input should be a valid number (got '1h')",
         ),
     ],
 )
-def test_submission_errors_are_422_with_the_reason(client, home, body, detail):
+def test_submission_errors_name_the_reason_with_their_status(client, home, body, status, detail):
+    """422: the body does not fit the schema; 409: it does, and the command refuses the params
+    (the schema cannot say it); 404: what the params name is not in the data directory."""
     r = client.post("/v1/jobs", json=body)
-    assert r.status_code == 422, r.text
+    assert r.status_code == status, r.text
     assert r.json()["detail"] == detail.replace("HOME", str(home.root))
     assert client.get("/v1/jobs").json() == []  # nothing was queued
 
@@ -252,20 +274,22 @@ def test_finetune_params_are_the_finetune_config_fields(client, home):
 
 def test_grid_params_are_checked_at_submission(client, home):
     base = {"encoder": "minilm", "task": "sst2"}
-    for params, detail in [
-        ({"grid_lrs": [1e-3]}, "params.grid_lrs: only for a grid (set grid)"),
+    for params, status, detail in [
+        ({"grid_lrs": [1e-3]}, 409, "params.grid_lrs: only for a grid (set grid)"),
         (
             {"grid": "shared", "lr": 1e-3},
+            409,
             "params.lr: a grid tries the rates itself (grid_lrs): drop lr 0.001",
         ),
         (
             {"grid": "exact", "grid_epochs": [2, 0]},
+            422,
             "params.grid_epochs.1: Input should be greater than or equal to 1 (got 0)",
         ),
-        ({"grid": "all"}, "params.grid: Input should be 'shared' or 'exact' (got 'all')"),
+        ({"grid": "all"}, 422, "params.grid: Input should be 'shared' or 'exact' (got 'all')"),
     ]:
         r = client.post("/v1/jobs", json={"kind": "finetune", "params": {**base, **params}})
-        assert (r.status_code, r.json()["detail"]) == (422, detail)
+        assert (r.status_code, r.json()["detail"]) == (status, detail)
     assert client.get("/v1/jobs").json() == []
 
 
@@ -326,7 +350,7 @@ def test_a_compare_job_runs_the_arms_and_predict_reads_their_runs(
         "/v1/jobs",
         json={"kind": "compare", "params": {**params, "arms": ["seq"], "intermediate": "/etc"}},
     )
-    assert outside.status_code == 422 and "outside the data directory" in outside.text
+    assert outside.status_code == 403 and "outside the data directory" in outside.text
 
 
 @pytest.mark.subprocess  # a real worker runs the job in its own runner process
@@ -379,7 +403,7 @@ def test_a_retried_submission_with_its_idempotency_key_queues_one_job(client, ho
     assert [j.id for j in JobQueue(home.queue).list()] == [first.json()["id"]]
     other = {"kind": "train", "params": {**body["params"], "head": "mlp"}}
     r = client.post("/v1/jobs", json=other, headers={"Idempotency-Key": "k-1"})
-    assert r.status_code == 422
+    assert r.status_code == 409
     assert r.json()["detail"] == (
         f"Idempotency-Key 'k-1' was used for another request (job {first.json()['id']}): "
         "use a new key for a new job"
@@ -404,7 +428,7 @@ def test_job_paths_cannot_leave_the_data_directory(client, home, params, monkeyp
     monkeypatch.delenv("SNOWFIRE_ALLOWED_PATHS", raising=False)
     kind = "extract" if "input" in params else "train"
     r = client.post("/v1/jobs", json={"kind": kind, "params": params})
-    assert r.status_code == 422, r.text
+    assert r.status_code == 403, r.text
     assert "is outside the data directory" in r.json()["detail"]
     assert client.get("/v1/jobs").json() == []
 

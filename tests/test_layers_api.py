@@ -124,15 +124,17 @@ def test_a_failed_sweep_is_409_until_retried(client, home):
 @pytest.mark.parametrize(
     "query, status, detail",
     [
-        ({}, 422, "params: give either 'task' (a registered task: "),
+        ({}, 409, "params: give either 'task' (a registered task: "),
         ({"task": "nope"}, 422, "query.task: Input should be 'conll2003', "),
         ({"task_spec": SPEC, "seeds": 0}, 422, "query.seeds: Input should be greater than"),
         ({"task_spec": SPEC, "wat": 1}, 422, "query.wat: Extra inputs"),
-        ({"task": "sst2"}, 422, "params: no train/dev split of sst2 in "),
-        ({"task_spec": "/etc/x.json"}, 422, "params: path '/etc/x.json' is outside the data"),
+        ({"task": "sst2"}, 404, "params: no train/dev split of sst2 in "),
+        ({"task_spec": "/etc/x.json"}, 403, "params: path '/etc/x.json' is outside the data"),
     ],
 )
-def test_bad_queries_are_422_with_the_reason(client, query, status, detail):
+def test_bad_queries_are_refused_with_their_status_and_reason(client, query, status, detail):
+    """422 a query that breaks its schema; what fits it but not the sweep is 409 (params in
+    conflict), 404 (task data missing) or 403 (a path outside HOME), as a submitted job's."""
     r = client.get(f"/v1/featuresets/{_train_set(client)}/layers", params=query)
     assert r.status_code == status, r.text
     assert r.json()["detail"].startswith(detail), r.json()["detail"]

@@ -148,4 +148,4 @@ def test_the_service_reduces_as_the_plain_computation_does(pair_store):
         bad = client.post(
             f"/v1/featuresets/{fs_id}/features", json={"indices": [0], "mix": {"weights": [1, 0]}}
         )
-        assert bad.status_code == 422 and "2 weights for 3 layers" in bad.json()["detail"]
+        assert bad.status_code == 409 and "2 weights for 3 layers" in bad.json()["detail"]

@@ -237,9 +237,20 @@ def test_a_truncated_shard_is_reported(tmp_path, tiles, index):
         Segment(tmp_path / "s").read_range(0, 10, None)
 
 
-def test_a_missing_shard_reads_as_fill_value_like_zarr(tmp_path):
+def test_a_missing_shard_reads_as_fill_value_like_zarr_unless_it_was_recorded(tmp_path):
+    """A shard the segment's checksums record and the disk lacks is damage, not fill values
+    (found by tests/test_fuzz_fsck.py: the read gave zeros); one never recorded, as zarr
+    leaves a shard of fill values unwritten, reads as zarr reads it."""
+    import json
+
     seg, want = _segment(tmp_path / "s", [3000], "float16")
     _shard_file(seg, 1).unlink()
+    seg = Segment(tmp_path / "s")
+    with pytest.raises(StoreCorruptError, match="features shard c/1/0/0 is missing, though"):
+        seg.read_range(2000, 2100, None)
+    table = json.loads((tmp_path / "s" / "checksums.json").read_text())
+    del table["features/c/1/0/0"]
+    (tmp_path / "s" / "checksums.json").write_text(json.dumps(table))
     seg = Segment(tmp_path / "s")
     got = seg.read_range(2000, 2100, None)
     np.testing.assert_array_equal(got, seg.features[2000:2100])

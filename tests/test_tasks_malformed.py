@@ -192,7 +192,7 @@ def test_conll_bad_columns_and_tag(tmp_path):
 
 def test_invalid_utf8(tmp_path):
     path = _write(tmp_path / "in_domain_train.tsv", b"gj04\t1\t\tFine .\ngj04\t1\t\tCaf\xe9 .\n")
-    with _raises_at(path, 2, "expected UTF-8 text, got invalid"):
+    with _raises_at(path, 2, "column 12: expected UTF-8 text, got byte 0xe9 (invalid"):
         read_task_file("cola", path)
 
 

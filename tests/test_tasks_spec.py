@@ -142,12 +142,14 @@ def test_bad_spec_names_the_field(tmp_path, change, message):
 def test_bad_spec_files(tmp_path):
     (tmp_path / "bad.yaml").write_text("name: t\nkind: [classification\n")
     with pytest.raises(
-        ValueError, match=re.escape(f"task spec {tmp_path / 'bad.yaml'} line 3: invalid YAML")
+        ValueError,
+        match=re.escape(f"task spec {tmp_path / 'bad.yaml'} line 3 column 1: invalid YAML"),
     ):
         resolve_task(str(tmp_path / "bad.yaml"))
     (tmp_path / "bad.json").write_text('{"name": "t",\n "kind": }')
     with pytest.raises(
-        ValueError, match=re.escape(f"task spec {tmp_path / 'bad.json'} line 2: invalid JSON")
+        ValueError,
+        match=re.escape(f"task spec {tmp_path / 'bad.json'} line 2 column 10: invalid JSON"),
     ):
         resolve_task(str(tmp_path / "bad.json"))
     (tmp_path / "list.yaml").write_text("- name: t\n")
@@ -191,7 +193,11 @@ ROW_ERRORS = [
         "line 4",
         "column 'label': expected a label, got an empty field",
     ),
-    (b"text,label\na,x\nb\xe9,y\n", "line 3", "expected UTF-8 text, got invalid"),
+    (
+        b"text,label\na,x\nb\xe9,y\n",
+        "line 3",
+        "column 2: expected UTF-8 text, got byte 0xe9 (invalid",
+    ),
 ]
 
 

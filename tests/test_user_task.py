@@ -382,7 +382,7 @@ def test_a_compare_job_on_an_inline_spec(tiny_bert_dir, tmp_path):
         r = client.post(
             "/v1/jobs", json={"kind": "compare", "params": {**params, "task_spec": bad}}
         )
-        assert r.status_code == 422 and "/etc/passwd" in r.json()["detail"]
+        assert r.status_code == 403 and "/etc/passwd" in r.json()["detail"]
         r = client.post("/v1/jobs", json={"kind": "compare", "params": params})
         assert r.status_code == 202, r.text
         job = r.json()

@@ -12,6 +12,7 @@ imports from here, never from another test module (nor the demo's private helper
     store.py    texts, extraction into a store, a bucket's objects, a head run by the CLI
     serving.py  a run of every kind under one HOME, fresh inputs in each task's form
     tiny_bert.py  the tiny random BERT (the `tiny_bert_dir` fixture, the format-1 fixture)
+    fuzz.py     the property tests' budget (hypothesis profiles) and the hazards they plant
 """
 
 from __future__ import annotations
