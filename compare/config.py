@@ -129,6 +129,13 @@ class CompareConfig(TaskListFields):
         "arm seq: the task fine-tuned first (a registered task, e.g. mnli, read from "
         "--data) or a finished 🔥 run directory",
     )
+    forecast_from: str | None = option(
+        None,
+        "an earlier comparison's OUT (or its results.json) whose budget-limited forecasts "
+        "this run checks where it reached 2x or 4x that budget: forecast vs measured Δ in "
+        "results.json and table.md (compare/forecast_report.py); OUT's own earlier "
+        "results.json is always checked",
+    )
     device: str | None = option(None, DEVICE_HELP)
     progress: bool = option(True, "show progress bars")
     ray: str | None = option(
@@ -163,6 +170,15 @@ class CompareConfig(TaskListFields):
 
         object.__setattr__(self, "arms", parse_arms(self.arms))
         self._check_arms()
+        if self.forecast_from:  # checked now, not after the training
+            from pathlib import Path
+
+            found = Path(self.forecast_from)
+            if not (found / "results.json").is_file() and not found.is_file():
+                raise ValueError(
+                    "CompareConfig.forecast_from: expected an earlier comparison's OUT (with "
+                    f"results.json) or its results.json, got {self.forecast_from!r}"
+                )
 
     def _check_arms(self) -> None:
         from snowfire.extractor import encoder_family
