@@ -94,6 +94,11 @@ class CompareConfig(TaskListFields):
         "the leader on the selection split (paired per example; compare/racing.py); "
         "--no-race trains every cell to its cap",
     )
+    replay: bool = option(
+        False,
+        "train nothing: recompute the race's decisions from OUT's recorded runs (raced or "
+        "--no-race), print them and write OUT/replay.json (compare/replaying.py)",
+    )
     selection: str = option(
         "auto",
         "the split every choice is made on, for every arm: auto: dev where a labelled test "

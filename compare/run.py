@@ -270,9 +270,14 @@ def run_cell(
 
 def run_compare(cfg: CompareConfig) -> dict[str, Any]:
     """Run every cell (finished ones are read back), write the report; its summary. A time
-    budget (`--budget 2h`) plans the trials first (compare/timebudget.py)."""
+    budget (`--budget 2h`) plans the trials first (compare/timebudget.py). `replay`: train
+    nothing, the race recomputed from OUT's runs; its record (compare/replaying.py)."""
     from .report import write_report
 
+    if cfg.replay:  # nothing trained: the race recomputed from OUT's recorded runs
+        from .replaying import replay_compare
+
+        return replay_compare(cfg)
     check_tasks(cfg)  # every row of every task, before anything is written
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
