@@ -166,7 +166,7 @@ def held(cells: list[Cell], rung: int, rungs: int) -> list[Cell]:
     by_name: dict[str, list[Cell]] = {}
     for cell in cells:
         by_name.setdefault(contender(cell), []).append(cell)
-    keep = set()
+    keep: set[str] = set()
     for mine in by_name.values():
         ordered = sorted(mine, key=lambda c: c.seed)
         keep.update(c.run for c in ordered[: seeds_at(rung, rungs, len(ordered))])
