@@ -6,8 +6,10 @@ raced (the default), then the exhaustive runs replayed under the race (compare/r
 Reported per comparison: wall seconds of the whole command, training CPU-hours (every cell's
 recorded CPU time, the shared extraction left out: both runs read the same store), each task's
 verdict words, the race's stops, whether the replay of the exhaustive runs made the live race's
-decisions, and the ratios raced / exhaustive (the issue's goal: at most 0.5 of the CPU-hours
-at --trials 4, 0.6 with one configuration per arm, the same verdict on every task).
+decisions, whether the budget curves the race would draw from the exhaustive trials lie
+within their band (compare/race_budget.py; with --trials), and the ratios raced / exhaustive
+(the issue's goal: at most 0.5 of the CPU-hours at --trials 4, 0.6 with one configuration per
+arm, the same verdict on every task).
 
     python benchmarks/race.py --quick                 # the tests' tiny random BERT, tiny SST-2
     python benchmarks/race.py --encoder minilm --data DIR --tasks stsb,mrpc \
@@ -78,6 +80,33 @@ def replayed(results: dict) -> dict[str, dict]:
     return out
 
 
+def budget_replay(results: dict) -> dict[str, dict]:
+    """Per task and arm, whether the budget curve racing would draw from the exhaustive trials
+    lies within their curve's band (compare/race_budget.py), and the compute of all N trials
+    under each; {} without --trials."""
+    from snowfire.compare import Cell, raced_budget_curves
+
+    out = {}
+    for task, s in results["tasks"].items():
+        cells = [
+            Cell.from_json(c)
+            for c in results["cells"]
+            if c["task"] == task and c["mode"] not in ("probe", "intermediate")
+        ]
+        if not any(c.trial is not None for c in cells):
+            continue
+        curves = raced_budget_curves(cells, s["metric"], results["task_specs"][task]["kind"])
+        out[task] = {
+            arm: {
+                "within": c["within"],
+                "raced_h": c["raced"]["compute"][-1],
+                "exhaustive_h": c["exhaustive"]["compute"][-1],
+            }
+            for arm, c in curves.items()
+        }
+    return out
+
+
 def main() -> None:
     p = report.parser(__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="the tiny BERT and SST-2, once")
@@ -130,6 +159,16 @@ def main() -> None:
             f"stopped {ra['stopped'][t] or 'none'}; replay of the exhaustive runs "
             f"{'makes' if record['replay_matches_live'][t] else 'differs from'} the live decisions"
         )
+    record["budget_replay"] = budget_replay(results["exhaustive"])
+    for t, arms in record["budget_replay"].items():
+        shown = "; ".join(
+            f"{arm} {'within' if b['within'] else 'outside'} "
+            f"({b['raced_h']:.4f} of {b['exhaustive_h']:.4f} h)"
+            for arm, b in arms.items()
+        )
+        print(f"{t}: budget curves raced on the exhaustive trials vs their band: {shown}")
+    if not record["budget_replay"]:
+        print("budget curves: none to replay (they need --trials)")
     print(f"runs in {work}")
     report.save("race", args, record)
 

@@ -156,6 +156,11 @@ def _compare(args: argparse.Namespace) -> int:
 
         if fmt not in EXPORT_FORMATS:
             raise ValueError(f"--export: expected a format of {EXPORT_FORMATS}, got {fmt!r}")
+    if config.replay:  # nothing trained: the race recomputed from OUT's runs, printed
+        from snowfire.compare import run_compare
+
+        run_compare(config)
+        return 0
     use_threads()
     result = snowfire.compare(config, export_mteb=where)  # type: ignore[operator]  # (callable)
     print(result.table)

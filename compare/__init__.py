@@ -6,9 +6,9 @@
 config.py (options, the paper's head per task), budget.py (the budgets' typed caps, `Caps`,
 `Budget`), cell.py (a run of the comparison: `Cell`, its `Mode`), run.py (extraction and cells),
 report.py (tables and plots), racing.py (the race of arms and trials, and `replay` of its
-decisions from recorded runs), judge.py (a task's verdict from its runs), verdict.py (Δ's
-words), mteb.py (the results as MTEB's results files: `export_mteb(out, directory)`); the
-statistics of the verdict:
+decisions from recorded runs; race_budget.py: the budget curves it would draw), judge.py (a
+task's verdict from its runs), verdict.py (Δ's words), mteb.py (the results as MTEB's results
+files: `export_mteb(out, directory)`); the statistics of the verdict:
 interval.py (Δ's paired bootstrap interval over examples and seeds), convergence.py (a cell
 still improving at its cap), restarts.py (the seeds' spread, degenerate restarts), curves.py
 (a task's learning curves as a plot); analyses/ the paper's analyses
@@ -35,6 +35,7 @@ _WHERE = {
     "Mode": ".cell:Mode",
     "run_compare": ".run:run_compare",
     "replay": ".racing:replay",
+    "raced_budget_curves": ".race_budget:raced_budget_curves",
     "judge": ".judge:judge",
     "BASELINE_WORDS": ".verdict:BASELINE_WORDS",
     "BUDGET_LIMITED": ".verdict:BUDGET_LIMITED",

@@ -94,6 +94,11 @@ class CompareConfig(TaskListFields):
         "the leader on the selection split (paired per example; compare/racing.py); "
         "--no-race trains every cell to its cap",
     )
+    replay: bool = option(
+        False,
+        "train nothing: recompute the race's decisions from OUT's recorded runs (raced or "
+        "--no-race), print them and write OUT/replay.json (compare/replaying.py)",
+    )
     selection: str = option(
         "auto",
         "the split every choice is made on, for every arm: auto: dev where a labelled test "
@@ -129,6 +134,13 @@ class CompareConfig(TaskListFields):
         "arm seq: the task fine-tuned first (a registered task, e.g. mnli, read from "
         "--data) or a finished 🔥 run directory",
     )
+    forecast_from: str | None = option(
+        None,
+        "an earlier comparison's OUT (or its results.json) whose budget-limited forecasts "
+        "this run checks where it reached 2x or 4x that budget: forecast vs measured Δ in "
+        "results.json and table.md (compare/forecast_report.py); OUT's own earlier "
+        "results.json is always checked",
+    )
     device: str | None = option(None, DEVICE_HELP)
     progress: bool = option(True, "show progress bars")
     ray: str | None = option(
@@ -163,6 +175,15 @@ class CompareConfig(TaskListFields):
 
         object.__setattr__(self, "arms", parse_arms(self.arms))
         self._check_arms()
+        if self.forecast_from:  # checked now, not after the training
+            from pathlib import Path
+
+            found = Path(self.forecast_from)
+            if not (found / "results.json").is_file() and not found.is_file():
+                raise ValueError(
+                    "CompareConfig.forecast_from: expected an earlier comparison's OUT (with "
+                    f"results.json) or its results.json, got {self.forecast_from!r}"
+                )
 
     def _check_arms(self) -> None:
         from snowfire.extractor import encoder_family

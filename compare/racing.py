@@ -26,7 +26,14 @@ race resumes at its rung with the same decisions, and a run already paused at a 
 touched again.
 
 Cells that cannot pause (a 🔥 grid under `--budget full`, lpft's probes, seq's intermediate
-stage) run whole before the race and are not contenders. A stopped contender keeps its
+stage) run whole before the race and are not contenders.
+
+Seeds. A contender races with 1 seed at rung 1, and the ones still in the race gain seeds
+rung by rung (SMAC's intensification: 1, 2, 4, ... and every asked seed at the last rung,
+`seeds_at`); a new seed trains from scratch to the rung's epochs, so at every decision the
+contenders weighed hold the same seeds (paired per seed where both have it). A contender
+stopped early keeps the seeds it had: its other seeds are never run, and the report reads
+the runs that exist. A stopped contender keeps its
 last score and the compute it used: its cells are ordinary finished runs, so the table, the
 verdict and the budget curves (compare/budget_curve.py) read them as they read any run.
 """
@@ -41,7 +48,7 @@ from typing import Any
 from snowfire.rundir import CONFIG, LOG, PAUSED, selection_file, selection_scores
 
 from .cell import Cell, Mode
-from .race import ETA, MARGIN, Decision, decide, rung_epochs
+from .race import ETA, MARGIN, Decision, decide, rung_epochs, seeds_schedule
 
 #: What the race records per task in results.json ("race"): format version 1.
 RACE_FORMAT = 1
@@ -140,6 +147,32 @@ def weigh_rung(
     return decide(rung, metric, gold, preds, arm_of, margin)
 
 
+def seeds_at(rung: int, rungs: int, asked: int) -> int:
+    """n_j: the seeds a contender still in the race holds at rung `rung` of `rungs` when it was
+    asked for `asked` (SMAC's intensification, compare/race.py's `seeds_schedule`): 1, 2, 4,
+    ... at rungs 1, 2, 3, ... (never more than asked), and every asked seed at the last rung, so
+    the final verdict holds restarts. A contender stopped at rung k keeps its n_k seeds."""
+    if asked < 1:
+        raise ValueError(f"seeds_at: expected at least one seed asked, got {asked}")
+    if not 1 <= rung <= rungs:
+        raise ValueError(f"seeds_at: expected a rung in 1..{rungs}, got {rung}")
+    schedule = seeds_schedule(asked)
+    return asked if rung == rungs else schedule[min(rung, len(schedule)) - 1]
+
+
+def held(cells: list[Cell], rung: int, rungs: int) -> list[Cell]:
+    """The cells that race at `rung`: each contender's first n_j seeds (`seeds_at`, by seed;
+    the seeds it was asked for are the cells given)."""
+    by_name: dict[str, list[Cell]] = {}
+    for cell in cells:
+        by_name.setdefault(contender(cell), []).append(cell)
+    keep: set[str] = set()
+    for mine in by_name.values():
+        ordered = sorted(mine, key=lambda c: c.seed)
+        keep.update(c.run for c in ordered[: seeds_at(rung, rungs, len(ordered))])
+    return [c for c in cells if c.run in keep]
+
+
 def raced(cells: list[Cell], configs: dict[str, Any]) -> list[Cell]:
     """The cells that race: arms' runs that can pause (not a 🔥 grid, not a first stage)."""
     return [c for c in cells if c.mode.is_arm and getattr(configs[c.run], "grid", None) is None]
@@ -177,8 +210,14 @@ def _race(cells, caps, metric, kind, margin, eta, run_rung) -> dict[str, Any]:
     alive = list(dict.fromkeys(contender(c) for c in cells))
     decisions: list[Decision] = []
     stopped: dict[str, Decision] = {}
+    seeds: dict[str, list[int]] = {name: [] for name in alive}
     for rung in range(1, rungs + 1):
-        mine = [c for c in cells if contender(c) in alive]
+        mine = held([c for c in cells if contender(c) in alive], rung, rungs)
+        for c in mine:  # the seeds each contender raced with, rung by rung
+            name = contender(c)
+            if len(seeds[name]) < rung:
+                seeds[name].append(0)
+            seeds[name][-1] += 1
         last = rung == rungs
         if run_rung is not None:
             steps: list[tuple[Cell, int | None, int | None]] = []
@@ -209,6 +248,7 @@ def _race(cells, caps, metric, kind, margin, eta, run_rung) -> dict[str, Any]:
             contender(c): [rung_target(caps[c.run], j, rungs, eta) for j in range(1, rungs + 1)]
             for c in cells
         },
+        "seeds": seeds,
         "decisions": [d.to_json() for d in decisions],
         "stopped": {name: d.to_json() | {"text": d.describe()} for name, d in stopped.items()},
         "finished": alive,

@@ -28,7 +28,7 @@ from .budget import BUDGETS
 from .budget_report import budget_file, budget_section, plot_budget
 from .cell import Cell, Mode
 from .config import CompareConfig
-from .forecast_report import budget_forecast
+from .forecast_report import budget_forecast, check_forecasts
 from .judge import cell_roles, judge
 from .plots import plot_bars, plot_layers, plot_task_curves
 from .race_report import race_section
@@ -205,6 +205,14 @@ def _optimism(scores: dict[str, tuple], protocol: dict[str, Any]) -> float | Non
     return chosen[0] - reported[0]
 
 
+def _earlier(cfg: CompareConfig) -> list[tuple[str, dict[str, Any]]]:
+    """(source, results.json) of the runs whose forecasts this one may measure: --forecast-from
+    (an OUT or its results.json), then OUT's own results.json before it is rewritten."""
+    paths = [Path(cfg.forecast_from)] if cfg.forecast_from else []
+    paths = [p / RESULTS if p.is_dir() else p for p in paths] + [Path(cfg.out) / RESULTS]
+    return [(str(p), json.loads(p.read_text())) for p in paths if p.is_file()]
+
+
 def write_report(
     cfg: CompareConfig, cells, extraction, baselines=None, timing=None, races=None
 ) -> dict[str, Any]:
@@ -214,6 +222,7 @@ def write_report(
 
     out = Path(cfg.out)
     summary = summarise(cfg, cells, baselines, extraction, races)
+    check_forecasts(summary, _earlier(cfg))  # a smaller run's forecast, measured here
     identity = None
     fire_config = Path(next(c.run for c in cells if c.mode is Mode.FIRE)) / CONFIG
     snow_config = Path(next(c.run for c in cells if c.mode is Mode.SNOW)) / CONFIG

@@ -270,9 +270,14 @@ def run_cell(
 
 def run_compare(cfg: CompareConfig) -> dict[str, Any]:
     """Run every cell (finished ones are read back), write the report; its summary. A time
-    budget (`--budget 2h`) plans the trials first (compare/timebudget.py)."""
+    budget (`--budget 2h`) plans the trials first (compare/timebudget.py). `replay`: train
+    nothing, the race recomputed from OUT's runs; its record (compare/replaying.py)."""
     from .report import write_report
 
+    if cfg.replay:  # nothing trained: the race recomputed from OUT's recorded runs
+        from .replaying import replay_compare
+
+        return replay_compare(cfg)
     check_tasks(cfg)  # every row of every task, before anything is written
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -295,7 +300,7 @@ def run_compare(cfg: CompareConfig) -> dict[str, Any]:
     cells = plan(cfg)
     races: dict[str, dict] = {}
     _run_cells(cfg, cells, extraction, baselines, finished, races)
-    cells = [finished[c] for c in cells]
+    cells = [finished[c] for c in cells if c in finished]  # the race's unrun seeds left out
     return write_report(cfg, cells, extraction, baselines, timing, races)
 
 

@@ -210,3 +210,44 @@ def test_a_run_the_race_stopped_earns_a_verdict_a_cut_short_one_does_not(tmp_pat
     assert raced.reason == "ended at epoch 2 of 6: clearly behind (compare/racing.py)"
     _, cut = convergence(Cell(Mode.BITFIT, "t", None, 0, str(tmp_path / "cut")), "accuracy")
     assert cut.status == STILL_IMPROVING and not cut.converged
+
+
+def test_seeds_double_for_the_contenders_still_in_the_race():
+    from snowfire.compare.racing import seeds_at
+
+    assert [seeds_at(j, 4, 5) for j in (1, 2, 3, 4)] == [1, 2, 4, 5]  # the last rung: all
+    assert [seeds_at(j, 3, 8) for j in (1, 2, 3)] == [1, 2, 8]
+    assert [seeds_at(j, 3, 1) for j in (1, 2, 3)] == [1, 1, 1]
+    with pytest.raises(ValueError, match=r"expected a rung in 1\.\.3, got 0"):
+        seeds_at(0, 3, 2)
+    with pytest.raises(ValueError, match="expected at least one seed asked, got 0"):
+        seeds_at(1, 3, 0)
+
+
+def test_survivors_gain_seeds_and_a_stopped_contender_keeps_the_ones_it_had(tmp_path):
+    trainer = Trainer({})
+    curves = {"fire": [0.80] * 6, "lora": [0.80] * 6, "bitfit": [0.55] * 6}
+    cells = []
+    for name, curve in curves.items():
+        for seed in range(3):
+            run = str(tmp_path / f"{name}-seed{seed}")
+            trainer.script[run] = curve
+            trainer.setup(run, len(curve))
+            cells.append(Cell(Mode(name), "sst2", None, seed, run))
+    record = _race(cells, trainer)
+    assert list(record["stopped"]) == ["bitfit"]
+    # rungs at epochs 1, 2, 6: 1 seed, then 2, then all 3 asked; bitfit stopped with its 1
+    assert record["seeds"] == {"fire": [1, 2, 3], "lora": [1, 2, 3], "bitfit": [1]}
+    trained = {run for run, _ in trainer.epochs}
+    assert trained == {c.run for c in cells} - {c.run for c in cells[7:9]}  # bitfit 1, 2
+    ran = {run: max(e for r, e in trainer.epochs if r == run) for run in trained}
+    assert ran[str(tmp_path / "bitfit-seed0")] == 1
+    assert all(ran[str(tmp_path / f"{n}-seed{s}")] == 6 for n in ("fire", "lora") for s in range(3))
+    # the second seed joins at rung 2 and trains from scratch to its epochs, the third at the last
+    first = [e for r, e in trainer.epochs if r == str(tmp_path / "fire-seed1")]
+    assert first == [1, 2, 3, 4, 5, 6]
+    decided = [d for d in record["decisions"] if d["trial"] != "bitfit"]  # fire vs lora
+    assert [d["rung"] for d in decided] == [1, 2] and not any(d["stopped"] for d in decided)
+    # replay from the runs that exist (bitfit's unrun seeds are not among them)
+    ran_cells = [c for c in cells if (Path(c.run) / "metrics.json").is_file()]
+    assert replay(ran_cells, "accuracy", "classification") == record

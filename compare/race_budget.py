@@ -1,0 +1,98 @@
+"""Replay evidence for the budget curves under the race: from finished exhaustive runs
+(`--no-race --trials N`), the budget curve racing would have drawn, checked against the
+exhaustive curve's bootstrap band.
+
+The race is replayed on the recorded predictions (compare/racing.py `replay`). A trial it
+stops at rung k held n_k seeds (`seeds_at`) and had trained e = min(e_k(cap), epochs run)
+epochs; it counts with
+
+    score   its seeds' mean of the best selection score within e epochs (RUN/log.jsonl)
+    compute Σ over its held seeds of cost · e / epochs run (the run's recorded cost, pro rata
+            to epochs: an epoch costs about the same as the next)
+
+and a trial that ran to the end with every seed's best selection score and full cost. The
+exhaustive curve is the same with every trial whole. Both are compare/budget_curve.py's
+estimator with the selection score standing for the report score (r = s: the per-epoch log
+holds the selection split alone, so a stopped trial's report score at its stop epoch is not
+on record); the raced curve lies within the exhaustive band when, at every n, its expected
+best lies in the exhaustive curve's 95% percentile-bootstrap band.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from snowfire.rundir import LOG, selection_scores
+
+from .budget_curve import budget_curve
+from .budget_report import BAND_REPLICATES, _run_cost
+from .cell import Cell
+from .race import ETA, MARGIN
+from .racing import contender, epochs_done, replay, run_cap, rung_target
+
+
+def best_within(run: str | Path, epochs: int, metric: str) -> float:
+    """The best selection score of a run's first `epochs` logged epochs."""
+    lines = (Path(run) / LOG).read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.strip()][:epochs]
+    if not records:
+        raise ValueError(f"{run}: no epoch logged in {LOG}; expected at least one")
+    return max(float(selection_scores(r)[metric]) for r in records)
+
+
+def _trial(cells: list[Cell], epochs: dict[str, int], metric: str) -> tuple[float, float]:
+    """(score, compute in hours) of one trial's `cells`, each trained `epochs[run]` epochs."""
+    score, compute = 0.0, 0.0
+    for cell in cells:
+        done = epochs_done(cell.run)
+        e = min(epochs[cell.run], done)
+        score += best_within(cell.run, e, metric) / len(cells)
+        compute += _run_cost(cell.run)[0] * e / done / 3600
+    return score, compute
+
+
+def raced_budget_curves(
+    cells: list[Cell], metric: str, kind: str, margin: float = MARGIN, eta: int = ETA
+) -> dict[str, dict[str, Any]]:
+    """Per arm with trials: its exhaustive and raced curves (n, mean, band, compute in hours)
+    and whether the raced curve lies within the exhaustive band at every n ("within")."""
+    trials = [c for c in cells if c.trial is not None]
+    if not trials:
+        raise ValueError("raced_budget_curves: expected the cells of a --trials comparison")
+    race = replay(trials, metric, kind, margin, eta)
+    rungs = race["rungs"]
+    out: dict[str, dict[str, Any]] = {}
+    for arm in dict.fromkeys(c.mode.value for c in trials):
+        names = list(dict.fromkeys(contender(c) for c in trials if c.mode.value == arm))
+        whole, cut = [], []
+        for name in names:
+            mine = sorted((c for c in trials if contender(c) == name), key=lambda c: c.seed)
+            caps = {c.run: run_cap(c.run) for c in mine}
+            whole.append(_trial(mine, caps, metric))
+            stop = race["stopped"].get(name)
+            if stop is None:
+                cut.append(whole[-1])
+                continue
+            held = mine[: race["seeds"][name][-1]]
+            ends = {c.run: rung_target(caps[c.run], stop["rung"], rungs, eta) for c in held}
+            cut.append(_trial(held, ends, metric))
+        curves = {}
+        for label, points in (("exhaustive", whole), ("raced", cut)):
+            scores = [s for s, _ in points]
+            curves[label] = budget_curve(
+                scores, scores, [x for _, x in points], boot=BAND_REPLICATES
+            )
+        ex, ra = curves["exhaustive"], curves["raced"]
+        within = all(
+            lo - 1e-12 <= m <= hi + 1e-12
+            for m, lo, hi in zip(ra.mean, ex.low, ex.high, strict=True)
+        )
+        out[arm] = {
+            "exhaustive": ex.to_json(),
+            "raced": ra.to_json(),
+            "stopped": [n for n in names if n in race["stopped"]],
+            "within": within,
+        }
+    return out

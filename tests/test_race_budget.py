@@ -1,0 +1,67 @@
+"""compare/race_budget.py on constructed exhaustive trials (tests/test_racing.py's stand-in
+trainer): the raced curve counts a stopped trial with the compute of the epochs it trained and
+the score it had reached, by hand; it lies within the exhaustive band when the race stopped
+only clear losers, and leaves it when the race stopped a late bloomer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from snowfire.compare import raced_budget_curves
+from snowfire.compare.cell import Cell, Mode
+from tests.test_racing import Trainer
+
+COST = 3600.0  # CPU-seconds of each whole run: 1 CPU-h
+
+
+def _trials(root: Path, curves: list[list[float]]) -> list[Cell]:
+    """One 🔥 trial per curve, one seed each, trained whole (--no-race), each costing COST."""
+    trainer, cells = Trainer({}), []
+    for k, curve in enumerate(curves):
+        run = str(root / f"trial{k}")
+        trainer.script[run] = curve
+        trainer.setup(run, len(curve))
+        cells.append(Cell(Mode.FIRE, "sst2", None, 0, run, trial=k))
+    trainer([(c, None, None) for c in cells])
+    for c in cells:
+        config = json.loads((Path(c.run) / "config.json").read_text())
+        (Path(c.run) / "config.json").write_text(
+            json.dumps(config | {"cost": {"cpu_seconds": COST}})
+        )
+    return cells
+
+
+def _score(run: str, epochs: int) -> float:
+    lines = (Path(run) / "log.jsonl").read_text().splitlines()[:epochs]
+    return max(json.loads(line)["selection"]["accuracy"] for line in lines)
+
+
+def test_a_clear_loser_stopped_early_keeps_the_raced_curve_in_the_band(tmp_path):
+    cells = _trials(tmp_path, [[0.80] * 6, [0.81] * 6, [0.79] * 6, [0.50] * 6])
+    out = raced_budget_curves(cells, "accuracy", "classification")["fire"]
+    assert out["stopped"] == ["fire#3"] and out["within"]
+    # by hand: trial 3 stopped at rung 1 (epoch 1 of 6): 1/6 of its CPU-hour, its epoch-1 score
+    compute = (3 + 1 / 6) / 4
+    assert out["raced"]["compute"][0] == pytest.approx(compute, abs=1e-12)
+    assert out["exhaustive"]["compute"][0] == pytest.approx(1.0, abs=1e-12)
+    scores = [_score(c.run, 6) for c in cells[:3]] + [_score(cells[3].run, 1)]
+    assert out["raced"]["mean"][0] == pytest.approx(sum(scores) / 4, abs=1e-12)  # E[1 trial]
+    assert out["raced"]["mean"][-1] == pytest.approx(max(scores), abs=1e-12)  # E[best of 4]
+
+
+def test_a_late_bloomer_stopped_early_leaves_the_band(tmp_path):
+    late = [0.50, 0.50, 0.95, 0.95, 0.95, 0.95]  # behind at rung 1, best at the cap
+    cells = _trials(tmp_path, [[0.80] * 6, [0.80] * 6, [0.80] * 6, late])
+    out = raced_budget_curves(cells, "accuracy", "classification")["fire"]
+    assert out["stopped"] == ["fire#3"]
+    assert not out["within"]  # n = 1: the raced mean sits below the exhaustive band
+    assert out["raced"]["mean"][0] < out["exhaustive"]["low"][0]
+
+
+def test_budget_curves_need_trials(tmp_path):
+    cells = [Cell(Mode.FIRE, "sst2", None, 0, str(tmp_path / "r"))]
+    with pytest.raises(ValueError, match="expected the cells of a --trials comparison"):
+        raced_budget_curves(cells, "accuracy", "classification")
