@@ -1,6 +1,7 @@
-"""Every REST request body under generated input (hypothesis), against the app with a store, a
-home with task data and an embed encoder: whatever the body, the answer is a status the OpenAPI
-document declares for that operation, with an ErrorBody when it is an error; never a 500.
+"""Every REST request body (embed, features, jobs, predict) under generated input
+(hypothesis), against the app with a store, a home with task data and an embed encoder:
+whatever the body, the answer is a status the OpenAPI document declares for that operation,
+with an ErrorBody when it is an error; never a 500.
 
 The hazards of issue 45 in each body, one by one: a lone surrogate and a NUL in a string, NaN,
 Infinity and 1e400, an integer past 64 bits, a million levels of nesting, bytes that are not
@@ -54,6 +55,7 @@ ROUTES = {
     "embed": ("/v1/embed", "/v1/embed"),
     "features": ("/v1/featuresets/{fs_id}/features", "/v1/featuresets/{fs}/features"),
     "jobs": ("/v1/jobs", "/v1/jobs"),
+    "predict": ("/v1/predict", "/v1/predict"),
 }
 
 
@@ -89,6 +91,7 @@ BODIES = {  # route: (a body with a field FIELD, the field's path in the detail)
     "embed": ('{"texts": ["the dog"], "layers": [FIELD]}', "layers.0"),
     "features": ('{"indices": [0], "keys": FIELD}', "keys"),
     "jobs": ('{"kind": "train", "params": {"encoder": "minilm", "seed": FIELD}}', "params.seed"),
+    "predict": ('{"runs": ["sst2-linear"], "texts": ["the dog", FIELD]}', "texts.1"),
 }
 
 
@@ -166,6 +169,7 @@ FIELDS = {
     "embed": ["texts", "pairs", "tokens", "layers", "pool", "pair_encoding"],
     "features": ["indices", "keys", "layers", "pool", "pool_sides", "mix"],
     "jobs": ["kind", "params"],
+    "predict": ["runs", "texts", "pairs", "tokens"],
 }
 
 
@@ -197,6 +201,15 @@ SHAPED = {
             "kind": st.sampled_from(["train", "extract", "finetune", "compare"]),
             "params": st.dictionaries(st.sampled_from(PARAMS), JSON_VALUES, max_size=4),
         }
+    ),
+    "predict": st.fixed_dictionaries(
+        {"runs": st.lists(st.sampled_from(["sst2-linear", "..", "a/b", FS]) | texts(), max_size=3)}
+    ).flatmap(
+        lambda b: st.one_of(
+            st.fixed_dictionaries({"texts": st.lists(texts(), max_size=3)}),
+            st.fixed_dictionaries({"pairs": st.lists(st.tuples(texts(), texts()), max_size=2)}),
+            st.fixed_dictionaries({"tokens": st.lists(st.lists(texts(), max_size=3), max_size=2)}),
+        ).map(lambda examples_: {**b, **examples_})
     ),
 }
 
