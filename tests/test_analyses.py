@@ -41,8 +41,10 @@ def test_the_command_builds_the_config_and_runs_it(monkeypatch, tmp_path, capsys
         ran.append(config)
         (tmp_path / f"{config.name}.md").write_text(f"# {config.name}\n")
 
+    # the CLI's name first: its lazy export resolves to compare.analyses' attribute, so patched
+    # second it would record the fake as the value to restore, and later tests would run it
+    monkeypatch.setattr(compare, "run_analysis", fake)
     monkeypatch.setattr(compare.analyses, "run_analysis", fake)
-    monkeypatch.setattr(compare, "run_analysis", fake)  # the CLI's name, once loaded there
     where = ["--encoder", "minilm", "--data", "d", "--out", str(tmp_path)]
     argv = ["analyze", "pairs", *where, "--tasks", "stsb,mrpc", "--tasks", "sick-e", "--seeds", "2"]
     assert main(argv) == 0
