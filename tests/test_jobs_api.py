@@ -324,14 +324,13 @@ def test_a_compare_job_runs_the_arms_and_predict_reads_their_runs(
     }
     job_id, body = _run_compare_job(client, home, params)
     cells = [line.split(":")[0] for line in body["log"] if line.startswith("[")]
-    assert cells == [
-        "[1/6] stsb ❄️ probe (LP-FT's start) seed 0",
-        "[2/6] stsb ❄️ linear seed 0",
-        "[3/6] stsb 🔥 fine-tuning seed 0",
-        "[4/6] stsb LoRA seed 0",
-        "[5/6] stsb BitFit seed 0",
-        "[6/6] stsb LP-FT seed 0",
-    ]
+    # LP-FT's probe first (it cannot race: it is where LP-FT starts), then the raced cells in
+    # rungs (each cell's line once, at its first rung)
+    assert cells[0] == "[1/6] stsb ❄️ probe (LP-FT's start) seed 0", cells
+    assert sorted(c.split("] ", 1)[1] for c in cells[1:]) == sorted(
+        f"stsb {name} seed 0" for name in ("❄️ linear", "🔥 fine-tuning", "LoRA", "BitFit", "LP-FT")
+    ), cells
+    assert [c.split("]")[0] for c in cells] == [f"[{k}/6" for k in range(1, 7)], cells
     out = home.root / "runs" / job_id
     arms = json.loads((out / "results.json").read_text())["tasks"]["stsb"]["verdict"]["arms"]
     assert set(arms) == {"bitfit", "lora", "lpft"}
