@@ -352,8 +352,14 @@ def _check_layout(t: dict[str, np.ndarray], layers: list[int], keys: list[str]) 
     N tokens: else StoreError naming what does not fit."""
     features, offsets = t["features"], t["offsets"]
     n, tokens = len(keys), features.shape[0] if features.ndim else -1
+    # one layer for several named: a mix of them, served as one (cache/reduce.py's convention)
+    mixed = features.ndim == 3 and features.shape[1] == 1 and len(layers) > 1
     expected = {
-        "features": (tokens, len(layers), features.shape[-1] if features.ndim == 3 else -1),
+        "features": (
+            tokens,
+            1 if mixed else len(layers),
+            features.shape[-1] if features.ndim == 3 else -1,
+        ),
         "offsets": (n + 1,),
         "word_ids": (tokens,),
         "type_ids": (tokens,),

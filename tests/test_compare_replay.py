@@ -11,7 +11,7 @@ import pytest
 
 from snowfire.cli.main import main as run_cli
 from snowfire.compare import CompareConfig, replay, run_compare
-from tests.test_racing import Trainer, _cells, _race
+from tests.helpers.racing import Trainer, race, race_cells
 
 CURVES = {"fire": [0.80] * 6, "bitfit": [0.55] * 6, "snow": [0.81] * 6}
 
@@ -20,10 +20,10 @@ def _out(tmp_path: Path, raced: bool) -> tuple[Path, list]:
     """OUT with the runs (raced, or every cell to its cap) and the results.json listing them."""
     out = tmp_path / "out"
     trainer = Trainer({})
-    cells = _cells(out / "runs", trainer, CURVES)
+    cells = race_cells(out / "runs", trainer, CURVES)
     task: dict = {"metric": "accuracy"}
     if raced:
-        task["race"] = _race(cells, trainer)
+        task["race"] = race(cells, trainer)
     else:
         trainer([(c, None, None) for c in cells])
     results = {

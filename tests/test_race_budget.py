@@ -12,7 +12,7 @@ import pytest
 
 from snowfire.compare import raced_budget_curves
 from snowfire.compare.cell import Cell, Mode
-from tests.test_racing import Trainer
+from tests.helpers.racing import Trainer
 
 COST = 3600.0  # CPU-seconds of each whole run: 1 CPU-h
 

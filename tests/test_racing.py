@@ -7,92 +7,18 @@ and a race killed after a rung resumes there (nothing trained twice) with the sa
 from __future__ import annotations
 
 import json
-import zlib
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from snowfire.compare.cell import Cell, Mode
 from snowfire.compare.racing import (
     contender,
-    race_task,
     replay,
     rung_count,
     rung_target,
 )
-
-N = 400
-GOLD = [str(v) for v in np.random.default_rng(0).integers(0, 2, N)]
-
-
-def _preds(correct: float, seed: int) -> list[str]:
-    """Predictions right on a `correct` share of the examples (which ones: `seed`)."""
-    right = np.random.default_rng(seed).random(N) < correct
-    return [g if r else ("1" if g == "0" else "0") for g, r in zip(GOLD, right, strict=True)]
-
-
-class Trainer:
-    """A stand-in for both trainers: epoch k of a run scores script[run][k-1] (its share of
-    right answers), writes its log line and its selection predictions, pauses at `pause_at`
-    (RUN/paused.json) and finishes at the cap or `stop_at` (RUN/metrics.json)."""
-
-    def __init__(self, script: dict[str, list[float]]):
-        self.script, self.epochs = script, []
-
-    def setup(self, run: str, cap: int) -> None:
-        Path(run).mkdir(parents=True)
-        (Path(run) / "config.json").write_text(json.dumps({"finetune": {"epochs": cap}}))
-
-    def __call__(self, steps) -> None:
-        for cell, pause, stop in steps:
-            run, cap = Path(cell.run), len(self.script[cell.run])
-            if (run / "metrics.json").is_file():
-                continue  # finished runs are returned as they are
-            done = (
-                len((run / "log.jsonl").read_text().splitlines())
-                if (run / "log.jsonl").is_file()
-                else 0
-            )
-            last = min(cap, stop or cap, pause or cap)
-            for epoch in range(done + 1, last + 1):
-                share = self.script[cell.run][epoch - 1]
-                preds = _preds(share, seed=zlib.crc32(f"{run.name}/{epoch}".encode()))
-                score = sum(p == g for p, g in zip(preds, GOLD, strict=True)) / N
-                with open(run / "log.jsonl", "a") as f:
-                    f.write(json.dumps({"epoch": epoch, "selection": {"accuracy": score}}) + "\n")
-                (run / "selection").mkdir(exist_ok=True)
-                rows = "".join(
-                    f"{i}\t{g}\t{p}\n" for i, (g, p) in enumerate(zip(GOLD, preds, strict=True))
-                )
-                (run / "selection" / f"epoch-{epoch}.tsv").write_text(
-                    "index\tgold\tpredicted\n" + rows
-                )
-                self.epochs.append((cell.run, epoch))
-            if pause is not None and last < min(cap, stop or cap):
-                (run / "paused.json").write_text(json.dumps({"epoch": last}))
-            else:
-                (run / "paused.json").unlink(missing_ok=True)
-                (run / "metrics.json").write_text(json.dumps({"dev": {"accuracy": 0.0}}))
-
-
-def _cells(root: Path, trainer: Trainer, arms: dict[str, list[float]]) -> list[Cell]:
-    cells = []
-    for name, curve in arms.items():
-        run = str(root / name)
-        trainer.script[run] = curve
-        trainer.setup(run, len(curve))
-        mode = Mode.SNOW if name == "snow" else Mode(name)
-        cells.append(Cell(mode, "sst2", "esim" if mode is Mode.SNOW else None, 0, run))
-    return cells
-
-
-def _race(cells, run_rung):
-    caps = {
-        c.run: int(json.loads((Path(c.run) / "config.json").read_text())["finetune"]["epochs"])
-        for c in cells
-    }
-    return race_task(cells, caps, "accuracy", "classification", run_rung)
+from tests.helpers.racing import Trainer, race, race_cells
 
 
 def test_rungs_are_fractions_of_each_cap():
@@ -108,12 +34,12 @@ def test_rungs_are_fractions_of_each_cap():
 
 def test_a_contender_far_behind_stops_at_the_first_rung_and_ends_there(tmp_path):
     trainer = Trainer({})
-    cells = _cells(
+    cells = race_cells(
         tmp_path,
         trainer,
         {"fire": [0.80] * 6, "bitfit": [0.55] * 6, "snow": [0.81] * 6},
     )
-    record = _race(cells, trainer)
+    record = race(cells, trainer)
     assert record["rungs"] == 3
     assert list(record["stopped"]) == ["bitfit"]
     stop = record["stopped"]["bitfit"]
@@ -129,8 +55,8 @@ def test_a_contender_far_behind_stops_at_the_first_rung_and_ends_there(tmp_path)
 
 def test_indistinguishable_contenders_both_run_to_the_cap(tmp_path):
     trainer = Trainer({})
-    cells = _cells(tmp_path, trainer, {"fire": [0.80] * 6, "lora": [0.80] * 6})
-    record = _race(cells, trainer)
+    cells = race_cells(tmp_path, trainer, {"fire": [0.80] * 6, "lora": [0.80] * 6})
+    record = race(cells, trainer)
     assert record["stopped"] == {}
     assert [d["stopped"] for d in record["decisions"]] == [False, False]  # rungs 1 and 2
     assert len(trainer.epochs) == 12
@@ -144,15 +70,15 @@ def test_replay_of_the_recorded_files_gives_the_live_decisions(tmp_path):
         "adapter": [0.70, 0.77, 0.79, 0.80, 0.80, 0.80],
         "bitfit": [0.70, 0.72, 0.72, 0.72, 0.72, 0.72],
     }
-    cells = _cells(tmp_path, trainer, curves)
-    live = _race(cells, trainer)
+    cells = race_cells(tmp_path, trainer, curves)
+    live = race(cells, trainer)
     assert set(live["stopped"]) == {"lora", "bitfit"}
     assert replay(cells, "accuracy", "classification") == live
 
 
 def test_an_exhaustive_run_replays_under_the_race(tmp_path):
     trainer = Trainer({})
-    cells = _cells(tmp_path, trainer, {"fire": [0.8] * 6, "bitfit": [0.55] * 6})
+    cells = race_cells(tmp_path, trainer, {"fire": [0.8] * 6, "bitfit": [0.55] * 6})
     trainer([(c, None, None) for c in cells])  # every cell to its cap: --no-race
     record = replay(cells, "accuracy", "classification")
     assert list(record["stopped"]) == ["bitfit"] and record["stopped"]["bitfit"]["rung"] == 1
@@ -161,13 +87,13 @@ def test_an_exhaustive_run_replays_under_the_race(tmp_path):
 def test_a_killed_race_resumes_at_its_rung_with_the_same_decisions(tmp_path):
     curves = {"fire": [0.8] * 6, "bitfit": [0.55] * 6, "lora": [0.79] * 6}
     whole = Trainer({})
-    reference = _race(_cells(tmp_path / "whole", whole, curves), whole)
+    reference = race(race_cells(tmp_path / "whole", whole, curves), whole)
 
     class Killed(Exception):
         pass
 
     trainer = Trainer({})
-    cells = _cells(tmp_path / "killed", trainer, curves)
+    cells = race_cells(tmp_path / "killed", trainer, curves)
     calls = []
 
     def dies_after_the_first_rung(steps):
@@ -177,10 +103,10 @@ def test_a_killed_race_resumes_at_its_rung_with_the_same_decisions(tmp_path):
             raise Killed("killed after the first rung")
 
     with pytest.raises(Killed, match="killed after the first rung"):
-        _race(cells, dies_after_the_first_rung)
+        race(cells, dies_after_the_first_rung)
     assert all((Path(c.run) / "paused.json").is_file() for c in cells)
     first = list(trainer.epochs)
-    resumed = _race(cells, trainer)
+    resumed = race(cells, trainer)
     again = trainer.epochs[len(first) :]
     assert all(epoch > 1 for _, epoch in again)  # the first rung is not trained twice
     assert resumed["decisions"] == reference["decisions"]
@@ -234,7 +160,7 @@ def test_survivors_gain_seeds_and_a_stopped_contender_keeps_the_ones_it_had(tmp_
             trainer.script[run] = curve
             trainer.setup(run, len(curve))
             cells.append(Cell(Mode(name), "sst2", None, seed, run))
-    record = _race(cells, trainer)
+    record = race(cells, trainer)
     assert list(record["stopped"]) == ["bitfit"]
     # rungs at epochs 1, 2, 6: 1 seed, then 2, then all 3 asked; bitfit stopped with its 1
     assert record["seeds"] == {"fire": [1, 2, 3], "lora": [1, 2, 3], "bitfit": [1]}
