@@ -99,5 +99,5 @@ def save(name: str, args: argparse.Namespace, record: dict[str, Any]) -> None:
     RESULTS_DIR.mkdir(exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
     full = {"benchmark": name, "options": vars(args), "machine": machine(), **record}
-    path.write_text(json.dumps(full, indent=2, sort_keys=True) + "\n")
+    path.write_text(json.dumps(full, indent=2, sort_keys=True, default=str) + "\n")  # paths
     print(f"wrote {path}")
