@@ -90,28 +90,26 @@ async def error_handler(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail, "error": type(exc).__name__}, status_code=status)
 
 
-async def embed_busy(request: Request, exc: Exception) -> Response:
-    """429 with Retry-After: the embed queue is at its bound (api/limits.py)."""
+def _busy(request: Request, exc: Exception, queue: str, setting: str, bound: int) -> Response:
+    """429 with Retry-After: a queue (`queue`, bounded by `setting` = `bound`) is full."""
     settings = request.app.state.settings
-    request.app.state.metrics.refuse(EMBED_QUEUE)
+    request.app.state.metrics.refuse(queue)
     status, headers, body = too_many(
-        f"{exc} (SNOWFIRE_EMBED_MAX_QUEUE={settings.embed_max_queue}): retry after "
-        f"{settings.retry_after} s",
-        settings.retry_after,
+        f"{exc} ({setting}={bound}): retry after {settings.retry_after} s", settings.retry_after
     )
     return Response(body, status_code=status, headers={k.decode(): v.decode() for k, v in headers})
+
+
+async def embed_busy(request: Request, exc: Exception) -> Response:
+    """429 with Retry-After: the embed queue is at its bound (api/limits.py)."""
+    bound = request.app.state.settings.embed_max_queue
+    return _busy(request, exc, EMBED_QUEUE, "SNOWFIRE_EMBED_MAX_QUEUE", bound)
 
 
 async def predict_busy(request: Request, exc: Exception) -> Response:
     """429 with Retry-After: the predict compute thread's queue is at its bound."""
-    settings = request.app.state.settings
-    request.app.state.metrics.refuse(PREDICT_QUEUE)
-    status, headers, body = too_many(
-        f"{exc} (SNOWFIRE_PREDICT_MAX_QUEUE={settings.predict_max_queue}): retry after "
-        f"{settings.retry_after} s",
-        settings.retry_after,
-    )
-    return Response(body, status_code=status, headers={k.decode(): v.decode() for k, v in headers})
+    bound = request.app.state.settings.predict_max_queue
+    return _busy(request, exc, PREDICT_QUEUE, "SNOWFIRE_PREDICT_MAX_QUEUE", bound)
 
 
 async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:

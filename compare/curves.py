@@ -59,27 +59,9 @@ def plot_curves(task: str, metric: str, cells: Sequence[Mapping], path: str | Pa
         lines += 1
         if cell.get("status", CONVERGED) not in (CONVERGED, RACED):
             marked.append(f"{group}, seed {cell.get('seed')}")
-            ax.plot(
-                xs[-1],
-                ys[-1],
-                "^",
-                color=colour,
-                markersize=10,
-                markeredgecolor="black",
-                label=None if "still" in named else "still improving at the cap",
-            )
-            named.add("still")
+            _mark(ax, xs[-1], ys[-1], "^", colour, "still improving at the cap", named)
         if cell.get("stopped"):  # the race ended it here (compare/racing.py)
-            ax.plot(
-                xs[-1],
-                ys[-1],
-                "X",
-                color=colour,
-                markersize=10,
-                markeredgecolor="black",
-                label=None if "raced" in named else "stopped by the race",
-            )
-            named.add("raced")
+            _mark(ax, xs[-1], ys[-1], "X", colour, "stopped by the race", named)
     ax.set_xlabel("epoch")
     ax.set_ylabel(f"dev {metric} (x100)")
     ax.set_title(f"{task}: learning curves, one line per seed")
@@ -88,3 +70,17 @@ def plot_curves(task: str, metric: str, cells: Sequence[Mapping], path: str | Pa
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return {"lines": lines, "marked": marked}
+
+
+def _mark(ax, x: float, y: float, marker: str, colour, label: str, named: set[str]) -> None:
+    """A curve's last point marked (`label` in the legend once)."""
+    ax.plot(
+        x,
+        y,
+        marker,
+        color=colour,
+        markersize=10,
+        markeredgecolor="black",
+        label=None if label in named else label,
+    )
+    named.add(label)
