@@ -23,7 +23,6 @@ it started, are gone at the end.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import secrets
@@ -40,7 +39,7 @@ from snowfire.jobs import free_port
 from .base_image import base_image, cache_dir
 from .engine import COMPOSE_PACKAGE, TOOLS, Engine, compose_command, install_missing
 from .stack import Api, Stack, break_command
-from .steps import Log, StepFailed, run
+from .steps import Log, OneAtATime, StepFailed, run
 from .workload import DIGEST, JOBS, Reference, differences, digest, share_env, write_cut
 from .workload import predictions as predicted
 from .workload import threads_report as threads
@@ -64,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     check = Check(args, log, work, engine)
     code = 1
     signal.signal(signal.SIGTERM, _interrupt)  # clean up on SIGTERM as on Ctrl-C
-    with _lock(cache_dir() / "check.lock", log):
+    with OneAtATime(cache_dir() / "check.lock", log):
         try:
             check.run()
             code = 0
@@ -441,25 +440,6 @@ class Check:
 def _interrupt(signum, frame) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the clean-up
     raise KeyboardInterrupt
-
-
-class _lock:
-    """One check at a time on a machine (they would share ports, bridges and the cache)."""
-
-    def __init__(self, path: Path, log: Log) -> None:
-        self.path, self.log = path, log
-
-    def __enter__(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.log.say(f"another compose check holds {self.path}: waiting for it")
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc) -> None:
-        os.close(self.fd)
 
 
 def _parser() -> argparse.ArgumentParser:

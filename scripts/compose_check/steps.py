@@ -3,11 +3,14 @@ the step and the service it concerns."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 
 class StepFailed(Exception):
@@ -88,3 +91,22 @@ def run(
 
 def tail(text: str, lines: int = 25) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+class OneAtATime:
+    """One check at a time on a machine (they would share ports, bridges and the cache)."""
+
+    def __init__(self, path: Path, log: Log) -> None:
+        self.path, self.log = path, log
+
+    def __enter__(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.log.say(f"another compose check holds {self.path}: waiting for it")
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc) -> None:
+        os.close(self.fd)
