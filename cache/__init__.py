@@ -34,6 +34,7 @@ from .paging import DEFAULT_PAGE_BYTES, split_pages
 from .provenance import versions
 from .quant import QUANTIZATION
 from .reader import Reader, open_reader, open_store
+from .recent import RecentFeatures
 from .reduce import POOLS, mix_layers, pool_examples, reduce_batch
 from .remote import RemoteStore
 from .retry import RetryPolicy
@@ -50,6 +51,7 @@ from .wire import (
     encode_parts,
     example_bytes,
 )
+from .written import SegmentArrays, segment_arrays
 
 __all__ = [
     "DEFAULT_PAGE_BYTES",
@@ -75,10 +77,12 @@ __all__ = [
     "ObjectBackend",
     "ObjectNotFoundError",
     "Reader",
+    "RecentFeatures",
     "RemoteStore",
     "Report",
     "RequestTooLargeError",
     "RetryPolicy",
+    "SegmentArrays",
     "ServiceUnreachableError",
     "Store",
     "StoreCorruptError",
@@ -95,6 +99,7 @@ __all__ = [
     "encoder_id",
     "example_bytes",
     "example_key",
+    "segment_arrays",
     "export_hdf5",
     "file_sha256",
     "identity_content",

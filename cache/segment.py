@@ -31,8 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import quant, shards
+from . import shards
 from .errors import StoreCorruptError
+from .written import SegmentArrays, segment_arrays
 
 CHECKSUMS = "checksums.json"
 
@@ -58,13 +59,14 @@ def check_tiles(tiles: str | None, where: str) -> str:
 def write_segment(
     path: Path,
     keys: list[str],
-    parts: list[tuple[np.ndarray, ...]],
+    parts: list[tuple[np.ndarray, ...]] | SegmentArrays,
     dtype: str,
     tiles: str | None = None,
 ):
     """Write examples into a new zarr group at `path` (a temporary directory).
 
-    parts[i] = (features (S_i, L, D), word_ids (S_i,), type_ids (S_i,), pair_start int).
+    parts[i] = (features (S_i, L, D), word_ids (S_i,), type_ids (S_i,), pair_start int), or
+    their arrays already built (written.segment_arrays, in `dtype`).
     tiles: "token" (chunks (32, L, D), DEFAULT_TILES) or "layer" (chunks (32, 1, D), what every
     segment had before token-major tiles: reading one layer from object storage then fetches
     only that layer's bytes).
@@ -72,34 +74,14 @@ def write_segment(
     tiles = check_tiles(tiles, "write_segment")
     import zarr
 
-    if len(keys) != len(parts) or not keys:
-        raise ValueError(f"write_segment: {len(keys)} keys for {len(parts)} examples")
-    lengths = np.array([p[0].shape[0] for p in parts], dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # (n+1,)
-    num_tokens = int(offsets[-1])
-    _, num_layers, dim = parts[0][0].shape
-    features = np.empty((num_tokens, num_layers, dim), dtype=dtype)  # (N, L, D)
-    scales = np.empty((num_tokens, num_layers), np.float32) if dtype == "int8" else None
-    limit = float(np.finfo(np.float16).max)
-    for i, part in enumerate(p[0] for p in parts):
-        if part.ndim != 3 or part.shape[1:] != (num_layers, dim):
-            raise ValueError(
-                f"write_segment: example {i} has features {part.shape}, "
-                f"expected (S, {num_layers}, {dim}) like example 0"
-            )
-        if dtype == "float16" and part.size:  # max/min: no |x| temporary of the segment
-            peak = max(float(part.max()), -float(part.min()))
-            if not np.isfinite(peak) or peak > limit:
-                raise OverflowError(
-                    f"activations reach {peak:.4g}, beyond float16 range (65504): "
-                    "re-run with --dtype float32"
-                )
-        if scales is not None:
-            features[offsets[i] : offsets[i + 1]], scales[offsets[i] : offsets[i + 1]] = (
-                quant.quantize(part)
-            )
-        else:
-            features[offsets[i] : offsets[i + 1]] = part  # cast once, into the segment's buffer
+    arrays = parts if isinstance(parts, SegmentArrays) else segment_arrays(keys, parts, dtype)
+    if len(arrays.pair_starts) != len(keys) or str(arrays.features.dtype) != dtype:
+        raise ValueError(
+            f"write_segment: arrays of {len(arrays.pair_starts)} {arrays.features.dtype} "
+            f"examples for {len(keys)} keys in {dtype}"
+        )
+    features = arrays.features
+    num_tokens, num_layers, dim = features.shape
     shard = min(SHARD_TOKENS, -(-max(num_tokens, 1) // CHUNK_TOKENS) * CHUNK_TOKENS)
     group = zarr.open_group(str(path), mode="w-")
     group.attrs.update({"keys": list(keys), "num_tokens": num_tokens})
@@ -117,14 +99,7 @@ def write_segment(
         shards.write(path / "features", layout, features)
     else:  # a zarr whose defaults differ from the layout shards.py writes
         arr[:] = features
-    small: dict[str, np.ndarray] = {
-        "offsets": offsets,
-        "word_ids": np.concatenate([p[1] for p in parts]).astype(np.int32),
-        "type_ids": np.concatenate([p[2] for p in parts]).astype(np.int8),
-        "pair_starts": np.array([p[3] for p in parts], dtype=np.int64),
-    }
-    if scales is not None:
-        small["scales"] = scales
+    small = arrays.small()
     for name, values in small.items():
         a = group.create_array(
             name,

@@ -123,6 +123,37 @@ class ExampleBatch:
             else np.concatenate([p.scales for p in parts]),  # (N, Lsel)
         )
 
+    def select(self, rows: list[int]) -> ExampleBatch:
+        """The examples at `rows` (positions, repeats allowed), in that order, copied."""
+        starts, ends = self.offsets[rows], self.offsets[[r + 1 for r in rows]]
+        spans = [np.arange(s, e) for s, e in zip(starts, ends, strict=True)]
+        tokens = np.concatenate(spans or [np.empty(0)]).astype(np.int64)
+        return ExampleBatch(
+            features=self.features[tokens],
+            offsets=np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64),
+            word_ids=self.word_ids[tokens],
+            type_ids=self.type_ids[tokens],
+            pair_starts=self.pair_starts[rows],
+            layers=list(self.layers),
+            keys=[self.keys[r] for r in rows],
+            scales=None if self.scales is None else self.scales[tokens],
+        )
+
+    def with_layers(self, layers: list[int] | None) -> ExampleBatch:
+        """This batch with only `layers` (held ones, in that order), as a read of those layers
+        gives it; None or the same layers: self."""
+        if layers is None or list(layers) == list(self.layers):
+            return self
+        pos = [list(self.layers).index(x) for x in layers]
+        scales = None if self.scales is None else self.scales[:, pos]
+        return replace(self, features=self.features[:, pos], layers=list(layers), scales=scales)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes its arrays hold."""
+        arrays = (self.features, self.offsets, self.word_ids, self.type_ids, self.pair_starts)
+        return sum(a.nbytes for a in arrays) + (0 if self.scales is None else self.scales.nbytes)
+
     def dequantized(self, dtype: str = "float32") -> ExampleBatch:
         """This batch with float features (int8 features times their scales); self if float."""
         if self.scales is None:

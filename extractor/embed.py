@@ -10,6 +10,12 @@ segment under the pool's write lock and wakes the requests, which then read ever
 the store. So a text gives the same bytes whichever way it entered the store, and is encoded
 once however many requests ask for it at the same time. At most `max_queue` requests wait for
 the encoder at once; one more is refused at once (EmbedBusyError), before it waits.
+
+Serving predictions takes a faster way to the same values (`features`): a request whose texts
+are encoded in a round gets that round's arrays, cast as the segment stores them
+(cache/written.py), as soon as they are encoded, and its heads run while the segment is
+written; the latest texts' features stay in memory (cache/recent.py, RECENT_BYTES), so a
+text asked again soon after is not read back from its segment.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 
-from snowfire.cache import Store, digest, example_key
+from snowfire.cache import ExampleBatch, RecentFeatures, Store, digest, example_key, segment_arrays
 
 from .base import Encoder, TextInput, check_texts
 from .config import ExtractConfig
@@ -29,6 +35,9 @@ from .encoders import load_encoder
 from .run import bucketed, encode_segment
 
 log = logging.getLogger(__name__)
+
+#: Bytes of the latest texts' features `features` keeps in memory (cache/recent.py).
+RECENT_BYTES = 64 << 20
 
 
 class EmbedBusyError(RuntimeError):
@@ -49,6 +58,7 @@ class _Job:
     dtype: str  # of the pool: what the segment is written in
     items: list[tuple[str, TextInput]]  # (key, text) the store lacked
     tokens: int
+    keep: bool = False  # answered with the round's features before its segment is written
     done: Future = field(default_factory=Future)
 
 
@@ -70,6 +80,7 @@ class EmbedWorker:
         max_wait_ms: float = 5.0,
         max_queue: int | None = None,
         on_batch=None,
+        recent_bytes: int = RECENT_BYTES,
     ):
         if max_queue is not None and max_queue < 1:
             raise ValueError(f"max_queue: expected >= 1 or None, got {max_queue}")
@@ -77,6 +88,7 @@ class EmbedWorker:
         self.max_wait = max_wait_ms / 1000.0
         self.max_queue = max_queue  # requests waiting for the encoder at once; None: no bound
         self._waiting = 0
+        self.recent = RecentFeatures(recent_bytes)  # the latest texts' features, as stored
         self._waiting_lock = threading.Lock()
         self._encoders: dict[str, Encoder] = {}
         self._pools: dict[tuple[str, str], str] = {}  # (pair encoding, dtype) -> pool id
@@ -133,25 +145,70 @@ class EmbedWorker:
         dtype = dtype or self.config.dtype
         pool = self.pool(pair_encoding, dtype)
         missing = set(self.store.missing_keys(pool, keys))
-        hits = [k not in missing for k in keys]
         if missing:
-            first: dict[str, TextInput] = {}
-            for key, text in zip(keys, texts, strict=True):
-                if key in missing:
-                    first.setdefault(key, text)
-            tokens = sum(len(t.words_a) + len(t.words_b or ()) for t in first.values())
-            job = _Job(pool, pair_encoding, dtype, list(first.items()), tokens)
+            self._submit(pool, pair_encoding, dtype, texts, keys, missing, timeout, keep=False)
+        return [k not in missing for k in keys]
+
+    def features(
+        self,
+        texts: list[TextInput],
+        keys: list[str],
+        pair_encoding: str,
+        layers: list[int] | None,
+        timeout: float = 600.0,
+        dtype: str | None = None,
+    ) -> tuple[ExampleBatch, list[bool]]:
+        """(the features of `keys`, in order, with `layers` (None: all), which were stored
+        already): `ensure` and then `Store.read_keys`, the same values, but the texts encoded
+        for this call come from the encoder's own arrays (cast as stored, cache/written.py)
+        without waiting for their segment's write, and texts encoded lately from memory
+        (cache/recent.py); only the others are read from the store."""
+        dtype = dtype or self.config.dtype
+        pool = self.pool(pair_encoding, dtype)
+        unique = list(dict.fromkeys(keys))
+        parts: list[ExampleBatch] = []
+        rows: dict[str, int] = {}  # key -> its row in the parts' concatenation
+
+        def add(batch: ExampleBatch) -> None:
+            base = sum(len(p) for p in parts)
+            for i, key in enumerate(batch.keys):
+                rows.setdefault(key, base + i)
+            parts.append(batch.with_layers(layers))
+
+        for key in unique:
+            if (one := self.recent.get(pool, key)) is not None:
+                add(one)
+        rest = [k for k in unique if k not in rows]
+        missing = set(self.store.missing_keys(pool, rest)) if rest else set()
+        if missing:
+            fresh = self._submit(pool, pair_encoding, dtype, texts, keys, missing, timeout, True)
+            if fresh is not None:  # None: another writer stored them meanwhile
+                add(fresh.select([i for i, k in enumerate(fresh.keys) if k in missing]))
+        if stored := [k for k in unique if k not in rows]:
+            add(self.store.read_keys(pool, stored, layers))
+        batch = parts[0] if len(parts) == 1 else ExampleBatch.concat(parts)
+        return batch.select([rows[k] for k in keys]), [k not in missing for k in keys]
+
+    def _submit(self, pool, pair_encoding, dtype, texts, keys, missing, timeout, keep):
+        """Queue the missing texts for the encoder thread and wait for their round: None once
+        stored, or with `keep` the round's `ExampleBatch` (every layer, as stored) as soon as
+        it is encoded (None when another writer had stored them all)."""
+        first: dict[str, TextInput] = {}
+        for key, text in zip(keys, texts, strict=True):
+            if key in missing:
+                first.setdefault(key, text)
+        tokens = sum(len(t.words_a) + len(t.words_b or ()) for t in first.values())
+        job = _Job(pool, pair_encoding, dtype, list(first.items()), tokens, keep)
+        with self._waiting_lock:
+            if self.max_queue is not None and self._waiting >= self.max_queue:
+                raise EmbedBusyError(self._waiting)
+            self._waiting += 1
+        try:
+            self._queue.put(job)
+            return job.done.result(timeout=timeout)  # re-raises the encoder thread's error
+        finally:
             with self._waiting_lock:
-                if self.max_queue is not None and self._waiting >= self.max_queue:
-                    raise EmbedBusyError(self._waiting)
-                self._waiting += 1
-            try:
-                self._queue.put(job)
-                job.done.result(timeout=timeout)  # re-raises the encoder thread's error
-            finally:
-                with self._waiting_lock:
-                    self._waiting -= 1
-        return hits
+                self._waiting -= 1
 
     def close(self) -> None:
         self._queue.put(None)
@@ -170,10 +227,12 @@ class EmbedWorker:
                 except BaseException as err:  # noqa: BLE001 - every waiter gets the error
                     log.exception("embedding failed")
                     for j in group:
-                        j.done.set_exception(err)
+                        if not j.done.done():  # a `keep` job may have its features already
+                            j.done.set_exception(err)
                 else:
                     for j in group:
-                        j.done.set_result(None)
+                        if not j.done.done():
+                            j.done.set_result(None)
 
     def _gather(self, first: _Job) -> list[_Job]:
         """More waiting jobs, until the token budget is used or max_wait has passed."""
@@ -204,12 +263,22 @@ class EmbedWorker:
                 return
             items = [(k, encoder.prepare(i, t)) for i, (k, t) in enumerate(texts)]
             out_keys, parts = encode_segment(encoder, bucketed(items, self.config.token_budget))
+            self.rounds += 1  # counted before any request is answered
+            self._on_batch(len(out_keys))
+            arrays = segment_arrays(out_keys, parts, jobs[0].dtype)
+            fresh = arrays.batch(out_keys)
+            self.recent.add(pool, fresh)  # first: a request after an answer below finds them
+            for job in jobs:
+                if job.keep:  # its request goes on to its heads while the segment is written
+                    job.done.set_result(fresh)
             seg_id = digest({"embed": out_keys}, 24)
-            self.store.write_segment(
-                pool, seg_id, out_keys, parts, jobs[0].dtype, self.config.tiles
-            )
-        self.rounds += 1
-        self._on_batch(len(out_keys))
+            try:
+                self.store.write_segment(
+                    pool, seg_id, out_keys, arrays, jobs[0].dtype, self.config.tiles
+                )
+            except BaseException:
+                self.recent.drop(pool, out_keys)  # not stored after all
+                raise
 
 
 def _by_pool(jobs: list[_Job]) -> list[list[_Job]]:

@@ -6,10 +6,12 @@ One request names runs and gives examples in one form (texts, pairs or words). T
     (models.py: 409 when made with another encoder than the one loaded), and the form is
     checked against each run's task (422: pairs for a pair task, texts or words otherwise);
  2. ❄️ runs: the examples' features are made once per encoder variant the runs read (pair
-    encoding, storage dtype; usually one) by the embed worker: texts the store holds cost no
-    encoder time (`cached`), the others are encoded together with other requests' misses and
-    stored, as /v1/embed and `snowfire extract` store them; then read once, with every layer
-    any requested head reads, and every ❄️ head reads those same arrays;
+    encoding, storage dtype; usually one) by the embed worker (`EmbedWorker.features`): texts
+    the store holds cost no encoder time (`cached`), the others are encoded together with other
+    requests' misses and stored, as /v1/embed and `snowfire extract` store them. The features
+    come with every layer any requested head reads, as the store holds them: a text just encoded
+    straight from the encoder's arrays (cast as stored) while its segment is written, a text
+    encoded lately from memory, the rest read from the store; every ❄️ head reads those arrays;
  3. on the compute thread (worker.py), each ❄️ head runs on its layers of those features in
     the batches `snowfire predict` forms for a file of these texts (heads.head_predictions),
     and each 🔥 run on the texts as `snowfire predict` runs it (finetune.predict_outputs):
@@ -22,10 +24,10 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from snowfire.cache import ExampleBatch, identity_content
+from snowfire.cache import identity_content
 from snowfire.tasks import Example
 
 from .answers import answers
@@ -233,11 +235,17 @@ class Predictor:
                         f"service's {self.models.encoder} with pair encoding {pair_encoding}"
                     )
             keys = self.embedder.keys(inputs, pair_encoding, dtype)
+            layers = (
+                None
+                if any(r.layers is None for r in runs)
+                else sorted({x for r in runs for x in r.layers or ()})
+            )
             try:
-                hits = self.embedder.ensure(
+                batch, hits = self.embedder.features(
                     inputs,
                     keys,
                     pair_encoding,
+                    layers,
                     timeout=max(deadline - time.monotonic(), 0.0),
                     dtype=dtype,
                 )
@@ -247,13 +255,7 @@ class Predictor:
                 ) from None
             cached = [c and h for c, h in zip(cached, hits, strict=True)]
             encoded += len({k for k, h in zip(keys, hits, strict=True) if not h})
-            layers = (
-                None
-                if any(r.layers is None for r in runs)
-                else sorted({x for r in runs for x in r.layers or ()})
-            )
-            pool = self.embedder.pool(pair_encoding, dtype)
-            features[pair_encoding, dtype] = self.store.read_keys(pool, keys, layers)
+            features[pair_encoding, dtype] = batch
         return features, cached, encoded
 
     def _outputs(self, run: Loaded, examples: list[Example], features) -> tuple[list, list | None]:
@@ -262,7 +264,7 @@ class Predictor:
             from snowfire.heads import PREDICT_BATCH as HEAD_BATCH
             from snowfire.heads import batches_in_order, head_predictions
 
-            batch = _layers(features[run.pair_encoding, run.dtype], run.layers)
+            batch = features[run.pair_encoding, run.dtype].with_layers(run.layers)
             return head_predictions(
                 run.model, run.spec.kind, batches_in_order(batch, HEAD_BATCH), len(examples)
             )
@@ -282,12 +284,3 @@ def _check_form(info: RunInfo, form: str) -> None:
             f"{'pairs of texts' if info.pair else 'one text per example'}: send {wants}, "
             f"got {form}"
         )
-
-
-def _layers(batch: ExampleBatch, layers: list[int] | None) -> ExampleBatch:
-    """The batch with only `layers` (in that order), as a read of those layers gives it."""
-    if layers is None or list(layers) == list(batch.layers):
-        return batch
-    pos = [list(batch.layers).index(x) for x in layers]
-    scales = None if batch.scales is None else batch.scales[:, pos]
-    return replace(batch, features=batch.features[:, pos], layers=list(layers), scales=scales)
