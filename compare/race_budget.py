@@ -53,6 +53,40 @@ def _trial(cells: list[Cell], epochs: dict[str, int], metric: str) -> tuple[floa
     return score, compute
 
 
+def _contender(cells: list[Cell], name: str) -> list[Cell]:
+    """The cells of contender `name`, by seed."""
+    return sorted((c for c in cells if contender(c) == name), key=lambda c: c.seed)
+
+
+def _raced(mine: list[Cell], race: dict[str, Any], metric: str, eta: int) -> tuple[float, float]:
+    """(score, compute in hours) of one contender's cells as the race ran them: whole, or its
+    held seeds cut at the rung it was stopped at."""
+    caps = {c.run: run_cap(c.run) for c in mine}
+    name = contender(mine[0])
+    stop = race["stopped"].get(name)
+    if stop is None:
+        return _trial(mine, caps, metric)
+    held = mine[: race["seeds"][name][-1]]
+    ends = {c.run: rung_target(caps[c.run], stop["rung"], race["rungs"], eta) for c in held}
+    return _trial(held, ends, metric)
+
+
+def replay_cost(
+    cells: list[Cell], metric: str, kind: str, margin: float = MARGIN, eta: int = ETA
+) -> dict[str, Any]:
+    """The race replayed on finished exhaustive `cells` and what it would have cost: every
+    contender whole ("exhaustive_h") or as the race runs it ("raced_h": a stopped contender's
+    held seeds pro rata to the epochs trained, as the budget curves count it), in training
+    hours, with the contenders it stops."""
+    race = replay(cells, metric, kind, margin, eta)
+    whole = cut = 0.0
+    for name in dict.fromkeys(contender(c) for c in cells):
+        mine = _contender(cells, name)
+        whole += _trial(mine, {c.run: run_cap(c.run) for c in mine}, metric)[1]
+        cut += _raced(mine, race, metric, eta)[1]
+    return {"exhaustive_h": whole, "raced_h": cut, "stopped": sorted(race["stopped"])}
+
+
 def raced_budget_curves(
     cells: list[Cell], metric: str, kind: str, margin: float = MARGIN, eta: int = ETA
 ) -> dict[str, dict[str, Any]]:
@@ -62,22 +96,14 @@ def raced_budget_curves(
     if not trials:
         raise ValueError("raced_budget_curves: expected the cells of a --trials comparison")
     race = replay(trials, metric, kind, margin, eta)
-    rungs = race["rungs"]
     out: dict[str, dict[str, Any]] = {}
     for arm in dict.fromkeys(c.mode.value for c in trials):
         names = list(dict.fromkeys(contender(c) for c in trials if c.mode.value == arm))
         whole, cut = [], []
         for name in names:
-            mine = sorted((c for c in trials if contender(c) == name), key=lambda c: c.seed)
-            caps = {c.run: run_cap(c.run) for c in mine}
-            whole.append(_trial(mine, caps, metric))
-            stop = race["stopped"].get(name)
-            if stop is None:
-                cut.append(whole[-1])
-                continue
-            held = mine[: race["seeds"][name][-1]]
-            ends = {c.run: rung_target(caps[c.run], stop["rung"], rungs, eta) for c in held}
-            cut.append(_trial(held, ends, metric))
+            mine = _contender(trials, name)
+            whole.append(_trial(mine, {c.run: run_cap(c.run) for c in mine}, metric))
+            cut.append(_raced(mine, race, metric, eta))
         curves = {}
         for label, points in (("exhaustive", whole), ("raced", cut)):
             scores = [s for s, _ in points]

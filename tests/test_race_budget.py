@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from snowfire.compare import raced_budget_curves
+from snowfire.compare import raced_budget_curves, replay_cost
 from snowfire.compare.cell import Cell, Mode
 from tests.helpers.racing import Trainer
 
@@ -50,6 +50,19 @@ def test_a_clear_loser_stopped_early_keeps_the_raced_curve_in_the_band(tmp_path)
     scores = [_score(c.run, 6) for c in cells[:3]] + [_score(cells[3].run, 1)]
     assert out["raced"]["mean"][0] == pytest.approx(sum(scores) / 4, abs=1e-12)  # E[1 trial]
     assert out["raced"]["mean"][-1] == pytest.approx(max(scores), abs=1e-12)  # E[best of 4]
+
+
+def test_replay_cost_counts_a_stopped_contender_pro_rata(tmp_path):
+    cells = _trials(tmp_path, [[0.80] * 6, [0.81] * 6, [0.79] * 6, [0.50] * 6])
+    out = replay_cost(cells, "accuracy", "classification")
+    # by hand: three trials whole (1 CPU-h each), trial 3 stopped after epoch 1 of 6
+    assert out == {
+        "exhaustive_h": pytest.approx(4.0, abs=1e-12),
+        "raced_h": pytest.approx(3 + 1 / 6, abs=1e-12),
+        "stopped": ["fire#3"],
+    }
+    close = _trials(tmp_path / "close", [[0.80] * 6, [0.80] * 6])  # nothing to stop
+    assert replay_cost(close, "accuracy", "classification")["raced_h"] == pytest.approx(2.0)
 
 
 def test_a_late_bloomer_stopped_early_leaves_the_band(tmp_path):
