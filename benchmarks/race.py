@@ -66,18 +66,25 @@ def training_cpu_hours(results: dict) -> float:
     return total / 3600
 
 
+def raced_cells(results: dict, task: str) -> list:
+    """The cells of `task` that race (not LP-FT's probes or seq's intermediate stage)."""
+    from snowfire.compare import Cell
+
+    return [
+        Cell.from_json(c)
+        for c in results["cells"]
+        if c["task"] == task and c["mode"] not in ("probe", "intermediate")
+    ]
+
+
 def replayed(results: dict) -> dict[str, dict]:
     """The race each task's exhaustive runs would have run (compare/racing.py `replay`)."""
-    from snowfire.compare import Cell, replay
+    from snowfire.compare import replay
 
     out = {}
     for task, s in results["tasks"].items():
         spec = results["task_specs"][task]
-        cells = [
-            Cell.from_json(c)
-            for c in results["cells"]
-            if c["task"] == task and c["mode"] not in ("probe", "intermediate")
-        ]
+        cells = raced_cells(results, task)
         out[task] = replay(cells, s["metric"], spec["kind"])
     return out
 
@@ -87,15 +94,11 @@ def one_config(results: dict) -> dict[str, dict]:
     (one configuration per arm, what a compare without --trials races) and the training
     CPU-hours it would take against those trials run whole (compare/race_budget.py
     `replay_cost`: a stopped arm pro rata to the epochs it trained); {} without --trials."""
-    from snowfire.compare import Cell, replay_cost
+    from snowfire.compare import replay_cost
 
     out = {}
     for task, s in results["tasks"].items():
-        cells = [
-            Cell.from_json(c)
-            for c in results["cells"]
-            if c["task"] == task and c["mode"] not in ("probe", "intermediate")
-        ]
+        cells = raced_cells(results, task)
         first = {}
         for c in cells:
             if c.trial is not None:
@@ -110,15 +113,11 @@ def budget_replay(results: dict) -> dict[str, dict]:
     """Per task and arm, whether the budget curve racing would draw from the exhaustive trials
     lies within their curve's band (compare/race_budget.py), and the compute of all N trials
     under each; {} without --trials."""
-    from snowfire.compare import Cell, raced_budget_curves
+    from snowfire.compare import raced_budget_curves
 
     out = {}
     for task, s in results["tasks"].items():
-        cells = [
-            Cell.from_json(c)
-            for c in results["cells"]
-            if c["task"] == task and c["mode"] not in ("probe", "intermediate")
-        ]
+        cells = raced_cells(results, task)
         if not any(c.trial is not None for c in cells):
             continue
         curves = raced_budget_curves(cells, s["metric"], results["task_specs"][task]["kind"])
