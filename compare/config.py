@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from snowfire.extractor import DEVICE_HELP, PAIR_ENCODINGS
@@ -27,6 +28,11 @@ PAPER_HEAD = {
 SMALLEST_HEAD = {"tagging": "crf", "classification": "linear", "regression": "linear"}
 #: The seven tasks of the paper's Table 2 (`--tasks all`).
 ALL_TASKS = ("conll2003", "sst2", "mnli", "sick-e", "sick-r", "mrpc", "stsb")
+
+
+def scale_dir(scale: int) -> str:
+    """The folder of a comparison's runs under --epochs-scale `scale` > 1: "epochs-x2"."""
+    return f"epochs-x{scale}"
 
 
 def time_budget(text: str) -> float | None:
@@ -86,6 +92,14 @@ class CompareConfig(TaskListFields):
         "tune every arm with N configurations drawn from its search space (compare/search.py: "
         "the same draws for every task and seed); each arm keeps its best on the selection "
         "split, and every trial draws its budget curve; default: each arm's one recipe",
+        ge=1,
+    )
+    epochs_scale: int = option(
+        1,
+        "every arm's epoch cap times K (the budget's, or each trial's): runs go to "
+        "<arm>/<task>/epochs-xK/; rerun with a larger K, a comparison's ❄️ runs go on from where "
+        "the smaller K's ended and train only the new epochs (heads/continuation.py), its "
+        "🔥-side runs train again (their rate schedule spans the cap)",
         ge=1,
     )
     race: bool = option(
@@ -175,6 +189,11 @@ class CompareConfig(TaskListFields):
 
         object.__setattr__(self, "arms", parse_arms(self.arms))
         self._check_arms()
+        if self.epochs_scale > 1 and self.named_budget == "full" and not self.trials:
+            raise ValueError(
+                "CompareConfig.epochs_scale: --budget full tunes 🔥's epochs with a grid; "
+                "raise the caps with --trials or under quick or standard"
+            )
         if self.forecast_from:  # checked now, not after the training
             from pathlib import Path
 
@@ -224,6 +243,12 @@ class CompareConfig(TaskListFields):
                     f"a registered task ({', '.join(TASK_NAMES)}) nor a run "
                     "directory"
                 )
+
+    def arm_dir(self, arm: Mode, task: str) -> Path:
+        """Where an arm's runs of `task` go: OUT/<arm>/<task>, under --epochs-scale K > 1
+        OUT/<arm>/<task>/epochs-xK (every scale's runs kept side by side)."""
+        where = Path(self.out) / arm.value / task
+        return where / scale_dir(self.epochs_scale) if self.epochs_scale > 1 else where
 
     def caps(self, mode: Mode | str, task: str) -> Caps:
         """The budget's caps of a `mode` cell of `task` (a ❄️ run's for snow and probe, a 🔥

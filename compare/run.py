@@ -7,6 +7,8 @@ heads and the 🔥 baseline, for every seed; then the report (compare/report.py)
     OUT/<arm>/<task>/seed<k>/           the other arms' runs (--arms, compare/arms.py)
     OUT/snow/<task>/probe-cls/seed<k>/  arm lpft: the ❄️ probe its output layer starts from
     OUT/intermediate/<task>/seed0/      arm seq: 🔥 on --intermediate, once
+    OUT/<arm>/<task>/epochs-xK/...      every arm's runs under --epochs-scale K > 1: ❄️ runs go
+                                        on from the smaller K's (heads/continuation.py)
     OUT/extract/<task>.json             what the extraction cost (kept, so a rerun reports it)
     OUT/baseline/<task>.json            the zero-training baseline (compare/baseline.py)
     OUT/results.json, table.md, table.png, layer_weights.png
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .cell import Cell, Mode
-from .config import CompareConfig
+from .config import CompareConfig, scale_dir
 
 
 def _store(cfg: CompareConfig) -> str:
@@ -158,7 +160,6 @@ def plan(cfg: CompareConfig) -> list[Cell]:
     from .arms import PROBE, fine_tuning_arms
     from .trials import probe_run, trial_cells
 
-    out = Path(cfg.out)
     cells: list[Cell] = []
     if cfg.intermediate in TASK_NAMES:  # arm seq's first stage, before every task
         cells.append(Cell(Mode.INTERMEDIATE, cfg.intermediate, None, 0, intermediate_run(cfg)))
@@ -168,12 +169,11 @@ def plan(cfg: CompareConfig) -> list[Cell]:
             continue
         for seed in range(cfg.seeds):
             for head in cfg.heads_for(task):
-                run = out / "snow" / task / head / f"seed{seed}"
+                run = cfg.arm_dir(Mode.SNOW, task) / head / f"seed{seed}"
                 cells.append(Cell(Mode.SNOW, task, head, seed, str(run)))
         for seed in range(cfg.seeds_fire):
-            cells.append(
-                Cell(Mode.FIRE, task, None, seed, str(out / "fire" / task / f"seed{seed}"))
-            )
+            run = cfg.arm_dir(Mode.FIRE, task) / f"seed{seed}"
+            cells.append(Cell(Mode.FIRE, task, None, seed, str(run)))
         for arm in map(Mode, fine_tuning_arms(cfg.arms)):
             if arm is Mode.SEQ and task == cfg.intermediate:
                 continue  # a task after itself is just more epochs
@@ -181,14 +181,26 @@ def plan(cfg: CompareConfig) -> list[Cell]:
                 if arm is Mode.LPFT:
                     probe = probe_run(cfg, task, seed, None)
                     cells.append(Cell(Mode.PROBE, task, PROBE["head"], seed, probe))
-                run = out / arm.value / task / f"seed{seed}"
+                run = cfg.arm_dir(arm, task) / f"seed{seed}"
                 cells.append(Cell(arm, task, None, seed, str(run)))
     return cells
 
 
 def cell_config(cfg: CompareConfig, cell: Cell, pair_encoding: str):
     """The run config of one cell: a `heads.TrainConfig` (❄️ side) or a
-    `finetune.FinetuneConfig` (🔥 side), its budget's caps and its trial's draw applied."""
+    `finetune.FinetuneConfig` (🔥 side), its budget's caps and its trial's draw applied, and
+    an arm's epoch cap times --epochs-scale (first stages keep theirs)."""
+    from dataclasses import replace
+
+    config = _cell_config(cfg, cell, pair_encoding)
+    if cell.mode is Mode.SNOW:  # a larger --epochs-scale goes on from its last state
+        config = replace(config, keep_state=True)
+    if cfg.epochs_scale > 1 and cell.mode.is_arm:
+        return replace(config, epochs=config.epochs * cfg.epochs_scale)
+    return config
+
+
+def _cell_config(cfg: CompareConfig, cell: Cell, pair_encoding: str):
     from .arms import ARM_OPTIONS, PROBE
     from .trials import fire_options, probe_run, snow_options
 
@@ -262,10 +274,38 @@ def run_cell(
     if cell.mode.side is Mode.SNOW:
         from snowfire.heads import train
 
+        if cfg.epochs_scale > 1 and cell.mode is Mode.SNOW:
+            go_on_from_smaller_scale(cfg, cell, config)
         return train(config)
     from snowfire.finetune import train as finetune
 
     return finetune(config)
+
+
+def go_on_from_smaller_scale(cfg: CompareConfig, cell: Cell, config) -> str | None:
+    """A ❄️ cell under --epochs-scale K not started yet: start it from the same cell of the
+    largest smaller scale that finished (heads/continuation.py: "same", "continued"), else
+    None (it trains from scratch)."""
+    from snowfire.heads.continuation import continue_from
+    from snowfire.rundir import LOCK, METRICS, RunConfigError
+
+    out = Path(cell.run)
+    if out.exists() and any(p.name != LOCK for p in out.iterdir()):
+        return None  # started, paused or finished already
+    parts = out.parts
+    at = parts.index(scale_dir(cfg.epochs_scale), len(Path(cfg.out).parts))
+    for k in range(cfg.epochs_scale - 1, 0, -1):
+        base = Path(*parts[:at], *((scale_dir(k),) if k > 1 else ()), *parts[at + 1 :])
+        if (base / METRICS).is_file():
+            try:
+                how = continue_from(base, config)
+            except RunConfigError as err:  # another config than this cell's: not its start
+                print(f"{cell.task} {cell.run}: trains anew ({err})", flush=True)
+                return None
+            said = {"same": "the same run as", "continued": "goes on from"}
+            print(f"{cell.task} {cell.run}: {said.get(how or '', 'trains anew, not from')} {base}")
+            return how
+    return None
 
 
 def run_compare(cfg: CompareConfig) -> dict[str, Any]:

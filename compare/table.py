@@ -225,6 +225,12 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
             if cfg.named_budget == "full"
             else ""
         )
+        + (
+            f"; every arm's epoch cap (the budget's or each trial's) times {cfg.epochs_scale} "
+            "(--epochs-scale)"
+            if cfg.epochs_scale > 1
+            else ""
+        )
         + "".join(
             f"; {t}: {n:,} training examples drawn, both sides"
             for t, n in budget.subsample.items()

@@ -7,6 +7,7 @@ cost then draw the arm's budget curve (compare/budget_curve.py).
     OUT/snow/<task>/trial<k>/seed<s>/               ❄️ trial k (its head is part of the draw)
     OUT/<arm>/<task>/trial<k>/seed<s>/              🔥 and the other arms
     OUT/snow/<task>/probe-cls/trial<k>/seed<s>/     arm lpft's probe of trial k
+    OUT/<arm>/<task>/epochs-x<K>/trial<k>/seed<s>/  under --epochs-scale K > 1 (not the probe)
 """
 
 from __future__ import annotations
@@ -28,11 +29,11 @@ def trial_cells(cfg: CompareConfig, task: str) -> list[Cell]:
     from .config import PAPER_HEAD
 
     paper = PAPER_HEAD[task] if spec.registered else paper_head(spec.kind, spec.pair)
-    out, cells = Path(cfg.out), []
+    cells = []
     for k in range(cfg.trials):
         head = snow_head(draw("snow", k)["head"], spec.kind, paper)
         for seed in range(cfg.seeds or 1):
-            run = out / "snow" / task / f"trial{k}" / f"seed{seed}"
+            run = cfg.arm_dir(Mode.SNOW, task) / f"trial{k}" / f"seed{seed}"
             cells.append(Cell(Mode.SNOW, task, head, seed, str(run), trial=k))
         for arm in (Mode.FIRE, *map(Mode, fine_tuning_arms(cfg.arms or []))):
             if arm is Mode.SEQ and task == cfg.intermediate:
@@ -41,7 +42,7 @@ def trial_cells(cfg: CompareConfig, task: str) -> list[Cell]:
                 if arm is Mode.LPFT:
                     probe = probe_run(cfg, task, seed, k)
                     cells.append(Cell(Mode.PROBE, task, PROBE["head"], seed, probe, trial=k))
-                run = out / arm.value / task / f"trial{k}" / f"seed{seed}"
+                run = cfg.arm_dir(arm, task) / f"trial{k}" / f"seed{seed}"
                 cells.append(Cell(arm, task, None, seed, str(run), trial=k))
     return cells
 

@@ -26,6 +26,7 @@ class LoopState:
     history: list[dict[str, Any]] = field(default_factory=list)  # RUN/log.jsonl's records
     seconds: float = 0.0  # training time of the processes before this one
     cpu_seconds: float = 0.0  # their CPU time
+    continued_from: dict[str, Any] | None = None  # a larger cap's run: the run it went on from
 
 
 def save(path: Path, cfg: Any, head, opt, best_state, state: LoopState) -> None:

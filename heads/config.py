@@ -51,6 +51,13 @@ class TrainConfig(TaskFields):
     )
     pause_at: int | None = option(None, PAUSE_HELP, ge=1, volatile=True)
     stop_at: int | None = option(None, STOP_HELP, ge=1, volatile=True)
+    keep_state: bool = option(
+        False,
+        "keep RUN/final.pt, the state after the last epoch (a run not ended by early "
+        "stopping), so that a larger --epochs goes on from it (heads/continuation.py); "
+        "compare keeps it for its ❄️ runs",
+        volatile=True,
+    )
     pair_encoding: str | None = option(
         None,
         "pick the joint or separate feature sets when both exist",

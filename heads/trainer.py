@@ -21,6 +21,7 @@ from snowfire.extractor import current_featureset, default_device
 from snowfire.rundir import (
     CHECKPOINT,
     CONFIG,
+    FINAL_STATE,
     HEAD,
     LOG,
     METRICS,
@@ -44,7 +45,18 @@ from .config import TrainConfig
 log = logging.getLogger(__name__)
 
 #: What a head run writes in its directory (cleared before a new attempt).
-RUN_FILES = (CONFIG, METRICS, LOG, SCALAR_MIX, HEAD, WEIGHTS, PREDICTIONS, SELECTION, PAUSED)
+RUN_FILES = (
+    CONFIG,
+    METRICS,
+    LOG,
+    SCALAR_MIX,
+    HEAD,
+    WEIGHTS,
+    PREDICTIONS,
+    SELECTION,
+    PAUSED,
+    FINAL_STATE,
+)
 
 
 def _same_text(reader, cfg: TrainConfig, split: str, source: dict):
@@ -284,6 +296,8 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
         checkpoint.mark_paused(out_dir, state, chosen_on)
         return {}
     assert best_state is not None  # at least one epoch ran, and its score was taken
+    if cfg.keep_state and not state.stopped:  # a larger cap continues from here
+        checkpoint.save(out_dir / FINAL_STATE, cfg, head, opt, best_state, state)
     head.load_state_dict(best_state)
 
     # -- evaluate every split, write the run
@@ -307,6 +321,8 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
         "stopped_at": _stopped_at(cfg, state),
         "selection_examples": len(examples[chosen_on]),
     }
+    if state.continued_from is not None:  # heads/continuation.py: a smaller cap's run, on
+        protocol["continued_from"] = state.continued_from
     _write_run(out_dir, cfg, head, info, metrics, state.seconds, layers, cost, protocol)
     ckpt.unlink(missing_ok=True)
     (out_dir / PAUSED).unlink(missing_ok=True)

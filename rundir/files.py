@@ -11,6 +11,9 @@ A ❄️ head run (`snowfire train`, heads/trainer.py):
     RUN/selection/epoch-<k>.tsv the selection split's predictions after each epoch
     RUN/checkpoint.pt           a paused run's state (pause_at: a race's rung); gone once
                                 finished
+    RUN/final.pt                with keep_state (compare's ❄️ runs): the state after its last
+                                epoch, of a run not ended by early stopping: a larger epoch
+                                cap continues from it (heads/continuation.py)
     RUN/paused.json             {"epoch", "best_epoch", "selection"}: paused, not finished
     RUN/scalar_mix.json         {module name: softmax(w) per layer} of every scalar mix
     RUN/head.json               what rebuilds the head without the training data
@@ -68,6 +71,7 @@ HEAD = "head.json"
 WEIGHTS = "weights.safetensors"
 ENCODER = "encoder"
 CHECKPOINT = "checkpoint.pt"
+FINAL_STATE = "final.pt"
 BEST = "best.pt"
 GRID = "grid"
 GRID_JSON = "grid.json"

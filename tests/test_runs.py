@@ -199,7 +199,15 @@ def _run_configs():
 
     return {
         # pause_at, stop_at: a race's rung and stop, the same run (tests/test_protocol.py)
-        TrainConfig: {"out", "progress", "device", "max_memory_gb", "pause_at", "stop_at"},
+        TrainConfig: {
+            "out",
+            "progress",
+            "device",
+            "max_memory_gb",
+            "pause_at",
+            "stop_at",
+            "keep_state",  # keeps RUN/final.pt beside the same run
+        },
         FinetuneConfig: {
             "out",
             "progress",
