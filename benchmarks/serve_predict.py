@@ -117,18 +117,22 @@ def train_runs(
         snowfire.extract(snowfire.ExtractConfig(task=task, store=store, **common))
         head = snow_head or SNOW[task]
         out = root / f"{task}-{head}"
-        snowfire.train(
-            snowfire.TrainConfig(
-                task=task, store=store, head=head, epochs=1, out=str(out), **common
+        if not (out / "metrics.json").is_file():  # metrics.json is written last: finished
+            snowfire.train(
+                snowfire.TrainConfig(
+                    task=task, store=store, head=head, epochs=1, out=str(out), **common
+                )
             )
-        )
         runs[WAYS[0]][task] = out
         for way, method in ((WAYS[1], PARTIAL[task]), (WAYS[2], "full")):
             out = root / f"{task}-{method}"
             fire = {"epochs": 1, "max_train_examples": 32, "max_length": 64, "batch_size": 16}
-            snowfire.finetune(
-                snowfire.FinetuneConfig(task=task, method=method, out=str(out), **fire, **common)
-            )
+            if not (out / "metrics.json").is_file():
+                snowfire.finetune(
+                    snowfire.FinetuneConfig(
+                        task=task, method=method, out=str(out), **fire, **common
+                    )
+                )
             runs[way][task] = out
     return runs
 
