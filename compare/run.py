@@ -286,7 +286,7 @@ def go_on_from_smaller_scale(cfg: CompareConfig, cell: Cell, config) -> str | No
     """A ❄️ cell under --epochs-scale K not started yet: start it from the same cell of the
     largest smaller scale that finished (heads/continuation.py: "same", "continued"), else
     None (it trains from scratch)."""
-    from snowfire.heads.continuation import continue_from
+    from snowfire.heads import continue_from
     from snowfire.rundir import LOCK, METRICS, RunConfigError
 
     out = Path(cell.run)
