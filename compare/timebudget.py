@@ -43,10 +43,11 @@ class TrialPlan:
         return {
             "hours": self.hours,
             "unit": self.unit,
-            "spent_before_planning": round(self.spent, 4),
+            # unrounded: the plan is recomputed from these (a budget of minutes is 1e-4 h)
+            "spent_before_planning": self.spent,
             "per_trial": self.per_trial,
             "trials": self.trials,
-            "forecast_hours": round(self.forecast, 4),
+            "forecast_hours": self.forecast,
         }
 
     def describe(self) -> str:
