@@ -7,8 +7,12 @@ stops at rung k held n_k seeds (`seeds_at`) and had trained e = min(e_k(cap), ep
 epochs; it counts with
 
     score   its seeds' mean of the best selection score within e epochs (RUN/log.jsonl)
-    compute Σ over its held seeds of cost · e / epochs run (the run's recorded cost, pro rata
-            to epochs: an epoch costs about the same as the next)
+    compute Σ over its held seeds of cost · (t_e + F) / T: the run's recorded cost, in the
+            share of its time a run cut after e epochs would have taken: t_e the training
+            time of its first e epochs (the log's cumulative "seconds"), F what it spent after
+            its last epoch (the final scoring of every split with the best weights, its files:
+            RUN/config.json "seconds" T minus the last epoch's), which a cut run pays whole;
+            pro rata to the epochs (e / epochs run) where the times are not on record
 
 and a trial that ran to the end with every seed's best selection score and full cost. The
 exhaustive curve is the same with every trial whole. Both are compare/budget_curve.py's
@@ -24,7 +28,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from snowfire.rundir import LOG, selection_scores
+from snowfire.rundir import CONFIG, LOG, selection_scores
 
 from .budget_curve import budget_curve
 from .budget_report import BAND_REPLICATES, _run_cost
@@ -42,14 +46,26 @@ def best_within(run: str | Path, epochs: int, metric: str) -> float:
     return max(float(selection_scores(r)[metric]) for r in records)
 
 
+def cost_share(run: str | Path, epochs: int) -> float:
+    """The share of a finished run's cost that the run cut after its first `epochs` logged
+    epochs would have paid: (t_e + F) / T (the module docstring), or e / epochs run where the
+    log or the config records no times."""
+    lines = (Path(run) / LOG).read_text().splitlines()
+    seconds = [json.loads(line).get("seconds") for line in lines if line.strip()]
+    total = json.loads((Path(run) / CONFIG).read_text()).get("seconds")
+    e = min(epochs, len(seconds))
+    if not seconds or None in seconds or not total or total < seconds[-1]:
+        return e / len(seconds)
+    return (seconds[e - 1] + total - seconds[-1]) / total
+
+
 def _trial(cells: list[Cell], epochs: dict[str, int], metric: str) -> tuple[float, float]:
     """(score, compute in hours) of one trial's `cells`, each trained `epochs[run]` epochs."""
     score, compute = 0.0, 0.0
     for cell in cells:
-        done = epochs_done(cell.run)
-        e = min(epochs[cell.run], done)
+        e = min(epochs[cell.run], epochs_done(cell.run))
         score += best_within(cell.run, e, metric) / len(cells)
-        compute += _run_cost(cell.run)[0] * e / done / 3600
+        compute += _run_cost(cell.run)[0] * cost_share(cell.run, e) / 3600
     return score, compute
 
 
@@ -76,8 +92,8 @@ def replay_cost(
 ) -> dict[str, Any]:
     """The race replayed on finished exhaustive `cells` and what it would have cost: every
     contender whole ("exhaustive_h") or as the race runs it ("raced_h": a stopped contender's
-    held seeds pro rata to the epochs trained, as the budget curves count it), in training
-    hours, with the contenders it stops."""
+    held seeds in the share of their cost `cost_share` gives, as the budget curves count
+    it), in training hours, with the contenders it stops."""
     race = replay(cells, metric, kind, margin, eta)
     whole = cut = 0.0
     for name in dict.fromkeys(contender(c) for c in cells):

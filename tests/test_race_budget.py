@@ -52,7 +52,7 @@ def test_a_clear_loser_stopped_early_keeps_the_raced_curve_in_the_band(tmp_path)
     assert out["raced"]["mean"][-1] == pytest.approx(max(scores), abs=1e-12)  # E[best of 4]
 
 
-def test_replay_cost_counts_a_stopped_contender_pro_rata(tmp_path):
+def test_replay_cost_counts_a_stopped_contender_pro_rata_without_times(tmp_path):
     cells = _trials(tmp_path, [[0.80] * 6, [0.81] * 6, [0.79] * 6, [0.50] * 6])
     out = replay_cost(cells, "accuracy", "classification")
     # by hand: three trials whole (1 CPU-h each), trial 3 stopped after epoch 1 of 6
@@ -63,6 +63,26 @@ def test_replay_cost_counts_a_stopped_contender_pro_rata(tmp_path):
     }
     close = _trials(tmp_path / "close", [[0.80] * 6, [0.80] * 6])  # nothing to stop
     assert replay_cost(close, "accuracy", "classification")["raced_h"] == pytest.approx(2.0)
+
+
+def test_a_stopped_run_pays_its_final_scoring_whole(tmp_path):
+    """With times on record, a run cut after e epochs costs its first e epochs' training time
+    plus what the run spent after its last epoch, over the run's time (by hand)."""
+    from snowfire.compare.race_budget import cost_share
+
+    cells = _trials(tmp_path, [[0.80] * 6, [0.50] * 6])
+    for c in cells:  # 10 s an epoch, then 20 s of final scoring: 80 s in all
+        run = Path(c.run)
+        lines = (run / "log.jsonl").read_text().splitlines()
+        timed = [json.loads(line) | {"seconds": 10.0 * (i + 1)} for i, line in enumerate(lines)]
+        (run / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in timed))
+        config = json.loads((run / "config.json").read_text())
+        (run / "config.json").write_text(json.dumps(config | {"seconds": 80.0}))
+    assert cost_share(cells[1].run, 1) == pytest.approx((10 + 20) / 80, abs=1e-12)
+    assert cost_share(cells[1].run, 6) == pytest.approx(1.0, abs=1e-12)
+    out = replay_cost(cells, "accuracy", "classification")
+    assert out["stopped"] == ["fire#1"]
+    assert out["raced_h"] == pytest.approx(1 + 30 / 80, abs=1e-12)  # not 1 + 1/6
 
 
 def test_a_late_bloomer_stopped_early_leaves_the_band(tmp_path):
