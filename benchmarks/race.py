@@ -156,6 +156,7 @@ def main() -> None:
     p.add_argument("--tasks", default="sst2")
     p.add_argument("--budget", default="quick")
     p.add_argument("--trials", type=int, default=None)
+    p.add_argument("--seeds", type=int, default=None, help="compare's --seeds (the budget's)")
     p.add_argument("--arms", default="snow,fire,bitfit")
     p.add_argument("--work", default=None, help="keep the runs here (default: a temp dir)")
     args = p.parse_args()
@@ -166,6 +167,7 @@ def main() -> None:
     argv = ["compare", "--encoder", encoder, "--tasks", args.tasks, "--data", str(data)]
     argv += ["--budget", args.budget, "--arms", args.arms, "--store", str(work / "store")]
     argv += ["--trials", str(args.trials)] if args.trials else []
+    argv += ["--seeds", str(args.seeds)] if args.seeds else []
     results, rows, record = {}, [], {}
     for name, more in (("exhaustive", ["--no-race"]), ("raced", [])):
         results[name], wall = run([*argv, *more], work / name)
