@@ -190,3 +190,35 @@ def test_compare_with_a_larger_epochs_scale_trains_only_the_continuation(
     assert set(built) == fire  # 🔥 again, from scratch, in its own folders
     results = json.loads((out / "results.json").read_text())
     assert all("epochs-x2" in c["run"] for c in results["cells"])
+
+
+@pytest.mark.parametrize("lr", [0.02, None])  # another config; no smaller run at all
+def test_a_cell_without_a_smaller_run_of_its_config_trains_anew(tmp_path, capsys, lr):
+    """compare/run.py `go_on_from_smaller_scale` on constructed run directories: a finished
+    smaller-scale run of another config is no start (said, nothing written), and a cell with no
+    smaller-scale run has none."""
+    from snowfire.compare import CompareConfig
+    from snowfire.compare.run import cell_config, go_on_from_smaller_scale, plan
+
+    data = write_sst2(tmp_path / "data", sizes=(("train", 8), ("dev", 4)))
+    out = tmp_path / "out"
+    common = {"encoder": "minilm", "tasks": ["sst2"], "data": str(data), "out": str(out)}
+    cfg = CompareConfig(**common, trials=1, epochs_scale=2, progress=False)
+    cell = next(c for c in plan(cfg) if c.mode.value == "snow")
+    config = cell_config(cfg, cell, "joint")
+    assert cell.run == str(out / "snow" / "sst2" / "epochs-x2" / "trial0" / "seed0")
+    assert (
+        config.keep_state
+        and config.epochs
+        == 2 * cell_config(CompareConfig(**common, trials=1, progress=False), cell, "joint").epochs
+    )
+    if lr is not None:
+        base = out / "snow" / "sst2" / "trial0" / "seed0"
+        base.mkdir(parents=True)
+        made = config.to_json() | {"epochs": config.epochs // 2, "lr": lr}
+        (base / "config.json").write_text(json.dumps({"train": made}))
+        (base / "metrics.json").write_text("{}")
+    assert go_on_from_smaller_scale(cfg, cell, config) is None
+    assert not Path(cell.run).exists()
+    said = capsys.readouterr().out
+    assert (f"lr: saved {lr}" in said and "trains anew" in said) if lr else said == ""
