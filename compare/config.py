@@ -30,11 +30,6 @@ SMALLEST_HEAD = {"tagging": "crf", "classification": "linear", "regression": "li
 ALL_TASKS = ("conll2003", "sst2", "mnli", "sick-e", "sick-r", "mrpc", "stsb")
 
 
-def scale_dir(scale: int) -> str:
-    """The folder of a comparison's runs under --epochs-scale `scale` > 1: "epochs-x2"."""
-    return f"epochs-x{scale}"
-
-
 def time_budget(text: str) -> float | None:
     """Hours of a time budget ("2h", "1.5h", "90m"), None when `text` is not one."""
     import re
@@ -244,11 +239,13 @@ class CompareConfig(TaskListFields):
                     "directory"
                 )
 
-    def arm_dir(self, arm: Mode, task: str) -> Path:
+    def arm_dir(self, arm: Mode, task: str, scale: int | None = None) -> Path:
         """Where an arm's runs of `task` go: OUT/<arm>/<task>, under --epochs-scale K > 1
-        OUT/<arm>/<task>/epochs-xK (every scale's runs kept side by side)."""
+        OUT/<arm>/<task>/epochs-xK (every scale's runs kept side by side); `scale`: another
+        scale's folder than this comparison's."""
+        scale = self.epochs_scale if scale is None else scale
         where = Path(self.out) / arm.value / task
-        return where / scale_dir(self.epochs_scale) if self.epochs_scale > 1 else where
+        return where / f"epochs-x{scale}" if scale > 1 else where
 
     def caps(self, mode: Mode | str, task: str) -> Caps:
         """The budget's caps of a `mode` cell of `task` (a ❄️ run's for snow and probe, a 🔥

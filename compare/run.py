@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .cell import Cell, Mode
-from .config import CompareConfig, scale_dir
+from .config import CompareConfig
 
 
 def _store(cfg: CompareConfig) -> str:
@@ -292,10 +292,9 @@ def go_on_from_smaller_scale(cfg: CompareConfig, cell: Cell, config) -> str | No
     out = Path(cell.run)
     if out.exists() and any(p.name != LOCK for p in out.iterdir()):
         return None  # started, paused or finished already
-    parts = out.parts
-    at = parts.index(scale_dir(cfg.epochs_scale), len(Path(cfg.out).parts))
+    within = out.relative_to(cfg.arm_dir(cell.mode, cell.task))  # [trial<k>/]seed<s>, ...
     for k in range(cfg.epochs_scale - 1, 0, -1):
-        base = Path(*parts[:at], *((scale_dir(k),) if k > 1 else ()), *parts[at + 1 :])
+        base = cfg.arm_dir(cell.mode, cell.task, scale=k) / within
         if (base / METRICS).is_file():
             try:
                 how = continue_from(base, config)
