@@ -2,13 +2,14 @@
 commands, then one page made of what they wrote.
 
     python experiments/results.py --data ../shared/data --work WORK [--tasks all] [--seeds 3]
-        [--fire-seeds F] [--analysis-seeds 1] [--budget quick] [--arms snow,fire,...]
-        [--intermediate TASK] [--analyses mi,probes,pairs,ner-params] [--encoder minilm]
+        [--fire-seeds F] [--analysis-seeds 1] [--budget quick|standard|full|2h]
+        [--trials N] [--no-race] [--arms snow,fire,...] [--intermediate TASK]
+        [--analyses mi,probes,pairs,ner-params] [--encoder minilm]
         [--docs docs] [--note TEXT] [--append FILE]
 
 1. `snowfire compare --encoder E --tasks T --data DATA --out WORK/compare --seeds S
-   [--fire-seeds F] --budget B [--arms A]` (Table 2: ❄️ heads, 🔥 and the other arms,
-   verdicts, cost);
+   [--fire-seeds F] --budget B [--trials N] [--no-race] [--arms A]` (Table 2: ❄️ heads, 🔥
+   and the other arms, tuned with N trials each and raced, verdicts, budget curves, cost);
 2. `snowfire analyze NAME --store WORK/compare/store --out WORK/analyze ...` for each analysis,
    with the budget's caps (quick: epochs 3, 2,000 training examples; probes also probe each
    compare 🔥 run's saved encoder);
@@ -17,7 +18,9 @@ commands, then one page made of what they wrote.
    sections of an earlier page that this run did not remake, under a heading that says so).
 
 Both commands keep every finished run, so this script can be killed and rerun at any point:
-only what is missing is computed. `--compose-only` rebuilds the page from WORK as it is.
+only what is missing is computed. Each invocation's wall and CPU time goes to WORK/ledger.jsonl
+(experiments/ledger.py), and the page states their sum. `--compose-only` rebuilds the page
+from WORK as it is.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ledger import invocation, total  # noqa: E402  (experiments/ledger.py, beside this script)
 
 ANALYSES = ("mi", "probes", "pairs", "ner-params")
 QUICK = {"epochs": 3, "max_train_examples": 2000}  # compare's quick caps (compare/budget.py)
@@ -56,6 +62,10 @@ def commands(args: argparse.Namespace) -> list[list[str]]:
     if args.fire_seeds is not None:
         compare += ["--fire-seeds", str(args.fire_seeds)]
     compare += ["--budget", args.budget]
+    if args.trials is not None:
+        compare += ["--trials", str(args.trials)]
+    if not args.race:
+        compare += ["--no-race"]
     if args.arms:
         compare += ["--arms", args.arms]
     if args.intermediate:
@@ -119,8 +129,11 @@ def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
         f"on {platform.machine()}, {_cpus()} CPU cores, Python {platform.python_version()}, "
         f"torch {torch.__version__}, numpy {numpy.__version__}. Every run's config, seed and "
         "versions are in its run directory under WORK; `WORK/compare/results.json` holds every "
-        "cell. Scores are on the dev splits of the data directory (its test splits are held "
-        "back), x100.",
+        "cell. Scores are reported on the dev splits of the data directory (its test splits "
+        "are held back), x100; every choice is made on the selection split each task names "
+        '("chosen on"), never on the split reported.',
+        "",
+        total(work).sentence(),
         "",
     ]
     tail = [Path(args.append).read_text().rstrip(), ""] if args.append else []
@@ -160,6 +173,18 @@ def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
+def _run(args: argparse.Namespace) -> int:
+    from snowfire.cli import main as snowfire
+
+    for cmd in commands(args)[:1]:  # compare first: probes reads its 🔥 runs
+        if snowfire(cmd) != 0:
+            return 1
+    for cmd in commands(args)[1:]:
+        if snowfire(cmd) != 0:
+            return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True)
@@ -174,7 +199,18 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="seeds per cell of pairs and ner-params (each a full run)",
     )
-    p.add_argument("--budget", choices=("quick", "standard", "full"), default="quick")
+    p.add_argument(
+        "--budget",
+        default="quick",
+        help="compare's --budget: quick, standard, full, or a time (e.g. 2h: CPU-hours)",
+    )
+    p.add_argument("--trials", type=int, default=None, help="compare's --trials: N per arm")
+    p.add_argument(
+        "--race",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="compare's racing (--no-race trains every trial to its cap)",
+    )
     p.add_argument("--arms", default="", help="compare's --arms (default: snow,fire)")
     p.add_argument("--intermediate", default="", help="compare's --intermediate (arm seq)")
     p.add_argument("--append", default="", help="a markdown file added at the page's end")
@@ -195,14 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.analyses) - set(ANALYSES))
     if unknown:
         p.error(f"--analyses: unknown {unknown}; choose from {', '.join(ANALYSES)}")
-    from snowfire.cli import main as snowfire
-
     if not args.compose_only:
-        for cmd in commands(args)[:1]:  # compare first: probes reads its 🔥 runs
-            if snowfire(cmd) != 0:
-                return 1
-        for cmd in commands(args)[1:]:
-            if snowfire(cmd) != 0:
+        with invocation(Path(args.work), args.argv):
+            if _run(args) != 0:
                 return 1
     page = compose(args, commands(args))
     (Path(args.docs) / "results.md").write_text(page)

@@ -78,10 +78,20 @@ def test_the_page_is_what_compare_and_analyze_wrote(tiny_bert_dir, data_dir, tmp
     ]
     (work / "earlier.md").write_text("## Earlier page\n\nkept as it was\n")
     assert results.main(argv) == 0
+    assert (
+        "No invocation of this script is recorded in WORK/ledger.jsonl."
+        in (docs / "results.md").read_text()
+    )  # --compose-only ran nothing: the page says it knows no cost
+    with results.invocation(work, ["--tasks", "stsb"]):  # what a run of the commands records
+        pass
+    assert results.main(argv) == 0
     page = (docs / "results.md").read_text()
 
     # the commands that make it, compare's table and the analysis, under one title
     assert page.startswith(f"# Results: ❄️ and 🔥 with {encoder}")
+    assert re.search(
+        r"Its cost over 1 invocation\(s\): 0\.00 h of wall time, 0\.\d\d CPU-hours, on ", page
+    )
     assert f"snowfire compare --encoder {encoder} --tasks all" in page
     assert f"snowfire analyze mi --encoder {encoder}" in page
     assert "\nMade on a shared machine.\n" in page  # --note, under the commands
@@ -131,6 +141,8 @@ def test_the_commands_carry_the_budget_and_the_fire_runs(tmp_path):
         tasks="all",
         arms="",
         intermediate="",
+        trials=None,
+        race=True,
     )
     compare, probes, pairs = results.commands(args)
     assert compare[:2] == ["compare", "--encoder"] and compare[-6:] == [
@@ -150,3 +162,13 @@ def test_the_commands_carry_the_budget_and_the_fire_runs(tmp_path):
     compare = results.commands(args)[0]
     assert compare[compare.index("--tasks") + 1] == "stsb" and "--fire-seeds" not in compare
     assert compare[-4:] == ["--arms", "lora,seq", "--intermediate", "mnli"]
+    assert "--trials" not in compare and "--no-race" not in compare
+    args.trials, args.race, args.budget = 4, False, "2h"  # tuned, raced or not, a time budget
+    compare = results.commands(args)[0]
+    assert compare[compare.index("--budget") :][:5] == [
+        "--budget",
+        "2h",
+        "--trials",
+        "4",
+        "--no-race",
+    ]

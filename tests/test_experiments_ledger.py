@@ -1,0 +1,79 @@
+"""experiments/ledger.py: every invocation's wall and CPU time, summed for the page, whether it
+finished, was interrupted, or was killed before it could say."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+sys.path.insert(0, str(EXPERIMENTS))
+
+
+def _burn(seconds: float) -> None:
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def test_finished_and_interrupted_invocations_are_summed(tmp_path):
+    import ledger
+
+    with ledger.invocation(tmp_path, ["--tasks", "stsb"]):
+        _burn(0.3)
+    with pytest.raises(KeyboardInterrupt), ledger.invocation(tmp_path, ["--tasks", "mrpc"]):
+        time.sleep(0.2)
+        raise KeyboardInterrupt
+    lines = [json.loads(x) for x in (tmp_path / ledger.LEDGER).read_text().splitlines()]
+    assert [(r["event"], r.get("status")) for r in lines] == [
+        ("start", None),
+        ("end", "finished"),
+        ("start", None),
+        ("end", "interrupted"),
+    ]
+    assert lines[0]["argv"] == ["--tasks", "stsb"] and "CPU cores" in lines[0]["machine"]
+    first, second = lines[1], lines[3]
+    assert first["cpu_s"] >= 0.25 and first["wall_s"] >= 0.25  # the burn, measured
+    assert second["wall_s"] >= 0.15 and second["cpu_s"] < 0.15  # a sleep costs no CPU
+    got = ledger.total(tmp_path)
+    assert got.invocations == 2 and got.unrecorded == 0
+    assert got.wall_s == pytest.approx(first["wall_s"] + second["wall_s"])
+    assert got.cpu_s == pytest.approx(first["cpu_s"] + second["cpu_s"])
+    assert got.sentence().startswith("Its cost over 2 invocation(s): ")
+
+
+def test_a_polite_kill_is_recorded_and_a_hard_kill_is_counted_apart(tmp_path):
+    import ledger
+
+    script = (
+        f"import sys, time; sys.path.insert(0, {str(EXPERIMENTS)!r}); import ledger\n"
+        f"with ledger.invocation(__import__('pathlib').Path({str(tmp_path)!r}), ['x']):\n"
+        "    print('in', flush=True); time.sleep(60)\n"
+    )
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stdout.readline() == b"in\n"
+        os.kill(proc.pid, sig)
+        proc.wait(timeout=30)
+    got = ledger.total(tmp_path)
+    assert got.invocations == 1 and got.unrecorded == 1  # SIGTERM wrote its end, SIGKILL not
+    assert "1 more were killed before recording their time (not counted)" in got.sentence()
+
+
+def test_a_cut_line_is_an_error_naming_the_file_and_line(tmp_path):
+    import ledger
+
+    with ledger.invocation(tmp_path, []):
+        pass
+    with (tmp_path / ledger.LEDGER).open("a") as f:
+        f.write('{"id": "ab", "event": "sta\n')
+    with pytest.raises(ValueError, match=r"ledger\.jsonl:3: expected a JSON ledger record"):
+        ledger.total(tmp_path)
+    assert ledger.total(tmp_path / "none").sentence().startswith("No invocation")
