@@ -10,9 +10,11 @@ epochs; it counts with
     compute Σ over its held seeds of cost · (t_e + F) / T: the run's recorded cost, in the
             share of its time a run cut after e epochs would have taken: t_e the training
             time of its first e epochs (the log's cumulative "seconds"), F what it spent after
-            its last epoch (the final scoring of every split with the best weights, its files:
-            RUN/config.json "seconds" T minus the last epoch's), which a cut run pays whole;
-            pro rata to the epochs (e / epochs run) where the times are not on record
+            its last epoch (the final scoring with the best weights, its files: RUN/config.json
+            "seconds" T minus the last epoch's), which a cut run pays but for the training
+            split's scoring (RUN/config.json "scoring_seconds", where recorded: a run a race
+            stops scores no training split, rundir.scored_splits); pro rata to the epochs
+            (e / epochs run) where the times are not on record
 
 and a trial that ran to the end with every seed's best selection score and full cost. The
 exhaustive curve is the same with every trial whole. Both are compare/budget_curve.py's
@@ -52,11 +54,15 @@ def cost_share(run: str | Path, epochs: int) -> float:
     log or the config records no times."""
     lines = (Path(run) / LOG).read_text().splitlines()
     seconds = [json.loads(line).get("seconds") for line in lines if line.strip()]
-    total = json.loads((Path(run) / CONFIG).read_text()).get("seconds")
+    config = json.loads((Path(run) / CONFIG).read_text())
+    total = config.get("seconds")
     e = min(epochs, len(seconds))
     if not seconds or None in seconds or not total or total < seconds[-1]:
         return e / len(seconds)
-    return (seconds[e - 1] + total - seconds[-1]) / total
+    after = total - seconds[-1]  # the final scoring and the files
+    if e < len(seconds):  # cut: a stopped run skips scoring the training split
+        after -= min(after, (config.get("scoring_seconds") or {}).get("train", 0.0))
+    return (seconds[e - 1] + after) / total
 
 
 def _trial(cells: list[Cell], epochs: dict[str, int], metric: str) -> tuple[float, float]:

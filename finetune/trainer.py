@@ -46,6 +46,7 @@ from snowfire.rundir import (
     hold_run,
     prediction_file,
     save_torch,
+    scored_splits,
     selection_file,
     write_json,
     write_lines,
@@ -241,7 +242,9 @@ def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, flo
         if state.epoch <= _last_epoch(cfg) and not state.stopped:  # paused at a race's rung
             _mark_paused(out_dir, state, roles.selection)
             return {}
-        metrics = _finish(fit, cfg, spec, examples, out_dir)
+        stopped_at = _stopped_at(cfg, state)
+        scored = {s: examples[s] for s in scored_splits(examples, stopped_at)}
+        metrics, scoring = _finish(fit, cfg, spec, scored, out_dir)
     # a resumed run counts the time of the processes before it too (kept in the checkpoint)
     seconds = clock() - started + earlier
     cost = _cost(fit, out_dir, examples, state, seconds) | peak.record()
@@ -249,8 +252,9 @@ def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, flo
     run_info.update(
         best_epoch=state.best_epoch,
         epochs_run=len(state.history),
-        stopped_at=_stopped_at(cfg, state),
+        stopped_at=stopped_at,
         seconds=round(seconds, 2),
+        scoring_seconds=scoring,
         cost=cost,
     )
     write_json(out_dir / CONFIG, run_info)
@@ -466,23 +470,26 @@ def _end_epoch(fit: _Fit, cfg, spec, chosen, epoch: int, state: TrainState, out_
     }
 
 
-def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path) -> dict[str, dict[str, float]]:
-    """Every split scored with the best weights: predictions and the encoder written, the
-    metrics returned (the caller writes metrics.json last)."""
+def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path):
+    """Each split of `examples` scored with the best weights: predictions and the encoder
+    written; the metrics returned (the caller writes metrics.json last) with each split's
+    scoring seconds (what a replayed race charges a cut run: compare/race_budget.py)."""
     from snowfire.tasks import evaluate
 
     model = fit.model
     model.load_trained(torch.load(out_dir / BEST, map_location=fit.device, weights_only=True))
-    metrics = {}
+    metrics, seconds = {}, {}
     for split, split_examples in examples.items():
+        began = time.perf_counter()
         preds = decode(spec, predict(model, split_examples, cfg.batch_size, fit.device))
         write_predictions(prediction_file(out_dir, split), spec, split_examples, preds)
         gold = gold_of(spec, split_examples)
         if gold is not None:
             metrics[split] = evaluate(spec, gold, preds)
+        seconds[split] = round(time.perf_counter() - began, 2)
     if model.method == "full":  # partial: best.pt is all it keeps
         model.save_encoder(out_dir / ENCODER)
-    return metrics
+    return metrics, seconds
 
 
 def build_optimizer(

@@ -6,7 +6,8 @@ backward, step; score the selection split; keep the best; stop early -> evaluate
 write config, metrics, per-epoch log, scalar-mix weights, predictions and weights
 (safetensors). The encoder is never run here; the report split is scored once, at the end.
 A run may pause after an epoch (`pause_at`, a rung of paired racing) and continue later from
-RUN/checkpoint.pt, or be ended early at one (`stop_at`).
+RUN/checkpoint.pt, or be ended early at one (`stop_at`: then it scores every split but train,
+rundir.scored_splits).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from snowfire.rundir import (
     finished_or_refuse,
     hold_run,
     prediction_file,
+    scored_splits,
     selection_file,
     write_json,
     write_lines,
@@ -301,8 +303,8 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
     head.load_state_dict(best_state)
 
     # -- evaluate every split, write the run
-    metrics = {}
-    for split in examples:  # the train split's scores and predictions: the examples trained on
+    metrics, stopped_at = {}, _stopped_at(cfg, state)
+    for split in scored_splits(examples, stopped_at):  # train: the examples trained on
         preds = decode(
             spec,
             _predict(
@@ -318,7 +320,7 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
         "roles": roles.to_json(),
         "best_epoch": state.best_epoch,
         "epochs_run": state.epoch,
-        "stopped_at": _stopped_at(cfg, state),
+        "stopped_at": stopped_at,
         "selection_examples": len(examples[chosen_on]),
     }
     if state.continued_from is not None:  # heads/continuation.py: a smaller cap's run, on

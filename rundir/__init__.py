@@ -43,6 +43,7 @@ from .files import (
     TABLE_PLOT,
     WEIGHTS,
     prediction_file,
+    scored_splits,
     selection_file,
     selection_scores,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "SCALAR_MIX",
     "TABLE",
     "TABLE_PLOT",
+    "scored_splits",
     "WEIGHTS",
     "RunBusyError",
     "RunConfigError",

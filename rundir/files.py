@@ -18,15 +18,17 @@ A ❄️ head run (`snowfire train`, heads/trainer.py):
     RUN/scalar_mix.json         {module name: softmax(w) per layer} of every scalar mix
     RUN/head.json               what rebuilds the head without the training data
     RUN/weights.safetensors     the head's weights
-    RUN/predictions/<split>.tsv tasks.predictions' format
+    RUN/predictions/<split>.tsv tasks.predictions' format, for every split but train in a run
+                                a race stopped (`scored_splits`)
 
 A 🔥 fine-tuning run (`snowfire finetune`, finetune/trainer.py):
 
     RUN/config.json             {"finetune": FinetuneConfig, "recipe", "peak_lr", "layer_groups",
                                 "encoder", "task", "num_examples", "total_steps", "seed",
-                                "versions"}; "best_epoch", "seconds" and "cost" (trainable
-                                params, examples/s, bytes kept, peak memory, CPU seconds,
-                                torch threads: rundir/cost.py) once finished
+                                "versions"}; "best_epoch", "seconds", "scoring_seconds" (per
+                                split, the final scoring's) and "cost" (trainable params,
+                                examples/s, bytes kept, peak memory, CPU seconds, torch
+                                threads: rundir/cost.py) once finished
     RUN/metrics.json            {split: {metric: value}} for every split with gold labels;
                                 written last: the run is finished
     RUN/log.jsonl               one line per epoch: train loss, the selection split's metrics
@@ -59,7 +61,7 @@ beside it: the run is partial, and why (its metrics.json, written last, is absen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 CONFIG = "config.json"
@@ -93,6 +95,14 @@ PAUSED = "paused.json"
 def prediction_file(run: str | Path, split: str) -> Path:
     """RUN/predictions/<split>.tsv."""
     return Path(run) / PREDICTIONS / f"{split}.tsv"
+
+
+def scored_splits(splits: Iterable[str], stopped_at: int | None) -> list[str]:
+    """The splits a finished run scores with its best weights: every one, but train in a run
+    a race stopped (`stopped_at`: the epoch it was stopped at). A stopped run has lost: its
+    training-split predictions serve no choice and no report, and on the 🔥 side they cost a
+    forward pass over every training example."""
+    return [s for s in splits if not (stopped_at is not None and s == "train")]
 
 
 def selection_scores(record: Mapping) -> Mapping:

@@ -113,7 +113,11 @@ def test_a_stopped_snow_run_finishes_early_and_says_so(tiny_bert_dir, two_data, 
     run = _train(tiny_bert_dir, two_data[0], stores[0], tmp_path / "s", "--stop-at", "2")
     config = json.loads((run / "config.json").read_text())
     assert config["stopped_at"] == 2 and config["epochs_run"] == 2 and len(_log(run)) == 2
-    assert {"train", "select", "dev"} == set(json.loads((run / "metrics.json").read_text()))
+    # a stopped run has lost: it scores the splits that choose and report, not train
+    assert {"select", "dev"} == set(json.loads((run / "metrics.json").read_text()))
+    assert sorted(p.name for p in (run / "predictions").iterdir()) == ["dev.tsv", "select.tsv"]
+    whole = _train(tiny_bert_dir, two_data[0], stores[0], tmp_path / "w")  # a finished run does
+    assert {"train", "select", "dev"} == set(json.loads((whole / "metrics.json").read_text()))
 
 
 def test_a_paused_fire_run_continues_to_the_same_end(tiny_bert_dir, two_data, tmp_path):
@@ -135,3 +139,8 @@ def test_a_paused_fire_run_continues_to_the_same_end(tiny_bert_dir, two_data, tm
     stopped = train(replace(cfg, out=str(tmp_path / "s"), stop_at=1))
     config = json.loads((tmp_path / "s" / "config.json").read_text())
     assert config["stopped_at"] == 1 and config["epochs_run"] == 1 and "dev" in stopped
+    assert set(stopped) == {"select", "dev"} and set(whole) == {"train", "select", "dev"}
+    assert not (tmp_path / "s" / "predictions" / "train.tsv").exists()
+    assert set(config["scoring_seconds"]) == {"select", "dev"}  # each split's final scoring
+    finished = json.loads((tmp_path / "w" / "config.json").read_text())["scoring_seconds"]
+    assert set(finished) == {"train", "select", "dev"} and all(v >= 0 for v in finished.values())

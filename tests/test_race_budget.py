@@ -65,9 +65,10 @@ def test_replay_cost_counts_a_stopped_contender_pro_rata_without_times(tmp_path)
     assert replay_cost(close, "accuracy", "classification")["raced_h"] == pytest.approx(2.0)
 
 
-def test_a_stopped_run_pays_its_final_scoring_whole(tmp_path):
+def test_a_stopped_run_pays_its_final_scoring_but_the_training_split(tmp_path):
     """With times on record, a run cut after e epochs costs its first e epochs' training time
-    plus what the run spent after its last epoch, over the run's time (by hand)."""
+    plus what the run spent after its last epoch but scoring the training split, over the
+    run's time (by hand)."""
     from snowfire.compare.race_budget import cost_share
 
     cells = _trials(tmp_path, [[0.80] * 6, [0.50] * 6])
@@ -83,6 +84,13 @@ def test_a_stopped_run_pays_its_final_scoring_whole(tmp_path):
     out = replay_cost(cells, "accuracy", "classification")
     assert out["stopped"] == ["fire#1"]
     assert out["raced_h"] == pytest.approx(1 + 30 / 80, abs=1e-12)  # not 1 + 1/6
+    # of those 20 s, 12 scored the training split, which a run the race stops skips
+    run = Path(cells[1].run)
+    config = json.loads((run / "config.json").read_text())
+    scoring = {"train": 12.0, "select": 3.0, "dev": 4.0}
+    (run / "config.json").write_text(json.dumps(config | {"scoring_seconds": scoring}))
+    assert cost_share(cells[1].run, 1) == pytest.approx((10 + 8) / 80, abs=1e-12)
+    assert cost_share(cells[1].run, 6) == pytest.approx(1.0, abs=1e-12)  # whole: it scored train
 
 
 def test_a_late_bloomer_stopped_early_leaves_the_band(tmp_path):
