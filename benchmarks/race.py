@@ -12,7 +12,9 @@ first trial alone (one configuration per arm: its stops and CPU-hours, a stopped
 with its first epochs' time and its final scoring whole; with --trials), the CPU-hours of the
 race replayed on every exhaustive trial the same way, and the ratios raced / exhaustive
 (the issue's goal: at most 0.5 of the CPU-hours at --trials 4, 0.6 with one configuration per
-arm, the same verdict on every task).
+arm, the same verdict on every task). Each replay also gives its floor: the cost had every
+contender it stops been stopped at the first rung (the survivors whole), the least any rule
+that ends with the same survivors pays; a goal below the floor needs a survivor stopped.
 
     python benchmarks/race.py --quick                 # the tests' tiny random BERT, tiny SST-2
     python benchmarks/race.py --encoder minilm --data DIR --tasks stsb,mrpc \
@@ -206,7 +208,9 @@ def main() -> None:
     for t, r in record["replay_cost"].items():
         print(
             f"{t}: the race replayed on the exhaustive runs: {r['raced_h']:.3f} of "
-            f"{r['exhaustive_h']:.3f} CPU-h ({r['raced_h'] / r['exhaustive_h']:.2f})"
+            f"{r['exhaustive_h']:.3f} CPU-h ({r['raced_h'] / r['exhaustive_h']:.2f}); its floor, "
+            f"every contender it stops stopped at the first rung: {r['floor_h']:.3f} "
+            f"({r['floor_h'] / r['exhaustive_h']:.2f})"
         )
     record["budget_replay"] = budget_replay(results["exhaustive"])
     for t, arms in record["budget_replay"].items():
@@ -224,7 +228,7 @@ def main() -> None:
         print(
             f"{t}: one configuration per arm (each arm's first trial), the race replayed: "
             f"{r['raced_h']:.4f} of {r['exhaustive_h']:.4f} training CPU-h ({ratio:.2f}); "
-            f"stopped {r['stopped'] or 'none'}"
+            f"stopped {r['stopped'] or 'none'}; floor {r['floor_h'] / r['exhaustive_h']:.2f}"
         )
     print(f"runs in {work}")
     report.save("race" if args.quick else f"race-{args.tasks.replace(',', '-')}", args, record)

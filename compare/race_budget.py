@@ -80,16 +80,21 @@ def _contender(cells: list[Cell], name: str) -> list[Cell]:
     return sorted((c for c in cells if contender(c) == name), key=lambda c: c.seed)
 
 
-def _raced(mine: list[Cell], race: dict[str, Any], metric: str, eta: int) -> tuple[float, float]:
+def _raced(
+    mine: list[Cell], race: dict[str, Any], metric: str, eta: int, first: bool = False
+) -> tuple[float, float]:
     """(score, compute in hours) of one contender's cells as the race ran them: whole, or its
-    held seeds cut at the rung it was stopped at."""
+    held seeds cut at the rung it was stopped at (`first`: at the first rung, with the seeds
+    it held there)."""
     caps = {c.run: run_cap(c.run) for c in mine}
     name = contender(mine[0])
     stop = race["stopped"].get(name)
     if stop is None:
         return _trial(mine, caps, metric)
-    held = mine[: race["seeds"][name][-1]]
-    ends = {c.run: rung_target(caps[c.run], stop["rung"], race["rungs"], eta) for c in held}
+    rung, held = stop["rung"], mine[: race["seeds"][name][-1]]
+    if first:
+        rung, held = 1, mine[: race["seeds"][name][0]]
+    ends = {c.run: rung_target(caps[c.run], rung, race["rungs"], eta) for c in held}
     return _trial(held, ends, metric)
 
 
@@ -99,14 +104,22 @@ def replay_cost(
     """The race replayed on finished exhaustive `cells` and what it would have cost: every
     contender whole ("exhaustive_h") or as the race runs it ("raced_h": a stopped contender's
     held seeds in the share of their cost `cost_share` gives, as the budget curves count
-    it), in training hours, with the contenders it stops."""
+    it), in training hours, with the contenders it stops; and "floor_h", the cost had every
+    contender it stops been stopped at the first rung: what any rule that keeps the same
+    survivors to the end pays at least (the survivors' whole runs, the losers' first rung)."""
     race = replay(cells, metric, kind, margin, eta)
-    whole = cut = 0.0
+    whole = cut = floor = 0.0
     for name in dict.fromkeys(contender(c) for c in cells):
         mine = _contender(cells, name)
         whole += _trial(mine, {c.run: run_cap(c.run) for c in mine}, metric)[1]
         cut += _raced(mine, race, metric, eta)[1]
-    return {"exhaustive_h": whole, "raced_h": cut, "stopped": sorted(race["stopped"])}
+        floor += _raced(mine, race, metric, eta, first=True)[1]
+    return {
+        "exhaustive_h": whole,
+        "raced_h": cut,
+        "floor_h": floor,
+        "stopped": sorted(race["stopped"]),
+    }
 
 
 def raced_budget_curves(

@@ -59,10 +59,22 @@ def test_replay_cost_counts_a_stopped_contender_pro_rata_without_times(tmp_path)
     assert out == {
         "exhaustive_h": pytest.approx(4.0, abs=1e-12),
         "raced_h": pytest.approx(3 + 1 / 6, abs=1e-12),
+        "floor_h": pytest.approx(3 + 1 / 6, abs=1e-12),  # stopped at the first rung already
         "stopped": ["fire#3"],
     }
     close = _trials(tmp_path / "close", [[0.80] * 6, [0.80] * 6])  # nothing to stop
     assert replay_cost(close, "accuracy", "classification")["raced_h"] == pytest.approx(2.0)
+
+
+def test_the_floor_stops_at_the_first_rung_what_the_race_stopped_later(tmp_path):
+    """A trial level with the leader at rung 1 (epoch 1) and clearly behind at rung 2 (epoch
+    2, the leader having improved) is stopped there: it pays 2/6 of its hour; the floor, the
+    least a rule keeping the same survivors pays, charges it its first epoch alone."""
+    cells = _trials(tmp_path, [[0.80] + [0.95] * 5, [0.80] * 6])
+    out = replay_cost(cells, "accuracy", "classification")
+    assert out["stopped"] == ["fire#1"]
+    assert out["raced_h"] == pytest.approx(1 + 2 / 6, abs=1e-12)
+    assert out["floor_h"] == pytest.approx(1 + 1 / 6, abs=1e-12)
 
 
 def test_a_stopped_run_pays_its_final_scoring_but_the_training_split(tmp_path):
