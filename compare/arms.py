@@ -79,3 +79,15 @@ def parse_arms(items: list[str] | None) -> list[str]:
 def fine_tuning_arms(arms: list[str]) -> list[str]:
     """The arms beside snow and fire (each a 🔥 run per seed)."""
     return [a for a in arms if a not in DEFAULT_ARMS]
+
+
+def why_not(arm: str, task: str, kind: str, intermediate: str | None) -> str | None:
+    """Why `arm` does not run on `task` (of `kind`), in words for the table; None where it
+    runs. lpft on tagging: its probe reads [CLS], one vector per text, where a tagger labels
+    every word; seq on the task it fine-tuned on first: a task after itself is just more
+    epochs."""
+    if arm == "lpft" and kind == "tagging":
+        return "its probe reads [CLS], one vector per text, not the words a tagger labels"
+    if arm == "seq" and task == intermediate:
+        return f"its first stage is {task} itself: a task after itself is just more epochs"
+    return None

@@ -87,6 +87,13 @@ def arm_lines(cfg, summary: dict[str, Any]) -> list[str]:
                 f"| {c['examples_per_s']} | {_mb(c.get('saved_bytes'))} "
                 f"| {c.get('peak_rss_mb') or '–'} | {'yes' if converged else 'no'} |"
             )
+    skipped = [
+        f"- {ARM_NAMES[arm]} on {task}: not run; {why}."
+        for task, s in summary.items()
+        for arm, why in s.get("not_run", {}).items()
+    ]
+    if skipped:
+        lines += ["", "Arms that do not apply:", "", *skipped]
     if cfg.seeds_fire == 1:
         lines += [
             "",

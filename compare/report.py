@@ -22,7 +22,7 @@ from snowfire.rundir import (
     write_json,
 )
 
-from .arms import fine_tuning_arms
+from .arms import fine_tuning_arms, why_not
 from .arms_report import cost_file, plot_cost
 from .budget import BUDGETS
 from .budget_report import budget_file, budget_section, plot_budget
@@ -132,7 +132,13 @@ def summarise(
 
         chosen_on = protocol["selection"]
         arms = {a: [c for c in mine if c.mode == Mode(a)] for a in fine_tuning_arms(cfg.arms)}
-        arms = {a: cs for a, cs in arms.items() if cs}  # seq: not after its own task
+        arms = {a: cs for a, cs in arms.items() if cs}
+        kind = cfg.specs[task].kind
+        not_run = {
+            a: why
+            for a in fine_tuning_arms(cfg.arms)
+            if (why := why_not(a, task, kind, cfg.intermediate))
+        }
         search: dict[str, Any] = {}
         if cfg.trials:  # each arm's best trial on the selection split (compare/trials.py)
             every = {"snow": [c for c in mine if c.mode is Mode.SNOW]}
@@ -161,6 +167,7 @@ def summarise(
             "cost": {"snow": cost_of(snow), "fire": cost_of(fire)}
             | {a: cost_of(cs) for a, cs in arms.items()},
             "arms": {a: sides[a] for a in arms},
+            "not_run": not_run,  # arms that do not apply to the task, and why
         }
         base = (baselines or {}).get(task)
         if base:

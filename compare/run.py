@@ -157,7 +157,7 @@ def plan(cfg: CompareConfig) -> list[Cell]:
     """Every cell of the comparison, in the order they run."""
     from snowfire.tasks import TASK_NAMES
 
-    from .arms import PROBE, fine_tuning_arms
+    from .arms import PROBE, fine_tuning_arms, why_not
     from .trials import probe_run, trial_cells
 
     cells: list[Cell] = []
@@ -175,8 +175,8 @@ def plan(cfg: CompareConfig) -> list[Cell]:
             run = cfg.arm_dir(Mode.FIRE, task) / f"seed{seed}"
             cells.append(Cell(Mode.FIRE, task, None, seed, str(run)))
         for arm in map(Mode, fine_tuning_arms(cfg.arms)):
-            if arm is Mode.SEQ and task == cfg.intermediate:
-                continue  # a task after itself is just more epochs
+            if why_not(arm.value, task, cfg.specs[task].kind, cfg.intermediate):
+                continue  # the report says why
             for seed in range(cfg.seeds_fire):
                 if arm is Mode.LPFT:
                     probe = probe_run(cfg, task, seed, None)

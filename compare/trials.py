@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .arms import PROBE, fine_tuning_arms
+from .arms import PROBE, fine_tuning_arms, why_not
 from .cell import Cell, Mode
 from .config import CompareConfig, paper_head
 from .search import draw, snow_head
@@ -23,7 +23,7 @@ from .search import draw, snow_head
 
 def trial_cells(cfg: CompareConfig, task: str) -> list[Cell]:
     """The cells of `task` under --trials: for each trial k, each arm's seeds (lpft: its probe
-    first); seq leaves out the task it was fine-tuned on first."""
+    first); an arm that does not apply to the task (compare/arms.py `why_not`) has none."""
     assert cfg.trials is not None
     spec = cfg.specs[task]
     from .config import PAPER_HEAD
@@ -36,8 +36,8 @@ def trial_cells(cfg: CompareConfig, task: str) -> list[Cell]:
             run = cfg.arm_dir(Mode.SNOW, task) / f"trial{k}" / f"seed{seed}"
             cells.append(Cell(Mode.SNOW, task, head, seed, str(run), trial=k))
         for arm in (Mode.FIRE, *map(Mode, fine_tuning_arms(cfg.arms or []))):
-            if arm is Mode.SEQ and task == cfg.intermediate:
-                continue  # a task after itself is just more epochs
+            if why_not(arm.value, task, spec.kind, cfg.intermediate):
+                continue  # the report says why
             for seed in range(cfg.seeds_fire):
                 if arm is Mode.LPFT:
                     probe = probe_run(cfg, task, seed, k)

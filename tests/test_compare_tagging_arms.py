@@ -1,7 +1,7 @@
-"""The arms on a tagging task (issue 48): `compare --arms` on a tiny CoNLL-2003 runs every arm
-that applies to tagging (adapters, LoRA, BitFit, L2-SP, sequential; LP-FT is refused by name:
-its probe reads [CLS], not the words), each arm's saved run reloads through `snowfire predict`
-and tags every word of a text it never saw."""
+"""The arms on a tagging task (issue 48): `compare --arms` on a tiny CoNLL-2003 beside SST-2 runs
+every arm that applies to tagging (adapters, LoRA, BitFit, L2-SP, sequential; LP-FT is left out
+of it, saying why: its probe reads [CLS], not the words), each arm's saved run reloads through
+`snowfire predict` and tags every word of a text it never saw."""
 
 from __future__ import annotations
 
@@ -27,9 +27,10 @@ def tagging_run(tiny_bert_dir, tmp_path_factory):
     write_sst2(data)
     out = root / "cmp"
     argv = [
-        *("compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "conll2003"),
-        *("--data", str(data), "--out", str(out), "--budget", "quick", "--heads", "crf"),
-        *("--seeds", "1", "--arms", ",".join(ARMS), "--intermediate", "sst2", "--quiet"),
+        *("compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "conll2003,sst2"),
+        *("--data", str(data), "--out", str(out), "--budget", "quick"),
+        *("--seeds", "1", "--arms", ",".join([*ARMS, "lpft"]), "--intermediate", "sst2"),
+        "--quiet",
     ]
     assert snowfire(argv) == 0
     return out
@@ -50,6 +51,23 @@ def test_every_tagging_arm_runs_and_is_weighed(tagging_run):
         assert {"vs_snow", "vs_fire"} <= set(arms[arm]), arms[arm]
     for arm in ("adapter", "lora", "bitfit"):  # they train and keep a share of 🔥
         assert 0 < summary["cost"][arm]["params"] < summary["cost"]["fire"]["params"]
+
+
+def test_an_arm_that_does_not_apply_to_a_task_is_left_out_saying_why(tagging_run):
+    """Beside SST-2, lpft runs there and not on CoNLL-2003; seq, fine-tuned on SST-2 first,
+    runs on CoNLL-2003 alone: results.json and table.md say why, per task."""
+    results = json.loads((tagging_run / "results.json").read_text())
+    ran = {(c["mode"], c["task"]) for c in results["cells"]}
+    assert ("lpft", "sst2") in ran and ("lpft", "conll2003") not in ran
+    assert ("seq", "conll2003") in ran and ("seq", "sst2") not in ran
+    tasks = results["tasks"]
+    assert (
+        list(tasks["conll2003"]["not_run"]) == ["lpft"] and "lpft" not in tasks["conll2003"]["arms"]
+    )
+    assert list(tasks["sst2"]["not_run"]) == ["seq"] and "lpft" in tasks["sst2"]["arms"]
+    table = (tagging_run / "table.md").read_text()
+    assert "- LP-FT on conll2003: not run; its probe reads [CLS], one vector per text" in table
+    assert "- sequential 🔥 on sst2: not run; its first stage is sst2 itself" in table
 
 
 def test_every_tagging_arms_run_reloads_through_predict(tagging_run, tmp_path):
@@ -73,3 +91,30 @@ def test_every_tagging_arms_run_reloads_through_predict(tagging_run, tmp_path):
 def test_lpft_says_why_it_does_not_apply_to_tagging():
     with pytest.raises(ValueError, match=r"lpft starts from a probe of \[CLS\], not for tagging"):
         CompareConfig(encoder="minilm", tasks=["conll2003"], data="d", out="o", arms=["lpft"])
+
+
+@pytest.mark.parametrize("trials", [None, 2])
+def test_beside_other_tasks_an_arm_that_does_not_apply_is_left_out_of_its_task(trials):
+    """The paper's seven tasks in one command: lpft runs on the texts, not on CoNLL-2003; seq
+    runs on every task but the one it fine-tuned on first; the report says why, per task."""
+    from snowfire.compare.arms import why_not
+    from snowfire.compare.run import plan
+
+    cfg = CompareConfig(
+        encoder="minilm",
+        tasks=["conll2003", "sst2", "mnli"],
+        data="d",
+        out="o",
+        arms=["lpft,seq"],
+        intermediate="mnli",
+        seeds=1,
+        trials=trials,
+    )
+    ran = {(c.mode.value, c.task) for c in plan(cfg)}
+    assert ("lpft", "conll2003") not in ran and ("probe", "conll2003") not in ran
+    assert {("lpft", "sst2"), ("lpft", "mnli"), ("probe", "sst2")} <= ran
+    assert ("seq", "mnli") not in ran and {("seq", "sst2"), ("seq", "conll2003")} <= ran
+    assert {("fire", t) for t in cfg.names} | {("snow", t) for t in cfg.names} <= ran
+    assert "[CLS]" in (why_not("lpft", "conll2003", "tagging", "mnli") or "")
+    assert "mnli itself" in (why_not("seq", "mnli", "classification", "mnli") or "")
+    assert why_not("lpft", "sst2", "classification", "mnli") is None
