@@ -302,9 +302,11 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
         checkpoint.save(out_dir / FINAL_STATE, cfg, head, opt, best_state, state)
     head.load_state_dict(best_state)
 
-    # -- evaluate every split, write the run
-    metrics, stopped_at = {}, _stopped_at(cfg, state)
+    # -- evaluate every split, write the run; its time and CPU time count, as a 🔥 run's do
+    metrics, stopped_at, scoring = {}, _stopped_at(cfg, state), {}
+    cpu_before = time.process_time()
     for split in scored_splits(examples, stopped_at):  # train: the examples trained on
+        began = time.perf_counter()
         preds = decode(
             spec,
             _predict(
@@ -315,17 +317,21 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
         if gold is not None:  # a test split without labels gets predictions only
             metrics[split] = evaluate(spec, gold, preds)
         write_predictions(prediction_file(out_dir, split), spec, examples[split], preds)
-    cost = peak.record() | {"cpu_seconds": round(state.cpu_seconds, 1)}
+        scoring[split] = round(time.perf_counter() - began, 2)
+    scoring_cpu = time.process_time() - cpu_before
+    cost = peak.record() | {"cpu_seconds": round(state.cpu_seconds + scoring_cpu, 1)}
     protocol = {
         "roles": roles.to_json(),
         "best_epoch": state.best_epoch,
         "epochs_run": state.epoch,
         "stopped_at": stopped_at,
         "selection_examples": len(examples[chosen_on]),
+        "scoring_seconds": scoring,  # per split, the final scoring's (in "seconds" too)
     }
     if state.continued_from is not None:  # heads/continuation.py: a smaller cap's run, on
         protocol["continued_from"] = state.continued_from
-    _write_run(out_dir, cfg, head, info, metrics, state.seconds, layers, cost, protocol)
+    seconds = state.seconds + sum(scoring.values())
+    _write_run(out_dir, cfg, head, info, metrics, seconds, layers, cost, protocol)
     ckpt.unlink(missing_ok=True)
     (out_dir / PAUSED).unlink(missing_ok=True)
     return metrics

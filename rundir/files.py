@@ -3,8 +3,9 @@
 A ❄️ head run (`snowfire train`, heads/trainer.py):
 
     RUN/config.json             {"train": TrainConfig, "featureset", "train_examples",
-                                "features_manifest", "seconds", "cost" (peak memory, CPU
-                                seconds, torch threads: rundir/cost.py)}
+                                "features_manifest", "seconds" (the final scoring included,
+                                its share per split in "scoring_seconds"), "cost" (peak memory,
+                                CPU seconds, torch threads: rundir/cost.py)}
     RUN/metrics.json            {split: {metric: value}}; written last: the run is finished
     RUN/log.jsonl               one line per epoch: train loss, the selection split's metrics
                                 ("selection", and which split it is: "split"), seconds

@@ -118,6 +118,13 @@ def test_a_stopped_snow_run_finishes_early_and_says_so(tiny_bert_dir, two_data, 
     assert sorted(p.name for p in (run / "predictions").iterdir()) == ["dev.tsv", "select.tsv"]
     whole = _train(tiny_bert_dir, two_data[0], stores[0], tmp_path / "w")  # a finished run does
     assert {"train", "select", "dev"} == set(json.loads((whole / "metrics.json").read_text()))
+    # its time counts the final scoring too, split by split, as a 🔥 run's does
+    assert set(config["scoring_seconds"]) == {"select", "dev"}
+    done = json.loads((whole / "config.json").read_text())
+    assert set(done["scoring_seconds"]) == {"train", "select", "dev"}
+    last = json.loads((whole / "log.jsonl").read_text().splitlines()[-1])["seconds"]
+    scored = sum(done["scoring_seconds"].values())  # after the last epoch's line, as 🔥's
+    assert last + scored - 0.02 <= done["seconds"] <= last + scored + 1.0
 
 
 def test_a_paused_fire_run_continues_to_the_same_end(tiny_bert_dir, two_data, tmp_path):
