@@ -44,7 +44,7 @@ def _append(path: Path, record: dict) -> None:
 
 def machine() -> str:
     """The machine the time was spent on: its processor, the cores this process may use."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = cores_usable()
     model = platform.processor() or platform.machine()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
@@ -55,6 +55,14 @@ def machine() -> str:
         ]
         model = names[0] if names else model
     return f"{model}, {cores} CPU cores"
+
+
+def cores_usable() -> int:
+    """The CPU cores this process may use: its affinity within its cgroup's quota (the count
+    the thread budget divides, snowfire.options.thread_budget)."""
+    from snowfire.options import thread_budget
+
+    return thread_budget().cores
 
 
 @contextmanager

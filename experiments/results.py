@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ledger import invocation, total  # noqa: E402  (experiments/ledger.py, beside this script)
+from ledger import cores_usable, invocation, total  # noqa: E402  (experiments/ledger.py, beside this script)
 
 ANALYSES = ("mi", "probes", "pairs", "ner-params")
 QUICK = {"epochs": 3, "max_train_examples": 2000}  # compare's quick caps (compare/budget.py)
@@ -126,7 +126,7 @@ def compose(args: argparse.Namespace, cmds: list[list[str]]) -> str:
         "",
         *[f"    snowfire {shlex.join(_placeholder(a, places) for a in c)}" for c in cmds],
         "",
-        f"on {platform.machine()}, {_cpus()} CPU cores, Python {platform.python_version()}, "
+        f"on {platform.machine()}, {cores_usable()} CPU cores, Python {platform.python_version()}, "
         f"torch {torch.__version__}, numpy {numpy.__version__}. Every run's config, seed and "
         "versions are in its run directory under WORK; `WORK/compare/results.json` holds every "
         "cell. Scores are reported on the dev splits of the data directory (its test splits "
@@ -165,12 +165,6 @@ def _copy(folder: Path, png: str, docs: Path) -> str:
     name = f"results-{png}"
     shutil.copyfile(folder / png, docs / name)
     return name
-
-
-def _cpus() -> int:
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
 def _run(args: argparse.Namespace) -> int:
