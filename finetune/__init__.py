@@ -43,7 +43,7 @@ _WHERE = {
     "SCHEDULES": ".recipe:SCHEDULES",
     "Recipe": ".recipe:Recipe",
     "RecipeSettings": ".recipe:RecipeSettings",
-    "build_optimizer": ".trainer:build_optimizer",
+    "build_optimizer": ".optim:build_optimizer",
     "train": ".trainer:train",
     "predict_outputs": ".model:predict_outputs",
     "read_run": ".predict:read_run",

@@ -17,14 +17,23 @@ Gradual unfreezing: at epoch e (1-based) the groups of depth < e train, the othe
 (requires_grad False: no gradient, so AdamW leaves them and their weight decay untouched).
 Epoch 1 trains the head alone, epoch 2 the head and the top layer, ..., and from epoch G on
 every group trains. Without gradual unfreezing every group trains from the start.
+
+`build_optimizer` puts the first two together for a model and its config: AdamW over the
+groups at their rates, and the schedule as a LambdaLR.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
+import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from .base import FireModel
+    from .config import FinetuneConfig
 
 #: (name, parameters) of one layer group; a model's `layer_groups()` lists them top-down.
 LayerGroup = tuple[str, list[nn.Parameter]]
@@ -116,3 +125,17 @@ def unfreeze(groups: Sequence[LayerGroup], epoch: int, gradual: bool) -> list[st
         for p in params:
             p.requires_grad_(d < depth)
     return [name for name, _ in groups[:depth]]
+
+
+def build_optimizer(
+    model: FireModel, cfg: FinetuneConfig, total_steps: int
+) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW over the model's layer groups with the recipe's discriminative rates, and its
+    schedule (`cfg.settings()`: the recipe in effect for the task)."""
+    settings = cfg.settings()
+    groups = param_groups(
+        model.layer_groups(), settings.lr, settings.discriminative, cfg.weight_decay
+    )
+    optimizer = torch.optim.AdamW(groups)
+    multiplier = lr_multiplier(settings.schedule, total_steps, settings.warmup)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)

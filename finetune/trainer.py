@@ -70,7 +70,7 @@ from .model import (
     start_hashes,
     to_device,
 )
-from .optim import lr_multiplier, param_groups, unfreeze
+from .optim import build_optimizer, unfreeze
 
 log = logging.getLogger(__name__)
 
@@ -490,17 +490,3 @@ def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path):
     if model.method == "full":  # partial: best.pt is all it keeps
         model.save_encoder(out_dir / ENCODER)
     return metrics, seconds
-
-
-def build_optimizer(
-    model: FireModel, cfg: FinetuneConfig, total_steps: int
-) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
-    """AdamW over the model's layer groups with the recipe's discriminative rates, and its
-    schedule (`cfg.settings()`: the recipe in effect for the task)."""
-    settings = cfg.settings()
-    groups = param_groups(
-        model.layer_groups(), settings.lr, settings.discriminative, cfg.weight_decay
-    )
-    optimizer = torch.optim.AdamW(groups)
-    multiplier = lr_multiplier(settings.schedule, total_steps, settings.warmup)
-    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, multiplier)
