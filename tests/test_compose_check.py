@@ -76,9 +76,11 @@ def test_break_command_breaks_one_service_and_nothing_else():
 
 def test_differences_name_each_difference_and_skip_timings_and_places():
     got = {"dev": {"accuracy": 0.71}, "seconds": 3.0, "run": "/data/runs/j1/seed0", "rows": [1, 2]}
+    got["scoring_seconds"] = {"dev": 0.08}  # a timing per split, as a run's config records
     want = {
         "dev": {"accuracy": 0.71},
         "seconds": 9.0,
+        "scoring_seconds": {"dev": 0.09},
         "run": "/tmp/ref/runs/x/seed0",
         "rows": [1, 2],
     }

@@ -34,6 +34,7 @@ PATHS = ("data", "store", "out")
 INCIDENTAL = (
     "seconds",
     "cpu_seconds",
+    "scoring_seconds",
     "hours",
     "cost",
     "made_by",
