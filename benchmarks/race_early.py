@@ -52,19 +52,19 @@ def trajectory(run: Path, metric: str) -> list[tuple[float, float, bool]]:
 def contenders(results: dict, task: str) -> dict[str, tuple[str, Path]]:
     """{contender: (arm, run of its first seed)} of the task's 🔥-side raced cells."""
     from snowfire.compare import Cell
-    from snowfire.compare.racing import contender
 
     cells = [Cell.from_json(c) for c in results["cells"] if c["task"] == task]
     out: dict[str, tuple[str, Path]] = {}
     for cell in sorted(cells, key=lambda c: -c.seed):  # the first seed written last
         if cell.mode.value not in ("probe", "intermediate", "snow"):
-            out[contender(cell)] = (cell.mode.value, Path(cell.run))
+            name = cell.mode.value if cell.trial is None else f"{cell.mode.value}#{cell.trial}"
+            out[name] = (cell.mode.value, Path(cell.run))  # the race's name for it
     return out
 
 
 def early(results: dict, task: str, epochs: float) -> dict:
     """The task's table: per position p <= epochs, rho, spread and each arm's best behind."""
-    from snowfire.tasks.metrics import spearman
+    from snowfire.tasks import spearman
 
     metric = results["tasks"][task]["metric"]
     paths = {name: trajectory(run, metric) for name, (_, run) in contenders(results, task).items()}
