@@ -14,6 +14,9 @@ final score (its best epoch, what the run keeps). Per position p (in the first `
 - behind: each arm's finally-best trial, points behind the leader at p, and where it ends
           relative to the final leader: what a rung at p would weigh it on.
 
+Beside them, the race's own first rung (compare/racing.py: whole epochs, the same fraction of
+each run's own cap, from `replay`): rho of each trial's best score within it.
+
 A rung at p can stop only on what p shows; where rho is near 0 a stop there is a coin flip
 about who ends ahead. The paired test the race applies (compare/race.py) needs per-example
 predictions, which within-epoch points do not keep, so this reads the point scores.
@@ -62,6 +65,20 @@ def contenders(results: dict, task: str) -> dict[str, tuple[str, Path]]:
     return out
 
 
+def rung_one(results: dict, task: str) -> dict[str, float]:
+    """{contender: the epochs it has trained at the race's first rung} (`replay`'s record)."""
+    from snowfire.compare import Cell, replay
+
+    cells = [
+        Cell.from_json(c)
+        for c in results["cells"]
+        if c["task"] == task and c["mode"] not in ("probe", "intermediate")
+    ]
+    kind = results["task_specs"][task]["kind"]
+    record = replay(cells, results["tasks"][task]["metric"], kind)
+    return {name: epochs[0] for name, epochs in record["epochs"].items()}
+
+
 def early(results: dict, task: str, epochs: float) -> dict:
     """The task's table: per position p <= epochs, rho, spread and each arm's best behind."""
     from snowfire.tasks import spearman
@@ -99,7 +116,19 @@ def early(results: dict, task: str, epochs: float) -> dict:
                 },
             }
         )
-    return {"metric": metric, "contenders": len(paths), "final": final, "positions": rows}
+    first = rung_one(results, task)
+    within = {n: max(s for p, s, end in paths[n] if end and p <= first[n]) for n in sorted(paths)}
+    rung = {
+        "epochs": {n: first[n] for n in sorted(paths)},
+        "rho": spearman([final[n] for n in sorted(paths)], list(within.values())),
+    }
+    return {
+        "metric": metric,
+        "contenders": len(paths),
+        "final": final,
+        "positions": rows,
+        "race_rung_1": rung,
+    }
 
 
 def main() -> None:
@@ -123,6 +152,8 @@ def main() -> None:
                     f"  epoch {row['epoch']:.2f}: rho {row['rho']:+.2f}, spread "
                     f"{row['spread']:.1f} pts; arms' best behind the leader: {behind}"
                 )
+            rung = table["race_rung_1"]
+            print(f"  the race's rung 1 (epochs {rung['epochs']}): rho {rung['rho']:+.2f}")
     if args.json:
         report.save("race_early", args, {"tasks": out})
 
