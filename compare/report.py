@@ -29,6 +29,7 @@ from .budget_report import budget_file, budget_section, plot_budget
 from .cell import Cell, Mode
 from .config import CompareConfig
 from .forecast_report import budget_forecast, check_forecasts
+from .hostload import shared_cores
 from .judge import cell_roles, judge
 from .plots import plot_bars, plot_layers, plot_task_curves
 from .race_report import race_section
@@ -189,6 +190,9 @@ def summarise(
             if out[task]["budget_curves"]["poles"]:
                 out[task]["verdict"]["budget"] = out[task]["budget_curves"]["poles"]
         out[task]["hours"] = task_hours(mine, (extraction or {}).get(task, {}))
+        every_run = [c for c in cells if c.task == task]  # lpft's probes were timed too
+        # OUT/load.jsonl (compare/hostload.py): which attempts were timed beside other work
+        out[task]["hours"]["shared_cores"] = shared_cores(cfg.out, every_run)
         if (races or {}).get(task):  # who the race stopped, when, on what evidence
             out[task]["race"] = race_section(races[task], snow, fire)
     return out

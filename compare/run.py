@@ -11,6 +11,8 @@ heads and the 🔥 baseline, for every seed; then the report (compare/report.py)
                                         on from the smaller K's (heads/continuation.py)
     OUT/extract/<task>.json             what the extraction cost (kept, so a rerun reports it)
     OUT/baseline/<task>.json            the zero-training baseline (compare/baseline.py)
+    OUT/load.jsonl                      each attempt's host load: did other work share its
+                                        cores while it was timed (compare/hostload.py)
     OUT/results.json, table.md, table.png, layer_weights.png
 
 Every cell is an ordinary run directory, and a finished run is returned as it is: a rerun
@@ -417,12 +419,14 @@ def _run_stage(
     its metrics) and printed as it finishes; steps: a race's rung, (cell, pause_at, stop_at)
     of each (a paused cell is not finished yet)."""
     from .arms import ARM_NAMES
+    from .hostload import record_attempt
 
     if not cells:
         return
     race = {c: (pause, stop) for c, pause, stop in steps or []}
     runs = _on_ray(cfg, cells, extraction, race) if cfg.ray else _here(cfg, cells, extraction, race)
-    for cell, (metrics, seconds) in runs:
+    for cell, (metrics, seconds, load) in runs:
+        record_attempt(cfg.out, cell, load)  # OUT/load.jsonl: did other work share its cores?
         if not metrics:  # paused at the rung
             print(f"{cell.task} {cell.run}: paused at epoch {race[cell][0]}", flush=True)
             continue
@@ -442,9 +446,15 @@ def _run_stage(
 
 def _timed(
     cfg: CompareConfig, cell: Cell, pair_encoding: str, race: tuple = (None, None)
-) -> tuple[dict, float]:
+) -> tuple[dict, float, dict]:
+    """(metrics, wall seconds, the attempt's host load: {} for a run finished before it)."""
+    from snowfire.rundir import METRICS, HostLoad
+
+    reused = (Path(cell.run) / METRICS).is_file()
     started = time.perf_counter()
-    return run_cell(cfg, cell, pair_encoding, *race), time.perf_counter() - started
+    with HostLoad() as load:
+        metrics = run_cell(cfg, cell, pair_encoding, *race)
+    return metrics, time.perf_counter() - started, {} if reused else load.record()
 
 
 def _here(cfg: CompareConfig, cells: list[Cell], extraction: dict, race: dict):

@@ -15,6 +15,7 @@ from .baseline import why_none
 from .budget import BUDGETS
 from .config import CompareConfig
 from .forecast_report import forecast_lines
+from .hostload import shared_text
 from .race_report import race_lines
 from .verdict import PAPER_TABLE2
 
@@ -299,7 +300,7 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
         )
         lines += [
             f"- **{t}** ({v['split']} {v['metric']}): {v['text']}. Restarts: {spread}. "
-            f"Cost: {spent} (extraction and every cell). "
+            f"Cost: {spent} (extraction and every cell; {shared_text(h['shared_cores'])}). "
             f"![{t} learning curves]({curves_file(t)})"
         ]
     lines += search_lines(cfg, summary)

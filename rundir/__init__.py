@@ -14,7 +14,7 @@ which config fields may change between attempts from the fields themselves (`vol
 Imports `cache` (the atomic writer, when a file is written) and `options`, nothing else.
 """
 
-from .cost import PeakMemory, saved_bytes
+from .cost import SHARED, HostLoad, PeakMemory, busy_seconds, saved_bytes
 from .files import (
     BEST,
     CHECKPOINT,
@@ -52,7 +52,10 @@ from .reuse import RunConfigError, check_same_config, config_changes, finished_o
 from .write import atomic_write, save_torch, write_json, write_lines
 
 __all__ = [
+    "HostLoad",
     "PeakMemory",
+    "SHARED",
+    "busy_seconds",
     "saved_bytes",
     "BEST",
     "CHECKPOINT",

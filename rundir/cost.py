@@ -1,5 +1,5 @@
 """What a run costs besides wall time: the peak memory and CPU time while it trained, the
-threads torch had for it, and the bytes it keeps.
+threads torch had for it, the bytes it keeps, and whether anything else used its cores.
 
 Peak memory is the process's resident set sampled every 50 ms (Linux /proc/self/statm; else
 the process's lifetime maximum from getrusage), and on a GPU the allocator's peak. A process
@@ -19,6 +19,12 @@ from typing import Any
 from snowfire.options import threads_record
 
 _STATM = Path("/proc/self/statm")
+_STAT = Path("/proc/stat")
+#: Fields of a /proc/stat cpu line that count as busy: user nice system (idle iowait) irq
+#: softirq steal; guest time is inside user already.
+_BUSY = (0, 1, 2, 5, 6, 7)
+#: Above this share of its cores' time used by other processes, an attempt shared its cores.
+SHARED = 0.1
 
 
 def _rss() -> int:
@@ -74,6 +80,60 @@ class PeakMemory:
         if self.device.type == "cuda":
             out["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated(self.device) / 2**20, 1)
         return out | {"threads": threads_record()}
+
+
+def busy_seconds(cpus: set[int] | None, stat: Path = _STAT) -> float | None:
+    """Seconds the CPUs in `cpus` (every CPU for None) have been busy since boot, by anyone
+    (Linux /proc/stat); None where the file is absent."""
+    try:
+        lines = stat.read_text().splitlines()
+    except OSError:
+        return None
+    ticks = 0
+    for line in lines:
+        name, *fields = line.split()
+        if not name.startswith("cpu") or name == "cpu":
+            continue
+        if cpus is None or int(name[3:]) in cpus:
+            ticks += sum(int(fields[i]) for i in _BUSY if i < len(fields))
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class HostLoad:
+    """`with HostLoad() as load: ...`, then `load.record()`: the wall and CPU seconds of this
+    process meanwhile and those other processes spent on the same CPUs (its affinity set), so
+    a cost measured beside other work says so: {"cores", "wall_seconds", "cpu_seconds",
+    "others_cpu_seconds", "others_share" (of the cores' time), "shared" (share > SHARED)}, or
+    {} where the OS does not say (no /proc/stat)."""
+
+    def __init__(self, stat: Path = _STAT) -> None:
+        self.stat = stat
+        self.cpus = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
+    def __enter__(self) -> HostLoad:
+        self.busy = busy_seconds(self.cpus, self.stat)
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        busy = busy_seconds(self.cpus, self.stat)
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+        self.busy = None if busy is None or self.busy is None else busy - self.busy
+
+    def record(self) -> dict[str, Any]:
+        if self.busy is None:
+            return {}
+        cores = len(self.cpus) if self.cpus is not None else (os.cpu_count() or 1)
+        others = max(0.0, self.busy - self.cpu)  # the ticks' rounding can dip below zero
+        share = others / (self.wall * cores) if self.wall > 0 else 0.0
+        return {
+            "cores": cores,
+            "wall_seconds": round(self.wall, 2),
+            "cpu_seconds": round(self.cpu, 2),
+            "others_cpu_seconds": round(others, 2),
+            "others_share": round(share, 3),
+            "shared": share > SHARED,
+        }
 
 
 def saved_bytes(run: Path, files: list[str]) -> int:

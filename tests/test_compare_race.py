@@ -50,6 +50,18 @@ def test_a_raced_compare_records_its_race_and_replays_to_it(tiny_bert_dir, tmp_p
     table = (tmp_path / "raced" / "table.md").read_text()
     assert "Raced (compare/racing.py" in table and "ran to the end:" in table
     assert "stopped at rung 1 (behind " in table
+    # every attempt's host load (compare/hostload.py): 3 cells paused at rung 1, then each
+    # stopped or run to its cap; a rerun reuses every run and times nothing
+    lines = (tmp_path / "raced" / "load.jsonl").read_text().splitlines()
+    attempts = [json.loads(line) for line in lines]
+    assert len(attempts) == 6 and {a["run"] for a in attempts} == {c["run"] for c in raced["cells"]}
+    assert all(a["cpu_seconds"] > 0 and a["cores"] >= 1 for a in attempts)
+    shared = raced["tasks"]["sst2"]["hours"]["shared_cores"]
+    assert shared["attempts"] == 6 and shared["not_recorded"] == []
+    assert "attempts shared their cores" in table or "none of 6 attempts shared" in table
+    again = _compare(tiny_bert_dir, data, tmp_path / "raced")
+    assert (tmp_path / "raced" / "load.jsonl").read_text().splitlines() == lines
+    assert again["tasks"]["sst2"]["hours"]["shared_cores"]["attempts"] == 6
 
     exhaustive = _compare(tiny_bert_dir, data, tmp_path / "all", "--no-race")
     assert "race" not in exhaustive["tasks"]["sst2"]
