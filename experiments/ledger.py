@@ -1,14 +1,17 @@
 """WORK/ledger.jsonl: what each invocation of experiments/results.py cost, so a page made over
 many interrupted runs states its whole cost (wall time, CPU time, on what machine).
 
-Each invocation writes a line when it starts and one when it ends (interrupted or not: the end
-is written by a `finally`, and SIGTERM becomes an exit). A process killed outright (SIGKILL, a
-power cut) leaves a start without an end; the page counts those apart and says how many there
-were, rather than guessing their time.
+Each invocation writes a line when it starts, a "beat" every BEAT seconds with its time so
+far, and one when it ends (interrupted or not: the end is written by a `finally`, and SIGTERM
+becomes an exit). A process killed outright (SIGKILL, a power cut, the end of a session)
+leaves no end: it is counted up to its last beat (at most BEAT seconds of it lost) and the
+page says how many were; one killed before its first beat is counted apart, not guessed.
 
 CPU time is the process's own (`resource.getrusage`: every thread torch ran, children too), so
 on a machine where something else ran at the same time it stays the work of these commands,
-while the wall time does not: `--note` on the page says so.
+while the wall time does not. Each record also carries what other processes spent on the
+same CPUs meanwhile (`others_cpu_s`, from /proc/stat: snowfire.rundir.busy_seconds), so the
+page states how much of the machine was not this run's.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 import platform
 import resource
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LEDGER = "ledger.jsonl"
+#: Seconds between an invocation's beats.
+BEAT = 60.0
 
 
 def _cpu_seconds() -> float:
@@ -65,12 +71,42 @@ def cores_usable() -> int:
     return thread_budget().cores
 
 
+class _Clock:
+    """An invocation's wall, CPU and others' CPU seconds since it started."""
+
+    def __init__(self) -> None:
+        from snowfire.rundir import busy_seconds
+
+        self.cpus = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        self.busy = busy_seconds
+        self.start, self.cpu0, self.busy0 = time.time(), _cpu_seconds(), busy_seconds(self.cpus)
+
+    def so_far(self) -> dict:
+        now, cpu, busy = time.time(), _cpu_seconds() - self.cpu0, self.busy(self.cpus)
+        out = {"at": now, "wall_s": round(now - self.start, 1), "cpu_s": round(cpu, 1)}
+        if busy is not None and self.busy0 is not None:  # the ticks' rounding can dip below 0
+            out["others_cpu_s"] = round(max(0.0, busy - self.busy0 - cpu), 1)
+        return out
+
+
 @contextmanager
-def invocation(work: Path, argv: list[str]) -> Iterator[None]:
-    """Record one invocation's start and end (its wall and CPU seconds) in WORK/ledger.jsonl."""
+def invocation(work: Path, argv: list[str], beat: float = BEAT) -> Iterator[None]:
+    """Record one invocation's start, its beats and its end (wall, CPU and others' CPU
+    seconds) in WORK/ledger.jsonl."""
     path, run = Path(work) / LEDGER, uuid.uuid4().hex[:12]
-    start, cpu0 = time.time(), _cpu_seconds()
-    _append(path, {"id": run, "event": "start", "at": start, "argv": argv, "machine": machine()})
+    clock = _Clock()
+    _append(
+        path,
+        {"id": run, "event": "start", "at": clock.start, "argv": argv, "machine": machine()},
+    )
+    stop = threading.Event()
+
+    def _beat() -> None:
+        while not stop.wait(beat):
+            _append(path, {"id": run, "event": "beat", **clock.so_far()})
+
+    beats = threading.Thread(target=_beat, daemon=True)
+    beats.start()
 
     def _term(signum, frame):  # a polite kill ends like ^C: through the finally below
         raise SystemExit(128 + signum)
@@ -81,19 +117,10 @@ def invocation(work: Path, argv: list[str]) -> Iterator[None]:
         yield
         status = "finished"
     finally:
+        stop.set()
+        beats.join()
         signal.signal(signal.SIGTERM, before)
-        end = time.time()
-        _append(
-            path,
-            {
-                "id": run,
-                "event": "end",
-                "at": end,
-                "status": status,
-                "wall_s": round(end - start, 1),
-                "cpu_s": round(_cpu_seconds() - cpu0, 1),
-            },
-        )
+        _append(path, {"id": run, "event": "end", "status": status, **clock.so_far()})
 
 
 @dataclass(frozen=True)
@@ -101,8 +128,10 @@ class Total:
     invocations: int
     wall_s: float
     cpu_s: float
-    unrecorded: int  # invocations that started and never wrote their end (killed outright)
+    unrecorded: int  # killed outright before their first beat: not counted
     machines: tuple[str, ...]
+    killed: int = 0  # killed outright after a beat: counted up to their last one
+    others_cpu_s: float | None = None  # other processes on the same CPUs meanwhile
 
     def sentence(self) -> str:
         """One line for the page."""
@@ -112,8 +141,18 @@ class Total:
             f"Its cost over {self.invocations} invocation(s): {self.wall_s / 3600:.2f} h of wall "
             f"time, {self.cpu_s / 3600:.2f} CPU-hours, on {'; '.join(self.machines)}"
         )
+        if self.killed:
+            s += (
+                f"; {self.killed} of them killed outright, counted up to their last record "
+                f"(at most {BEAT:.0f} s each not counted)"
+            )
         if self.unrecorded:
             s += f"; {self.unrecorded} more were killed before recording their time (not counted)"
+        if self.others_cpu_s is not None:
+            s += (
+                f". Other processes used {self.others_cpu_s / 3600:.2f} CPU-hours of the same "
+                "cores meanwhile"
+            )
         return s + "."
 
 
@@ -122,23 +161,29 @@ def total(work: Path) -> Total:
     cut short) is an error naming the file and line."""
     path = Path(work) / LEDGER
     starts: dict[str, dict] = {}
-    ends: dict[str, dict] = {}
+    ends: dict[str, dict] = {}  # an invocation's end, else its last beat
     if path.is_file():
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
-                (starts if rec["event"] == "start" else ends)[rec["id"]] = rec
+                if rec["event"] == "start":
+                    starts[rec["id"]] = rec
+                elif rec["event"] == "end" or ends.get(rec["id"], {}).get("event") != "end":
+                    ends[rec["id"]] = rec
             except (ValueError, KeyError, TypeError) as e:
                 raise ValueError(
                     f"{path}:{n}: expected a JSON ledger record, got {line[:80]!r} ({e})"
                 ) from e
     closed = [ends[k] for k in starts if k in ends]
+    others = [e["others_cpu_s"] for e in closed if "others_cpu_s" in e]
     return Total(
         invocations=len(closed),
         wall_s=sum(e["wall_s"] for e in closed),
         cpu_s=sum(e["cpu_s"] for e in closed),
         unrecorded=sum(1 for k in starts if k not in ends),
         machines=tuple(dict.fromkeys(s["machine"] for s in starts.values())),
+        killed=sum(1 for e in closed if e["event"] == "beat"),
+        others_cpu_s=sum(others) if closed and len(others) == len(closed) else None,
     )

@@ -35,6 +35,7 @@ def test_finished_and_interrupted_invocations_are_summed(tmp_path):
         time.sleep(0.2)
         raise RuntimeError("cut short")  # an error, or ^C: the end is written all the same
     lines = [json.loads(x) for x in (tmp_path / ledger.LEDGER).read_text().splitlines()]
+    assert all("others_cpu_s" in r for r in lines if r["event"] == "end")  # Linux: /proc/stat
     assert [(r["event"], r.get("status")) for r in lines] == [
         ("start", None),
         ("end", "finished"),
@@ -50,24 +51,40 @@ def test_finished_and_interrupted_invocations_are_summed(tmp_path):
     assert got.wall_s == pytest.approx(first["wall_s"] + second["wall_s"])
     assert got.cpu_s == pytest.approx(first["cpu_s"] + second["cpu_s"])
     assert got.sentence().startswith("Its cost over 2 invocation(s): ")
+    assert got.others_cpu_s == pytest.approx(first["others_cpu_s"] + second["others_cpu_s"])
+    assert "Other processes used " in got.sentence()
 
 
 @pytest.mark.subprocess
 def test_a_polite_kill_is_recorded_and_a_hard_kill_is_counted_apart(tmp_path):
     import ledger
 
-    script = (
-        f"import sys, time; sys.path.insert(0, {str(EXPERIMENTS)!r}); import ledger\n"
-        f"with ledger.invocation(__import__('pathlib').Path({str(tmp_path)!r}), ['x']):\n"
-        "    print('in', flush=True); time.sleep(60)\n"
-    )
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    def script(beat: float) -> str:
+        return (
+            f"import sys, time; sys.path.insert(0, {str(EXPERIMENTS)!r}); import ledger\n"
+            f"p = __import__('pathlib').Path({str(tmp_path)!r})\n"
+            f"with ledger.invocation(p, ['x'], beat={beat}):\n"
+            "    print('in', flush=True); time.sleep(60)\n"
+        )
+
+    # SIGTERM; SIGKILL before the first beat; SIGKILL after beats (0.2 s apart)
+    for sig, beat, wait in (
+        (signal.SIGTERM, 60, 0),
+        (signal.SIGKILL, 60, 0),
+        (signal.SIGKILL, 0.2, 1.0),
+    ):
+        proc = subprocess.Popen([sys.executable, "-c", script(beat)], stdout=subprocess.PIPE)
         assert proc.stdout is not None and proc.stdout.readline() == b"in\n"
+        time.sleep(wait)
         os.kill(proc.pid, sig)
         proc.wait(timeout=30)
     got = ledger.total(tmp_path)
-    assert got.invocations == 1 and got.unrecorded == 1  # SIGTERM wrote its end, SIGKILL not
+    # SIGTERM wrote its end; the beaten SIGKILL counts to its last beat; the other is apart
+    assert got.invocations == 2 and got.killed == 1 and got.unrecorded == 1
+    lines = [json.loads(x) for x in (tmp_path / ledger.LEDGER).read_text().splitlines()]
+    last_beat = [r for r in lines if r["event"] == "beat"][-1]
+    assert 0.6 <= last_beat["wall_s"] <= got.wall_s  # the beats kept counting while it slept
+    assert "1 of them killed outright, counted up to their last record" in got.sentence()
     assert "1 more were killed before recording their time (not counted)" in got.sentence()
 
 
