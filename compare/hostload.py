@@ -7,7 +7,9 @@ attempt of a cell (a whole run, or one rung of a race), written as it ends:
 `others_cpu_seconds` is what other processes spent on the attempt's CPUs meanwhile
 (snowfire.rundir.HostLoad, from /proc/stat), so a cost column measured on a shared machine
 says so rather than passing for a quiet one. An attempt killed before it ended writes no line;
-the summary counts the runs with none as "not recorded".
+the summary counts the runs with none as "not recorded". Under --ray the cells a node runs side
+by side are each other's others (Ray does not pin a task to its CPUs): there "shared" says how
+full the node was, as it does for any other work.
 """
 
 from __future__ import annotations
