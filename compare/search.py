@@ -4,7 +4,7 @@ with one guess against another's tuned recipe (Dodge et al. 2019; peft issue 622
 LoRA came from one run per method).
 
     arm      dimension        values                                   why
-    snow     head             paper, smallest, mlp                     the paper's model, the
+    snow     head             paper, smallest, mlp in turn (k mod 3)   the paper's model, the
                                                                        smallest, one between
              hidden           100, 200, 300                            width of its LSTMs/MLP
              dropout          0.0, 0.1, 0.2, 0.3, 0.5
@@ -23,9 +23,15 @@ LoRA came from one run per method).
 
 Every 🔥-side arm also draws fire's `epochs` and `warmup`. Draw k of an arm is a function of
 (SEARCH_SEED, the arm, k) alone, so trial k is the same configuration on every task and seed
-(a per-kind choice such as `head` maps the same draw onto the kind's list), and raising N adds
-draws without changing the first N. Trials are drawn independently (no default recipe among
-them), which the budget curves' estimator assumes (compare/budget_curve.py).
+(a per-kind choice such as `head` maps the same value onto the kind's list), and raising N adds
+draws without changing the first N. No default recipe is among them.
+
+❄️'s head is not drawn but taken in turn (`Cycle`: trial k gets the k mod 3-th, the paper's
+first), so any N >= 3 tries every head and trial 0 is the paper's model: drawn, the first four
+trials held no paper head at all (0 in the first 4 draws of SEARCH_SEED), and ❄️ was weighed
+without the model the paper compares. The other dimensions are drawn as before. The budget
+curves' estimator (compare/budget_curve.py) reads the N trials as the pool a random n-subset is
+taken from, which a fixed rotation of heads leaves intact.
 """
 
 from __future__ import annotations
@@ -65,12 +71,23 @@ class LogUniform:
         return float(f"{x:.3g}")
 
 
-Dimension = Choice | LogUniform
+@dataclass(frozen=True)
+class Cycle:
+    """`values` in turn: trial k takes values[k mod len] (the draw's number is unused)."""
+
+    name: str
+    values: tuple[Any, ...]
+
+    def value(self, u: float, k: int) -> Any:
+        return self.values[k % len(self.values)]
+
+
+Dimension = Choice | LogUniform | Cycle
 
 _FIRE_SCHEDULE = (Choice("epochs", (2, 3, 4, 6)), Choice("warmup", (0.0, 0.06, 0.1)))
 SPACES: dict[str, tuple[Dimension, ...]] = {
     "snow": (
-        Choice("head", ("paper", "smallest", "mlp")),
+        Cycle("head", ("paper", "smallest", "mlp")),
         Choice("hidden", (100, 200, 300)),
         Choice("dropout", (0.0, 0.1, 0.2, 0.3, 0.5)),
         LogUniform("lr", 1e-4, 3e-3),
@@ -112,7 +129,11 @@ def draw(arm: str, k: int, seed: int = SEARCH_SEED) -> dict[str, Any]:
         raise ValueError(f"draw: expected a trial number >= 0, got {k}")
     space = SPACES[arm]
     rng = np.random.default_rng([seed, ARMS.index(arm), k])
-    return {d.name: d.value(u) for d, u in zip(space, rng.random(len(space)), strict=True)}
+    units = rng.random(len(space))  # one per dimension, a Cycle's too: the others stay put
+    return {
+        d.name: d.value(u, k) if isinstance(d, Cycle) else d.value(u)
+        for d, u in zip(space, units, strict=True)
+    }
 
 
 def snow_head(choice: str, kind: str, paper: str) -> str:
@@ -124,7 +145,9 @@ def describe_space(arm: str) -> str:
     """One line: the arm's dimensions and their ranges (table.md's "tuned with" note)."""
     parts = []
     for d in SPACES[arm]:
-        if isinstance(d, Choice):
+        if isinstance(d, Cycle):
+            parts.append(f"{d.name} in turn {', '.join(map(str, d.values))}")
+        elif isinstance(d, Choice):
             parts.append(f"{d.name} ∈ {{{', '.join(map(str, d.values))}}}")
         else:
             parts.append(f"{d.name} ~ log-U[{d.low:g}, {d.high:g}]")

@@ -56,6 +56,20 @@ def test_a_choice_maps_the_unit_interval_evenly():
     assert LogUniform("lr", 1e-4, 1e-2).value(0.5) == pytest.approx(1e-3)
 
 
+def test_snow_takes_its_heads_in_turn_the_papers_first_the_rest_drawn():
+    heads = [draw("snow", k)["head"] for k in range(7)]
+    assert heads == ["paper", "smallest", "mlp", "paper", "smallest", "mlp", "paper"]
+    # the head takes no random number of its own: the other dimensions are the plain draws
+    import numpy as np
+
+    from snowfire.compare.search import SEARCH_SEED
+
+    units = np.random.default_rng([SEARCH_SEED, ARMS.index("snow"), 3]).random(5)
+    want = {d.name: d.value(u) for d, u in zip(SPACES["snow"][1:], units[1:], strict=True)}
+    assert {k: v for k, v in draw("snow", 3).items() if k != "head"} == want
+    assert describe_space("snow").startswith("head in turn paper, smallest, mlp; hidden ∈")
+
+
 def test_the_head_draw_means_the_kinds_head():
     assert snow_head("paper", "classification", "bcn") == "bcn"
     assert snow_head("smallest", "regression", "esim") == "linear"
