@@ -32,6 +32,7 @@ import json
 from pathlib import Path
 
 import report
+from race import raced_cells
 
 
 def trajectory(run: Path, metric: str) -> list[tuple[float, float, bool]]:
@@ -54,28 +55,21 @@ def trajectory(run: Path, metric: str) -> list[tuple[float, float, bool]]:
 
 def contenders(results: dict, task: str) -> dict[str, tuple[str, Path]]:
     """{contender: (arm, run of its first seed)} of the task's 🔥-side raced cells."""
-    from snowfire.compare import Cell
+    from snowfire.compare import contender
 
-    cells = [Cell.from_json(c) for c in results["cells"] if c["task"] == task]
     out: dict[str, tuple[str, Path]] = {}
-    for cell in sorted(cells, key=lambda c: -c.seed):  # the first seed written last
-        if cell.mode.value not in ("probe", "intermediate", "snow"):
-            name = cell.mode.value if cell.trial is None else f"{cell.mode.value}#{cell.trial}"
-            out[name] = (cell.mode.value, Path(cell.run))  # the race's name for it
+    for cell in sorted(raced_cells(results, task), key=lambda c: -c.seed):  # seed 0 last
+        if cell.mode.value != "snow":
+            out[contender(cell)] = (cell.mode.value, Path(cell.run))
     return out
 
 
 def rung_one(results: dict, task: str) -> dict[str, float]:
     """{contender: the epochs it has trained at the race's first rung} (`replay`'s record)."""
-    from snowfire.compare import Cell, replay
+    from snowfire.compare import replay
 
-    cells = [
-        Cell.from_json(c)
-        for c in results["cells"]
-        if c["task"] == task and c["mode"] not in ("probe", "intermediate")
-    ]
     kind = results["task_specs"][task]["kind"]
-    record = replay(cells, results["tasks"][task]["metric"], kind)
+    record = replay(raced_cells(results, task), results["tasks"][task]["metric"], kind)
     return {name: epochs[0] for name, epochs in record["epochs"].items()}
 
 
@@ -84,8 +78,9 @@ def early(results: dict, task: str, epochs: float) -> dict:
     from snowfire.tasks import spearman
 
     metric = results["tasks"][task]["metric"]
-    paths = {name: trajectory(run, metric) for name, (_, run) in contenders(results, task).items()}
-    arm_of = {name: arm for name, (arm, _) in contenders(results, task).items()}
+    runs = contenders(results, task)
+    paths = {name: trajectory(run, metric) for name, (_, run) in runs.items()}
+    arm_of = {name: arm for name, (arm, _) in runs.items()}
     final = {name: max(s for _, s, end in path if end) for name, path in paths.items()}
     winner = max(final.values())
     arm_best = {}

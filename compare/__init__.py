@@ -35,6 +35,7 @@ _WHERE = {
     "Mode": ".cell:Mode",
     "run_compare": ".run:run_compare",
     "replay": ".racing:replay",
+    "contender": ".racing:contender",
     "raced_budget_curves": ".race_budget:raced_budget_curves",
     "replay_cost": ".race_budget:replay_cost",
     "judge": ".judge:judge",
