@@ -10,7 +10,7 @@ page says how many were; one killed before its first beat is counted apart, not 
 CPU time is the process's own (`resource.getrusage`: every thread torch ran, children too), so
 on a machine where something else ran at the same time it stays the work of these commands,
 while the wall time does not. Each record also carries what other processes spent on the
-same CPUs meanwhile (`others_cpu_s`, from /proc/stat: snowfire.rundir.busy_seconds), so the
+same CPUs meanwhile (`others_cpu_s`, from /proc/stat: snowfire.rundir.HostLoad), so the
 page states how much of the machine was not this run's.
 """
 
@@ -71,39 +71,27 @@ def cores_usable() -> int:
     return thread_budget().cores
 
 
-class _Clock:
-    """An invocation's wall, CPU and others' CPU seconds since it started."""
-
-    def __init__(self) -> None:
-        from snowfire.rundir import busy_seconds
-
-        self.cpus = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-        self.busy = busy_seconds
-        self.start, self.cpu0, self.busy0 = time.time(), _cpu_seconds(), busy_seconds(self.cpus)
-
-    def so_far(self) -> dict:
-        now, cpu, busy = time.time(), _cpu_seconds() - self.cpu0, self.busy(self.cpus)
-        out = {"at": now, "wall_s": round(now - self.start, 1), "cpu_s": round(cpu, 1)}
-        if busy is not None and self.busy0 is not None:  # the ticks' rounding can dip below 0
-            out["others_cpu_s"] = round(max(0.0, busy - self.busy0 - cpu), 1)
-        return out
-
-
 @contextmanager
 def invocation(work: Path, argv: list[str], beat: float = BEAT) -> Iterator[None]:
     """Record one invocation's start, its beats and its end (wall, CPU and others' CPU
     seconds) in WORK/ledger.jsonl."""
+    from snowfire.rundir import HostLoad
+
     path, run = Path(work) / LEDGER, uuid.uuid4().hex[:12]
-    clock = _Clock()
+    clock = HostLoad(own_cpu=_cpu_seconds).__enter__()  # children's CPU time counts as ours
     _append(
-        path,
-        {"id": run, "event": "start", "at": clock.start, "argv": argv, "machine": machine()},
+        path, {"id": run, "event": "start", "at": time.time(), "argv": argv, "machine": machine()}
     )
     stop = threading.Event()
 
+    def so_far() -> dict:
+        wall, cpu, others = clock.elapsed()
+        out = {"at": time.time(), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}
+        return out if others is None else out | {"others_cpu_s": round(others, 1)}
+
     def _beat() -> None:
         while not stop.wait(beat):
-            _append(path, {"id": run, "event": "beat", **clock.so_far()})
+            _append(path, {"id": run, "event": "beat", **so_far()})
 
     beats = threading.Thread(target=_beat, daemon=True)
     beats.start()
@@ -120,7 +108,7 @@ def invocation(work: Path, argv: list[str], beat: float = BEAT) -> Iterator[None
         stop.set()
         beats.join()
         signal.signal(signal.SIGTERM, before)
-        _append(path, {"id": run, "event": "end", "status": status, **clock.so_far()})
+        _append(path, {"id": run, "event": "end", "status": status, **so_far()})
 
 
 @dataclass(frozen=True)
@@ -161,17 +149,15 @@ def total(work: Path) -> Total:
     cut short) is an error naming the file and line."""
     path = Path(work) / LEDGER
     starts: dict[str, dict] = {}
-    ends: dict[str, dict] = {}  # an invocation's end, else its last beat
+    ends: dict[str, dict] = {}  # an invocation's last record: its end, else its last beat
     if path.is_file():
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
-                if rec["event"] == "start":
-                    starts[rec["id"]] = rec
-                elif rec["event"] == "end" or ends.get(rec["id"], {}).get("event") != "end":
-                    ends[rec["id"]] = rec
+                # the beats stop before the end is written, so the last record is the latest
+                (starts if rec["event"] == "start" else ends)[rec["id"]] = rec
             except (ValueError, KeyError, TypeError) as e:
                 raise ValueError(
                     f"{path}:{n}: expected a JSON ledger record, got {line[:80]!r} ({e})"

@@ -13,6 +13,7 @@ import os
 import resource
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,32 +105,41 @@ class HostLoad:
     process meanwhile and those other processes spent on the same CPUs (its affinity set), so
     a cost measured beside other work says so: {"cores", "wall_seconds", "cpu_seconds",
     "others_cpu_seconds", "others_share" (of the cores' time), "shared" (share > SHARED)}, or
-    {} where the OS does not say (no /proc/stat)."""
+    {} where the OS does not say (no /proc/stat). `elapsed()` reads the same while still
+    inside; `own_cpu` is the clock of this process's CPU time (its threads by default)."""
 
-    def __init__(self, stat: Path = _STAT) -> None:
-        self.stat = stat
+    def __init__(self, stat: Path = _STAT, own_cpu: Callable[[], float] = time.process_time):
+        self.stat, self.own_cpu = stat, own_cpu
         self.cpus = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        self._end: tuple[float, float, float | None] | None = None
+
+    def _now(self) -> tuple[float, float, float | None]:
+        return time.perf_counter(), self.own_cpu(), busy_seconds(self.cpus, self.stat)
 
     def __enter__(self) -> HostLoad:
-        self.busy = busy_seconds(self.cpus, self.stat)
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        self._start, self._end = self._now(), None
         return self
 
     def __exit__(self, *exc) -> None:
-        busy = busy_seconds(self.cpus, self.stat)
-        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
-        self.busy = None if busy is None or self.busy is None else busy - self.busy
+        self._end = self._now()
+
+    def elapsed(self) -> tuple[float, float, float | None]:
+        """(wall, own CPU, others' CPU seconds: None where the OS does not say) since the
+        start, up to the end once it is over."""
+        (w0, c0, b0), (w1, c1, b1) = self._start, self._end or self._now()
+        others = None if b0 is None or b1 is None else max(0.0, b1 - b0 - (c1 - c0))
+        return w1 - w0, c1 - c0, others  # the ticks' rounding can dip below zero: 0 then
 
     def record(self) -> dict[str, Any]:
-        if self.busy is None:
+        wall, cpu, others = self.elapsed()
+        if others is None:
             return {}
         cores = len(self.cpus) if self.cpus is not None else (os.cpu_count() or 1)
-        others = max(0.0, self.busy - self.cpu)  # the ticks' rounding can dip below zero
-        share = others / (self.wall * cores) if self.wall > 0 else 0.0
+        share = others / (wall * cores) if wall > 0 else 0.0
         return {
             "cores": cores,
-            "wall_seconds": round(self.wall, 2),
-            "cpu_seconds": round(self.cpu, 2),
+            "wall_seconds": round(wall, 2),
+            "cpu_seconds": round(cpu, 2),
             "others_cpu_seconds": round(others, 2),
             "others_share": round(share, 3),
             "shared": share > SHARED,
