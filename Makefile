@@ -33,8 +33,12 @@ $(DEV_STAMP): $(STAMP)
 demo: setup
 	$(BIN)/snowfire demo
 
+# the suite runs on every core (pytest-xdist, at most 4 workers: each holds torch and a few
+# models), each worker with its share of torch threads (tests/conftest.py); TEST_WORKERS=0 runs
+# it in one process
+TEST_WORKERS ?= auto
 test: setup-dev browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --maxprocesses 4
 
 # the page test drives Debian's chromium: install it (and its driver) when missing and we may
 # (root or password-less sudo); otherwise that test fails naming the install command
@@ -51,7 +55,7 @@ browser:
 
 # while iterating: leave out the tests that start real processes or use the real encoder/data
 test-fast: setup-dev
-	$(BIN)/python -m pytest -m "not subprocess and not slow"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --maxprocesses 4 -m "not subprocess and not slow"
 
 # ruff (lint, then the layout), then mypy on the library as the package snowfire.* it installs
 # as (scripts/typecheck.py links the folders into build/typecheck/snowfire/; errors name the

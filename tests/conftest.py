@@ -13,6 +13,12 @@ from hypothesis import settings as hypothesis_settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:  # `make test` runs workers side by side: each
+    # takes its share of the cores (set before torch is imported, whatever the caller's
+    # OMP_NUM_THREADS said), as do the processes it starts: two torch processes with the default
+    # threads each on 2 cores run many times slower than one
+    _share = len(os.sched_getaffinity(0)) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(max(1, _share))
 
 
 from tests.helpers.fuzz import register_profiles

@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,23 @@ def test_snowfire_with_snowfire_threads_1_runs_torch_with_one_thread(tiny_bert_d
     assert (threads["intra_op"], threads["inter_op"]) == (1, 1)
     assert threads["budget"]["override"] == "SNOWFIRE_THREADS=1"
     assert threads["budget"]["threads"] == 1
+
+
+@pytest.mark.subprocess
+def test_the_suites_workers_share_the_cores(tmp_path):
+    """`make test` runs pytest-xdist workers side by side: each, and each process a test
+    starts, runs torch with its share of the cores (tests/conftest.py), so the workers' threads
+    together are no more than the cores (or one each)."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers is None:
+        pytest.skip("the suite runs in one process (no pytest-xdist workers to share the cores)")
+    child = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    threads = int(child.stdout)
+    assert threads == int(os.environ["OMP_NUM_THREADS"])
+    assert threads * int(workers) <= max(len(os.sched_getaffinity(0)), int(workers))
