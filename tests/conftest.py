@@ -17,7 +17,10 @@ if "PYTEST_XDIST_WORKER_COUNT" in os.environ:  # `make test` runs workers side b
     # takes its share of the cores (set before torch is imported, whatever the caller's
     # OMP_NUM_THREADS said), as do the processes it starts: two torch processes with the default
     # threads each on 2 cores run many times slower than one
-    _share = len(os.sched_getaffinity(0)) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    # of the cores the thread budget counts (affinity and cgroup quota: options/threads.py)
+    from snowfire.options import thread_budget
+
+    _share = thread_budget().cores // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(max(1, _share))
 
 

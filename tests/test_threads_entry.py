@@ -21,7 +21,7 @@ import pytest
 
 from snowfire.cli.main import THREADED, build_parser, main
 from snowfire.compare import ANALYSES
-from snowfire.options import THREADS_ENV
+from snowfire.options import THREADS_ENV, thread_budget
 from tests.helpers import REPO, snowfire_cli
 from tests.helpers.tasks import write_sst2
 
@@ -231,4 +231,4 @@ def test_the_suites_workers_share_the_cores(tmp_path):
     )
     threads = int(child.stdout)
     assert threads == int(os.environ["OMP_NUM_THREADS"])
-    assert threads * int(workers) <= max(len(os.sched_getaffinity(0)), int(workers))
+    assert threads * int(workers) <= max(thread_budget().cores, int(workers))
