@@ -78,37 +78,36 @@ def invocation(work: Path, argv: list[str], beat: float = BEAT) -> Iterator[None
     from snowfire.rundir import HostLoad
 
     path, run = Path(work) / LEDGER, uuid.uuid4().hex[:12]
-    clock = HostLoad(own_cpu=_cpu_seconds).__enter__()  # children's CPU time counts as ours
-    _append(
-        path, {"id": run, "event": "start", "at": time.time(), "argv": argv, "machine": machine()}
-    )
-    stop = threading.Event()
+    with HostLoad(own_cpu=_cpu_seconds) as clock:  # children's CPU time counts as ours
+        start = {"id": run, "event": "start", "at": time.time(), "argv": argv}
+        _append(path, start | {"machine": machine()})
+        stop = threading.Event()
 
-    def so_far() -> dict:
-        wall, cpu, others = clock.elapsed()
-        out = {"at": time.time(), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}
-        return out if others is None else out | {"others_cpu_s": round(others, 1)}
+        def so_far() -> dict:
+            wall, cpu, others = clock.elapsed()
+            out = {"at": time.time(), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}
+            return out if others is None else out | {"others_cpu_s": round(others, 1)}
 
-    def _beat() -> None:
-        while not stop.wait(beat):
-            _append(path, {"id": run, "event": "beat", **so_far()})
+        def _beat() -> None:
+            while not stop.wait(beat):
+                _append(path, {"id": run, "event": "beat", **so_far()})
 
-    beats = threading.Thread(target=_beat, daemon=True)
-    beats.start()
+        beats = threading.Thread(target=_beat, daemon=True)
+        beats.start()
 
-    def _term(signum, frame):  # a polite kill ends like ^C: through the finally below
-        raise SystemExit(128 + signum)
+        def _term(signum, frame):  # a polite kill ends like ^C: through the finally below
+            raise SystemExit(128 + signum)
 
-    before = signal.signal(signal.SIGTERM, _term)
-    status = "interrupted"
-    try:
-        yield
-        status = "finished"
-    finally:
-        stop.set()
-        beats.join()
-        signal.signal(signal.SIGTERM, before)
-        _append(path, {"id": run, "event": "end", "status": status, **so_far()})
+        before = signal.signal(signal.SIGTERM, _term)
+        status = "interrupted"
+        try:
+            yield
+            status = "finished"
+        finally:
+            stop.set()
+            beats.join()
+            signal.signal(signal.SIGTERM, before)
+            _append(path, {"id": run, "event": "end", "status": status, **so_far()})
 
 
 @dataclass(frozen=True)
