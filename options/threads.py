@@ -289,7 +289,13 @@ def use_threads(override: int | None = None, *, source: str = "--threads") -> Th
     it before its embed thread starts; the CLI in its main thread, before any work)."""
     if override is None and _applied["budget"] is not None:
         return _applied["budget"]
-    budget = thread_budget(override, source=source)
+    return apply_threads(thread_budget(override, source=source))
+
+
+def apply_threads(budget: ThreadBudget) -> ThreadBudget:
+    """Apply `budget` as it is (use_threads decides one first): a process started to do one
+    piece of its parent's work (compare's cell processes) takes the parent's, so its runs
+    record the same threads and why."""
     import torch
 
     torch.set_num_threads(budget.threads)

@@ -2,9 +2,11 @@
 threads torch had for it, the bytes it keeps, and whether anything else used its cores.
 
 Peak memory is the process's resident set sampled every 50 ms (Linux /proc/self/statm; else
-the process's lifetime maximum from getrusage), and on a GPU the allocator's peak. A process
-that runs many cells (compare) resets the GPU peak per cell; the resident peak is per cell
-only in the sampled form.
+the process's lifetime maximum from getrusage), and on a GPU the allocator's peak. The resident
+set is the whole process's: what an earlier run in the same process left (memory the allocator
+kept, feature shards still mapped) counts too. So a record says whether the run was the first
+measured in its process (`peak_rss_own`); compare trains each cell in a process of its own
+(compare/cellproc.py) so that its cells' peaks are their own.
 """
 
 from __future__ import annotations
@@ -35,11 +37,17 @@ def _rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
 
+#: How many PeakMemory measures this process has started: only its first one's resident set
+#: holds nothing an earlier run left.
+_started = {"count": 0}
+
+
 class PeakMemory:
     """`with PeakMemory(device) as peak: ...` (or start() ... stop()), then `peak.record()`:
-    {"peak_rss_mb", "cpu_seconds" (the process's CPU time over every thread meanwhile),
-    "peak_gpu_mb" (GPU only), "threads" (torch's intra-op and inter-op threads and the budget
-    that set them: options.threads_record)}."""
+    {"peak_rss_mb", "peak_rss_own" (no earlier measure in this process: the peak is this run's
+    alone; else an upper bound), "cpu_seconds" (the process's CPU time over every thread
+    meanwhile), "peak_gpu_mb" (GPU only), "threads" (torch's intra-op and inter-op threads and
+    the budget that set them: options.threads_record)}."""
 
     def __init__(self, device, interval: float = 0.05) -> None:
         self.device, self.interval = device, interval
@@ -62,6 +70,8 @@ class PeakMemory:
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
         self.peak = _rss()
+        self.own = _started["count"] == 0
+        _started["count"] += 1
         self.cpu = time.process_time()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -77,7 +87,11 @@ class PeakMemory:
     def record(self) -> dict[str, Any]:
         import torch
 
-        out = {"peak_rss_mb": round(self.peak / 2**20, 1), "cpu_seconds": round(self.cpu, 1)}
+        out = {
+            "peak_rss_mb": round(self.peak / 2**20, 1),
+            "peak_rss_own": self.own,
+            "cpu_seconds": round(self.cpu, 1),
+        }
         if self.device.type == "cuda":
             out["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated(self.device) / 2**20, 1)
         return out | {"threads": threads_record()}
