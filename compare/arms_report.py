@@ -18,6 +18,22 @@ def cost_file(task: str) -> str:
     return f"cost-{task}.png"
 
 
+#: Under the table when a peak was measured in a process that had trained before.
+SHARED_PEAK = (
+    "† Peak measured in a process that had trained earlier cells (`--no-cell-processes`, or a "
+    "run from before cells had processes of their own): its resident set holds what they left "
+    "(memory the allocator kept, feature shards still mapped), an upper bound on the arm's own."
+)
+
+
+def _peak(cost: dict[str, Any]) -> str:
+    """The peak RSS cell of a row: MB, † where it may hold earlier cells' memory."""
+    peak = cost.get("peak_rss_mb")
+    if peak is None:
+        return "–"
+    return f"{peak} †" if not cost.get("peak_rss_own", False) else f"{peak}"
+
+
 def _interval(d: dict[str, Any]) -> str:
     return f"{100 * d['delta']:+.1f} [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
 
@@ -85,8 +101,10 @@ def arm_lines(cfg, summary: dict[str, Any]) -> list[str]:
                 f"| {task} | {ARM_NAMES[arm]} | {100 * p['score']:.1f} | {vs_snow} | {vs_fire} "
                 f"| {c['params']:,} | {100 * c['params'] / fire_params:.2f}% | {c['seconds']:.0f} "
                 f"| {c['examples_per_s']} | {_mb(c.get('saved_bytes'))} "
-                f"| {c.get('peak_rss_mb') or '–'} | {'yes' if converged else 'no'} |"
+                f"| {_peak(c)} | {'yes' if converged else 'no'} |"
             )
+    if any(_peak(p["cost"]).endswith("†") for s in summary.values() for p in points(s).values()):
+        lines += ["", SHARED_PEAK]
     skipped = [
         f"- {ARM_NAMES[arm]} on {task}: not run; {why}."
         for task, s in summary.items()

@@ -152,6 +152,13 @@ class CompareConfig(TaskListFields):
     )
     device: str | None = option(None, DEVICE_HELP)
     progress: bool = option(True, "show progress bars")
+    cell_processes: bool = option(
+        True,
+        "train each cell in a fresh process (forked from a fork server that loaded torch "
+        "once: compare/cellproc.py; on Ray, a worker per cell), so that its peak memory is "
+        "its own; --no-cell-processes trains every cell in this process, and the table marks "
+        "the peaks that may hold what earlier cells left",
+    )
     ray: str | None = option(
         None,
         "run each task's cells at once as Ray tasks on this cluster (an address, auto, or "

@@ -73,12 +73,15 @@ def _cost(cell: Cell) -> dict[str, Any]:
         "examples_per_s": rate,
         "saved_bytes": kept,
         "peak_rss_mb": peak,
+        # measured in a process that trained nothing before (a run before the field: unknown)
+        "peak_rss_own": config.get("cost", {}).get("peak_rss_own", False),
     }
 
 
 def cost_of(cells: list[Cell]) -> dict[str, Any]:
     """One side's cost over its seeds: time, epochs and examples/s are the seeds' means, peak
-    memory their highest; parameters and bytes kept are one run's (the same in every seed)."""
+    memory their highest (`peak_rss_own`: every seed's measured in a process of its own);
+    parameters and bytes kept are one run's (the same in every seed)."""
     each = [_cost(c) for c in cells]
     out = dict(each[0])
     for key in ("seconds", "epochs", "examples_per_s"):
@@ -88,6 +91,7 @@ def cost_of(cells: list[Cell]) -> dict[str, Any]:
         out["examples_per_s"] = round(out["examples_per_s"], 1)
     peaks = [c["peak_rss_mb"] for c in each if c.get("peak_rss_mb") is not None]
     out["peak_rss_mb"] = max(peaks) if peaks else None
+    out["peak_rss_own"] = all(c.get("peak_rss_own", False) for c in each)
     out["seeds"] = len(each)
     return out
 

@@ -457,9 +457,16 @@ def _timed(
 
 
 def _here(cfg: CompareConfig, cells: list[Cell], extraction: dict, race: dict):
-    """The cells one after another, each as it finishes."""
+    """The cells one after another, each as it finishes: one that trains in a process of its
+    own (--cell-processes, compare/cellproc.py), a finished one read back here."""
+    from snowfire.rundir import METRICS
+
+    from .cellproc import run_in_child
+
     for cell in cells:
-        yield cell, _timed(cfg, cell, extraction["pair_encoding"], race.get(cell, (None, None)))
+        args = (cfg, cell, extraction["pair_encoding"], race.get(cell, (None, None)))
+        trains = not (Path(cell.run) / METRICS).is_file()
+        yield cell, run_in_child(_timed, *args) if cfg.cell_processes and trains else _timed(*args)
 
 
 #: CPUs a cell's Ray task asks for; its torch threads are as many (options/threads.py).
@@ -484,7 +491,8 @@ def _on_ray(cfg: CompareConfig, cells: list[Cell], extraction: dict, race: dict)
 
     connect_ray(cfg.ray)
     gpu = cluster_gpus() > 0
-    task = ray.remote(_cell_on_ray)
+    # a worker per cell (max_calls=1) for the same reason as a process per cell here
+    task = ray.remote(max_calls=1 if cfg.cell_processes else 0)(_cell_on_ray)
     refs = {
         task.options(num_cpus=CELL_CPUS, num_gpus=1 if gpu and c.mode is Mode.FIRE else 0).remote(
             cfg, c, extraction["pair_encoding"], CELL_CPUS, race.get(c, (None, None))

@@ -122,15 +122,17 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
 
     # a rerun trains and extracts nothing, and writes the same table
 
-    from snowfire import extractor, finetune, heads
+    import snowfire.finetune.trainer  # imported here only if a cell trained in this process
+    import snowfire.heads.trainer
+    from snowfire import extractor
 
     def refuse(*args, **kwargs):
         raise AssertionError("a rerun recomputed a cell")
 
-    monkeypatch.setattr(heads.trainer, "_fit", refuse)
-    monkeypatch.setattr(finetune.trainer, "build_model", refuse)
+    monkeypatch.setattr(snowfire.heads.trainer, "_fit", refuse)
+    monkeypatch.setattr(snowfire.finetune.trainer, "build_model", refuse)
     monkeypatch.setattr(extractor, "run_extract", refuse)
-    assert run_cli(argv) == 0
+    assert run_cli([*argv, "--no-cell-processes"]) == 0  # a cell that trains: refused here
     assert (out / "table.md").read_text() == table
 
 
@@ -204,6 +206,7 @@ def test_the_full_budget_tunes_fire_on_dev(tiny_bert_dir, tmp_path, monkeypatch)
         "--seeds",
         "1",
         "--quiet",
+        "--no-cell-processes",  # the small grid is patched into this process
     ]
     assert run_cli(argv) == 0
     grid = json.loads((out / "fire" / "sst2" / "seed0" / "grid.json").read_text())

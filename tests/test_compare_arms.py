@@ -129,6 +129,20 @@ def test_the_arms_table_and_the_cost_plot(arms_run):
     summary = json.loads((out / "results.json").read_text())["tasks"]
     one = SimpleNamespace(arms=ARMS + ["snow", "fire"], seeds_fire=1)
     assert any(line.startswith(caveat) for line in arm_lines(one, summary))
+    # every cell trained in a process of its own: no peak is marked as holding another's
+    from snowfire.compare.arms_report import SHARED_PEAK
+
+    runs = out.glob("*/stsb/**/seed[0-9]/config.json")  # not a saved encoder's config.json
+    costs = [json.loads(p.read_text())["cost"] for p in runs]
+    assert len(costs) >= 2 * (len(ARMS) + 2) and all(c["peak_rss_own"] for c in costs)
+    assert SHARED_PEAK not in table and " † |" not in table
+    summary["stsb"]["cost"]["lora"]["peak_rss_own"] = False  # as --no-cell-processes records
+    lines = arm_lines(one, summary)
+    (lora,) = [line for line in lines if line.startswith("| stsb | LoRA |")]
+    peak = summary["stsb"]["cost"]["lora"]["peak_rss_mb"]
+    assert lora.endswith((f"| {peak} † | yes |", f"| {peak} † | no |"))
+    assert SHARED_PEAK in lines
+    assert sum(" † |" in line for line in lines) == 1
 
 
 def test_lpft_starts_from_its_probe_and_seq_from_the_intermediate(arms_run):

@@ -158,6 +158,7 @@ def test_compare_with_a_larger_epochs_scale_trains_only_the_continuation(
     out = tmp_path / "out"
     argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2", "--data", str(data)]
     argv += ["--out", str(out), "--budget", "quick", "--seeds", "1", "--trials", "2", "--quiet"]
+    argv += ["--no-cell-processes"]  # the test spies on the trainers in this process
     assert run_cli(argv) == 0
     first = {p: _hashes(p) for p in out.glob("*/sst2/trial*/seed0")}
     assert len(first) == 4
