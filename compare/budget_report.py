@@ -100,6 +100,7 @@ def plot_budget(task: str, metric: str, section: dict[str, Any], path: Path) -> 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, (by_n, by_cost) = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     for arm, c in section["curves"].items():
@@ -111,6 +112,7 @@ def plot_budget(task: str, metric: str, section: dict[str, Any], path: Path) -> 
         by_cost.step(c["compute"], mean, where="post", color=line.get_color())
         by_cost.plot(c["compute"], mean, "o", color=line.get_color())
     by_n.set_xlabel("trials n")
+    by_n.xaxis.set_major_locator(MaxNLocator(integer=True))  # n is a count of trials
     by_n.set_ylabel(f"expected best {metric} (x100), report split")
     by_n.legend(fontsize=7)
     by_cost.set_xlabel(f"compute ({section['unit']})")
