@@ -93,6 +93,7 @@ class TrainState:
     seconds: float = 0.0  # training time before this process
     cpu_seconds: float = 0.0  # CPU time (every thread) of the processes before this one
     within: list[dict[str, Any]] = field(default_factory=list)  # this epoch's mid-epoch points
+    peak: dict[str, Any] | None = None  # the processes before this one: PeakMemory.carried()
 
 
 @dataclass
@@ -214,8 +215,11 @@ def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, flo
     write_json(out_dir / CONFIG, run_info)
 
     # -- resume, or start fresh
+    from snowfire.rundir import PeakMemory
+
     ckpt_path = out_dir / CHECKPOINT
-    if ckpt_path.is_file():
+    resumed = ckpt_path.is_file()
+    if resumed:
         state = fit.restore(ckpt_path, cfg, start)
         log.info("resuming %s at epoch %d, batch %d", out_dir, state.epoch, state.batch)
     else:
@@ -225,16 +229,16 @@ def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, flo
     zero = clock() - state.seconds  # when the run would have started, had it never stopped
     earlier = state.seconds  # trained by the processes before this one (0 when fresh)
     earlier_cpu, cpu0 = state.cpu_seconds, time.process_time()
+    peak = PeakMemory(device, earlier=state.peak, resumed=resumed)
 
     def checkpoint() -> None:
         state.seconds = clock() - zero
         state.cpu_seconds = earlier_cpu + time.process_time() - cpu0
+        state.peak = peak.carried()
         fit.save(ckpt_path, cfg, state, start)
 
     # -- loop
-    from snowfire.rundir import PeakMemory
-
-    with PeakMemory(device) as peak:
+    with peak:
         chosen = (roles.selection, examples[roles.selection])  # every choice reads it alone
         _epochs(
             fit, cfg, examples["train"], chosen, state, out_dir, clock, zero, checkpoint, on_step

@@ -27,6 +27,7 @@ class LoopState:
     seconds: float = 0.0  # training time of the processes before this one
     cpu_seconds: float = 0.0  # their CPU time
     continued_from: dict[str, Any] | None = None  # a larger cap's run: the run it went on from
+    peak: dict[str, Any] | None = None  # the processes before this one: PeakMemory.carried()
 
 
 def save(path: Path, cfg: Any, head, opt, best_state, state: LoopState) -> None:

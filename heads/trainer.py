@@ -223,13 +223,14 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
     (out_dir / PREDICTIONS).mkdir(parents=True, exist_ok=True)
     ckpt = out_dir / CHECKPOINT
     state, best_state = checkpoint.LoopState(), None
-    if ckpt.is_file():  # a paused run: continue where it stopped
+    resumed = ckpt.is_file()
+    if resumed:  # a paused run: continue where it stopped
         state, best_state = checkpoint.restore(ckpt, cfg, head, opt, device)
         log.info("%s: continuing after epoch %d", out_dir, state.epoch)
     last = min(cfg.epochs, cfg.stop_at or cfg.epochs)  # a race's stop ends the run early
 
     # -- loop
-    peak = PeakMemory(device).start()
+    peak = PeakMemory(device, earlier=state.peak, resumed=resumed).start()
     started = time.perf_counter() - state.seconds  # as if it had never paused
     n_train = sources["train"].num_examples
     for epoch in range(state.epoch + 1, last + 1):
@@ -293,6 +294,7 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
     peak.stop()
     state.seconds = time.perf_counter() - started
     state.cpu_seconds += peak.cpu
+    state.peak = peak.carried()  # for the next piece, if any
     if state.epoch < last and not state.stopped:  # paused at a rung: keep the state, no metrics
         checkpoint.save(ckpt, cfg, head, opt, best_state, state)
         checkpoint.mark_paused(out_dir, state, chosen_on)

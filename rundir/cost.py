@@ -47,10 +47,23 @@ class PeakMemory:
     {"peak_rss_mb", "peak_rss_own" (no earlier measure in this process: the peak is this run's
     alone; else an upper bound), "cpu_seconds" (the process's CPU time over every thread
     meanwhile), "peak_gpu_mb" (GPU only), "threads" (torch's intra-op and inter-op threads and
-    the budget that set them: options.threads_record)}."""
+    the budget that set them: options.threads_record)}.
 
-    def __init__(self, device, interval: float = 0.05) -> None:
+    A run trained in pieces (paused at a race's rung, or killed, then resumed) keeps
+    `carried()` in its checkpoint and passes it back as `earlier` with `resumed=True`: its
+    record is then the highest piece's peak, own only if every piece's was (a resumed run
+    without one: its earlier pieces' peaks are unknown, so not own)."""
+
+    def __init__(
+        self,
+        device,
+        interval: float = 0.05,
+        *,
+        earlier: dict[str, Any] | None = None,
+        resumed: bool = False,
+    ) -> None:
         self.device, self.interval = device, interval
+        self.earlier, self.resumed = earlier, resumed
         self.peak = 0
         self._stop = threading.Event()
 
@@ -84,14 +97,20 @@ class PeakMemory:
         self.cpu = time.process_time() - self.cpu
         return self
 
+    def carried(self) -> dict[str, Any]:
+        """The peak of the pieces so far, this one's up to now included: what a checkpoint
+        keeps for the next piece ({"peak_rss_mb", "peak_rss_own"})."""
+        running = not self._stop.is_set()
+        mb, own = round(max(self.peak, _rss() if running else 0) / 2**20, 1), self.own
+        if self.resumed:
+            before = self.earlier or {"peak_rss_mb": 0.0, "peak_rss_own": False}
+            mb, own = max(mb, before["peak_rss_mb"]), own and before["peak_rss_own"]
+        return {"peak_rss_mb": mb, "peak_rss_own": own}
+
     def record(self) -> dict[str, Any]:
         import torch
 
-        out = {
-            "peak_rss_mb": round(self.peak / 2**20, 1),
-            "peak_rss_own": self.own,
-            "cpu_seconds": round(self.cpu, 1),
-        }
+        out = self.carried() | {"cpu_seconds": round(self.cpu, 1)}
         if self.device.type == "cuda":
             out["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated(self.device) / 2**20, 1)
         return out | {"threads": threads_record()}

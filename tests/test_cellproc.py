@@ -30,6 +30,19 @@ def measure(extra_mb: int) -> dict:
     return peak.record()
 
 
+def piece(extra_mb: int, earlier: dict | None, resumed: bool) -> tuple[dict, dict]:
+    """One piece of a run trained in pieces: (what its checkpoint keeps, its record)."""
+    import torch
+
+    from snowfire.rundir import PeakMemory
+
+    with PeakMemory(torch.device("cpu"), earlier=earlier, resumed=resumed) as peak:
+        block = np.ones(extra_mb * MB // 8)
+        assert block.sum() > 0
+        kept = peak.carried()
+    return kept, peak.record()
+
+
 def surroundings(text: str) -> dict:
     import torch
 
@@ -77,6 +90,21 @@ def test_a_cells_peak_leaves_out_what_the_parent_holds():
     here = measure(40)  # the same work in this process: its resident set counts `held`
     assert here["peak_rss_mb"] > child["peak_rss_mb"] + 300
     assert measure(1)["peak_rss_own"] is False  # a second measure in a process never is
+
+
+def test_a_run_trained_in_pieces_records_its_highest_piece():
+    first, alone = run_in_child(piece, 300, None, False)  # paused at a rung: its checkpoint
+    assert first["peak_rss_mb"] <= alone["peak_rss_mb"] < first["peak_rss_mb"] + 5  # then: so far
+    assert first["peak_rss_own"] is True and first["peak_rss_mb"] > 300
+    _, then = run_in_child(piece, 10, first, True)  # resumed in another process
+    assert then["peak_rss_mb"] == first["peak_rss_mb"]  # the first piece's was the higher
+    assert then["peak_rss_own"] is True  # both pieces measured in processes of their own
+    _, bigger = run_in_child(piece, 500, first, True)
+    assert bigger["peak_rss_mb"] > first["peak_rss_mb"] + 150
+    _, unknown = run_in_child(piece, 10, None, True)  # resumed, the earlier peak not kept
+    assert unknown["peak_rss_own"] is False
+    _, shared = run_in_child(piece, 10, {"peak_rss_mb": 1.0, "peak_rss_own": False}, True)
+    assert shared["peak_rss_own"] is False
 
 
 def test_a_cell_sees_the_parents_directory_environment_threads_and_output(

@@ -47,6 +47,9 @@ def test_a_raced_compare_records_its_race_and_replays_to_it(tiny_bert_dir, tmp_p
         run = next(c["run"] for c in raced["cells"] if c["mode"] == name.split(":")[0])
         config = json.loads((Path(run) / "config.json").read_text())
         assert config["epochs_run"] == 1 and stop["text"].startswith("stopped at rung 1")
+    for cell in raced["cells"]:  # trained in two pieces (paused at rung 1), each in its own
+        cost = json.loads((Path(cell["run"]) / "config.json").read_text())["cost"]  # process
+        assert cost["peak_rss_own"] is True and cost["peak_rss_mb"] > 100
     table = (tmp_path / "raced" / "table.md").read_text()
     assert "Raced (compare/racing.py" in table and "ran to the end:" in table
     assert "stopped at rung 1 (behind " in table
