@@ -1,7 +1,8 @@
-"""A task's learning curves in one picture: dev score per epoch of every cell, one line per
-seed, ❄️ heads solid and 🔥 dashed, and a cell that was still improving when its epochs ran out
-marked at its last point (compare/convergence.py decides which), and a cell the race stopped
-marked with an X where it ended (compare/racing.py)."""
+"""A task's learning curves in one picture: the selection split's score per epoch of every
+cell (the split every choice is made on: compare/report.py `protocol`), one line per seed, ❄️
+heads solid and 🔥 dashed, and a cell that was still improving when its epochs ran out marked
+at its last point (compare/convergence.py decides which), and a cell the race stopped marked
+with an X where it ended (compare/racing.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ _SNOW_COLOURS = ("#4c8cbf", "#2a9d8f", "#6a4c93", "#8ab17d")
 _FIRE_COLOUR = "#d9622b"
 
 
-def plot_curves(task: str, metric: str, cells: Sequence[Mapping], path: str | Path) -> dict:
+def plot_curves(
+    task: str, metric: str, cells: Sequence[Mapping], path: str | Path, split: str = "dev"
+) -> dict:
     """Write the PNG at `path`; {"lines": how many, "marked": the labels of cells still improving}.
+    `split`: the split the curves score (the selection split).
 
     cells: {"mode": "snow" | "fire", "head": name (❄️), "seed": k, "curve": [(epoch, score),
     ...], "status": a `Convergence.status` (optional; marked unless converged or raced),
@@ -63,7 +67,7 @@ def plot_curves(task: str, metric: str, cells: Sequence[Mapping], path: str | Pa
         if cell.get("stopped"):  # the race ended it here (compare/racing.py)
             _mark(ax, xs[-1], ys[-1], "X", colour, "stopped by the race", named)
     ax.set_xlabel("epoch")
-    ax.set_ylabel(f"dev {metric} (x100)")
+    ax.set_ylabel(f"{metric} (x100), {split} split")
     ax.set_title(f"{task}: learning curves, one line per seed")
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()

@@ -35,7 +35,7 @@ def plot_task_curves(cfg, task: str, s: dict[str, Any], path: Path) -> None:
     ]
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
         drawn = Path(tmp) / path.name
-        plot_curves(task, v["metric"], cells, drawn)
+        plot_curves(task, v["metric"], cells, drawn, s.get("protocol", {}).get("selection", "dev"))
         atomic_write(path, drawn.read_bytes())
 
 
