@@ -23,7 +23,7 @@ from typing import Any
 from snowfire.rundir import CONFIG, prediction_file
 
 from .cell import Cell
-from .convergence import RACED, mark_curve, read_curve
+from .convergence import RACED, STILL_IMPROVING, mark_curve, read_curve
 from .restarts import restart_spread
 from .verdict import BASELINE_WORDS, task_verdict, weigh
 
@@ -87,7 +87,8 @@ def convergence(cell: Cell, metric: str):
     mark = mark_curve(curve, cap=cap)
     stopped = json.loads((run / CONFIG).read_text()).get("stopped_at")
     if stopped is not None:
-        why = f"ended at epoch {stopped} of {cap:g}: clearly behind (compare/racing.py)"
+        rising = ", still rising there" if mark.status == STILL_IMPROVING else ""
+        why = f"ended by the race at epoch {stopped} of {cap:g}{rising} (compare/racing.py)"
         mark = replace(mark, status=RACED, reason=why)
     return curve, mark
 

@@ -12,6 +12,8 @@ import math
 import statistics
 from typing import Any
 
+from .convergence import RACED
+
 #: The paper's Table 2 (test sets), for the rows beside ours.
 PAPER_TABLE2 = {
     ("ELMo", "snow"): {
@@ -148,6 +150,13 @@ def task_verdict(
         f"{ICON[side]}: 1 seed, its restarts' spread is not in the interval"
         for side in ICON
         if boot.seeds[side] == 1
+    ]
+    # a side the race stopped is scored where it stopped, not at its cap: say so
+    notes += [
+        f"{ICON[side]} seed {i} {cell.reason}"
+        for side in ICON
+        for i, cell in enumerate(cells[side])
+        if cell.status == RACED
     ]
     beaten = None
     if baseline is not None:

@@ -12,7 +12,7 @@ import pytest
 
 from snowfire.compare import BUDGET_LIMITED, Interval, bootstrap, call, task_verdict, weigh
 from snowfire.compare import zero_training_words as zero_words
-from snowfire.compare.convergence import CONVERGED, STILL_IMPROVING, Convergence
+from snowfire.compare.convergence import CONVERGED, RACED, STILL_IMPROVING, Convergence
 from snowfire.compare.interval import METRICS, resampled_scores, restart_variance
 from snowfire.tasks import evaluate, get_task
 
@@ -344,6 +344,12 @@ def test_task_verdict_budget_limited_then_zero_training_then_the_call():
     assert verdict["text"] == f"{BUDGET_LIMITED} ({shown}; 🔥 seed 1 {STILL_IMPROVING})"
     one = weigh("pearson", gold.tolist(), snow, fire[:1], replicates=500)
     assert "🔥: 1 seed, its restarts' spread is not in the interval" in task_verdict(one)["notes"]
+    # a side the race stopped is called, scored where it stopped: the notes say where
+    why = "ended by the race at epoch 2 of 6, still rising there (compare/racing.py)"
+    raced = [Convergence(RACED, why, 0.8, 2.0, 2.0, 0.1, 0.0)]
+    verdict = task_verdict(one, done, raced)
+    assert verdict["verdict"] == "🔥 > ❄️" and f"🔥 seed 0 {why}" in verdict["notes"]
+    assert f"🔥 seed 0 {why}" in verdict["text"]
 
 
 # -- errors -------------------------------------------------------------------------------------

@@ -133,7 +133,9 @@ def test_a_run_the_race_stopped_earns_a_verdict_a_cut_short_one_does_not(tmp_pat
         (run / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rising))
     _, raced = convergence(Cell(Mode.BITFIT, "t", None, 0, str(tmp_path / "raced")), "accuracy")
     assert raced.status == RACED and raced.converged
-    assert raced.reason == "ended at epoch 2 of 6: clearly behind (compare/racing.py)"
+    # its score is where the race left it: the verdict's notes say so, and that it still rose
+    why = "ended by the race at epoch 2 of 6, still rising there (compare/racing.py)"
+    assert raced.reason == why
     _, cut = convergence(Cell(Mode.BITFIT, "t", None, 0, str(tmp_path / "cut")), "accuracy")
     assert cut.status == STILL_IMPROVING and not cut.converged
 
