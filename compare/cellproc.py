@@ -29,7 +29,14 @@ from collections.abc import Callable
 from typing import Any
 
 #: What the fork server imports once, so that its children start with it loaded.
-PRELOAD = ["torch", "snowfire.compare.run", "snowfire.heads.trainer", "snowfire.finetune.trainer"]
+PRELOAD = [
+    "torch",
+    "transformers.models.bert.modeling_bert",  # the BERT family: 3 s a 🔥 cell would pay
+    "zarr",
+    "snowfire.compare.run",
+    "snowfire.heads.trainer",
+    "snowfire.finetune.trainer",
+]
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 _context: dict[str, Any] = {}
