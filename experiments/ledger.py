@@ -35,9 +35,36 @@ BEAT = 60.0
 
 
 def _cpu_seconds() -> float:
+    """CPU seconds of this process and every process under it: the children it has waited
+    for (getrusage), and each one still running with what it has waited for in turn (Linux
+    /proc). compare's cells run in a fork server's children, which this process never waits
+    for: without the walk their CPU time would count as other processes' load."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + _live_descendants()
+
+
+def _live_descendants(proc: Path = Path("/proc")) -> float:
+    """utime + stime + cutime + cstime of every running descendant of this process (0 where
+    /proc is absent). A process that ends moves into its waiting parent's cutime/cstime."""
+    parent_of, times = {}, {}
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # ended while we looked
+            continue
+        fields = text[text.rindex(")") + 2 :].split()  # after "pid (comm) "
+        pid = int(stat.parent.name)
+        parent_of[pid] = int(fields[1])
+        times[pid] = sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    mine, found, frontier = os.getpid(), set(), [os.getpid()]
+    while frontier:
+        pid = frontier.pop()
+        kids = [k for k, p in parent_of.items() if p == pid and k not in found]
+        found.update(kids)
+        frontier += kids
+    found.discard(mine)
+    return sum(times[k] for k in found) / os.sysconf("SC_CLK_TCK")
 
 
 def _append(path: Path, record: dict) -> None:

@@ -98,3 +98,33 @@ def test_a_cut_line_is_an_error_naming_the_file_and_line(tmp_path):
     with pytest.raises(ValueError, match=r"ledger\.jsonl:3: expected a JSON ledger record"):
         ledger.total(tmp_path)
     assert ledger.total(tmp_path / "none").sentence().startswith("No invocation")
+
+
+@pytest.mark.subprocess
+def test_the_clock_counts_descendants_nobody_has_waited_for(tmp_path):
+    """compare's cells run in a fork server's children, which the invocation never waits for:
+    a grandchild burning CPU counts as the invocation's while it runs, not as others' load."""
+    import ledger
+
+    done = tmp_path / "burnt"
+    burn = (  # 1.5 s of CPU, then say so and stay alive
+        "import pathlib, sys, time\nend = time.process_time() + 1.5\n"
+        "while time.process_time() < end: pass\n"
+        "pathlib.Path(sys.argv[1]).write_text('1')\ntime.sleep(30)\n"
+    )
+    middle = (  # starts the burner and lets it run on without waiting for it
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-c', {burn!r}, {str(done)!r}])\n"
+        "time.sleep(30)\n"
+    )
+    before = ledger._cpu_seconds()
+    proc = subprocess.Popen([sys.executable, "-c", middle], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not done.is_file() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert done.is_file(), "the grandchild never finished burning"
+        assert ledger._cpu_seconds() - before >= 1.4
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the middle process and the burner
+        proc.wait()
