@@ -34,6 +34,7 @@ PRELOAD = [
     "transformers.models.bert.modeling_bert",  # the BERT family: 3 s a 🔥 cell would pay
     "zarr",
     "snowfire.compare.run",
+    "snowfire.compare.dispatch",
     "snowfire.heads.trainer",
     "snowfire.finetune.trainer",
 ]

@@ -419,12 +419,13 @@ def _run_stage(
     its metrics) and printed as it finishes; steps: a race's rung, (cell, pause_at, stop_at)
     of each (a paused cell is not finished yet)."""
     from .arms import ARM_NAMES
+    from .dispatch import here, on_ray
     from .hostload import record_attempt
 
     if not cells:
         return
     race = {c: (pause, stop) for c, pause, stop in steps or []}
-    runs = _on_ray(cfg, cells, extraction, race) if cfg.ray else _here(cfg, cells, extraction, race)
+    runs = on_ray(cfg, cells, extraction, race) if cfg.ray else here(cfg, cells, extraction, race)
     for cell, (metrics, seconds, load) in runs:
         record_attempt(cfg.out, cell, load)  # OUT/load.jsonl: did other work share its cores?
         if not metrics:  # paused at the rung
@@ -442,63 +443,3 @@ def _run_stage(
             f"({seconds:.0f} s)",
             flush=True,
         )
-
-
-def _timed(
-    cfg: CompareConfig, cell: Cell, pair_encoding: str, race: tuple = (None, None)
-) -> tuple[dict, float, dict]:
-    """(metrics, wall seconds, the attempt's host load: {} for a run finished before it)."""
-    from snowfire.rundir import METRICS, HostLoad
-
-    reused = (Path(cell.run) / METRICS).is_file()
-    with HostLoad() as load:
-        metrics = run_cell(cfg, cell, pair_encoding, *race)
-    return metrics, load.elapsed()[0], {} if reused else load.record()
-
-
-def _here(cfg: CompareConfig, cells: list[Cell], extraction: dict, race: dict):
-    """The cells one after another, each as it finishes: one that trains in a process of its
-    own (--cell-processes, compare/cellproc.py), a finished one read back here."""
-    from snowfire.rundir import METRICS
-
-    from .cellproc import run_in_child
-
-    for cell in cells:
-        args = (cfg, cell, extraction["pair_encoding"], race.get(cell, (None, None)))
-        trains = not (Path(cell.run) / METRICS).is_file()
-        yield cell, run_in_child(_timed, *args) if cfg.cell_processes and trains else _timed(*args)
-
-
-#: CPUs a cell's Ray task asks for; its torch threads are as many (options/threads.py).
-CELL_CPUS = 1
-
-
-def _cell_on_ray(cfg: CompareConfig, cell: Cell, pair_encoding: str, cpus: int, race: tuple):
-    """A cell's Ray task: its torch threads from its num_cpus, then the cell (Ray runs many
-    cells at once on one node: each with its default threads would oversubscribe the cores)."""
-    from snowfire.options import use_threads
-
-    use_threads(cpus, source="ray num_cpus")
-    return _timed(cfg, cell, pair_encoding, race)
-
-
-def _on_ray(cfg: CompareConfig, cells: list[Cell], extraction: dict, race: dict):
-    """The cells at once as Ray tasks (a GPU each for 🔥 when the cluster has GPUs), each as
-    it finishes. A cell's seed is in its config, so its result is the sequential one."""
-    import ray
-
-    from snowfire.extractor import cluster_gpus, connect_ray
-
-    connect_ray(cfg.ray)
-    gpu = cluster_gpus() > 0
-    # a worker per cell (max_calls=1) for the same reason as a process per cell here
-    task = ray.remote(max_calls=1 if cfg.cell_processes else 0)(_cell_on_ray)
-    refs = {
-        task.options(num_cpus=CELL_CPUS, num_gpus=1 if gpu and c.mode is Mode.FIRE else 0).remote(
-            cfg, c, extraction["pair_encoding"], CELL_CPUS, race.get(c, (None, None))
-        ): c
-        for c in cells
-    }
-    while refs:
-        ready, _ = ray.wait(list(refs), num_returns=1)
-        yield refs.pop(ready[0]), ray.get(ready[0])

@@ -41,7 +41,7 @@ TORCH_FREE = {"ls", "export-hdf5", "migrate", "baseline"}
 OTHER_ENTRIES = (
     ("snowfire.jobs.runner", "main"),  # a worker's child: runs one job
     ("snowfire.jobs.ray_jobs", "run_task"),  # a job as a Ray task (serve --ray)
-    ("snowfire.compare.run", "_on_ray"),  # compare --ray: its cells as Ray tasks
+    ("snowfire.compare.dispatch", "on_ray"),  # compare --ray: its cells as Ray tasks
     ("snowfire.extractor.ray_run", "SegmentWorker.__init__"),  # extract --ray: an actor
     ("snowfire.api.app", "lifespan"),  # the API's embed encoder
 )
