@@ -20,6 +20,7 @@ only cells that train start a process.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -40,20 +41,17 @@ PRELOAD = [
 ]
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
-_context: dict[str, Any] = {}
 
-
+@functools.cache
 def _ctx():
     """The multiprocessing context children come from: one fork server per process."""
     import multiprocessing
 
-    if "ctx" not in _context:
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-        if ctx.get_start_method() == "forkserver":
-            ctx.set_forkserver_preload(PRELOAD)
-        _context["ctx"] = ctx
-    return _context["ctx"]
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if ctx.get_start_method() == "forkserver":
+        ctx.set_forkserver_preload(PRELOAD)
+    return ctx
 
 
 class CellTraceback(Exception):

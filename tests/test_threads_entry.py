@@ -142,6 +142,12 @@ def test_every_other_torch_process_applies_the_budget(module, function):
     assert reaches(_source(module), function, "use_threads"), f"{module}.{function}"
 
 
+def test_a_compare_cells_process_takes_its_parents_budget():
+    """compare/cellproc.py's child runs torch: it applies the budget its parent applied (the
+    same threads and why in its runs' records), not one of its own."""
+    assert reaches(_source("snowfire.compare.cellproc"), "_child", "apply_threads")
+
+
 def test_the_launchers_hand_their_share_to_the_cli_they_start():
     cli = _source("snowfire.cli.main")
     assert reaches(cli, "_serve", "serve") and reaches(cli, "_up", "run_up")
