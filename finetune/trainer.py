@@ -252,7 +252,7 @@ def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, flo
     # a resumed run counts the time of the processes before it too (kept in the checkpoint)
     seconds = clock() - started + earlier
     cost = _cost(fit, out_dir, examples, state, seconds) | peak.record()
-    cost["cpu_seconds"] = round(cost["cpu_seconds"] + earlier_cpu, 1)
+    cost["cpu_seconds"] = round(cost["cpu_seconds"] + earlier_cpu, 3)
     run_info.update(
         best_epoch=state.best_epoch,
         epochs_run=len(state.history),

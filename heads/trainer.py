@@ -321,7 +321,7 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
         write_predictions(prediction_file(out_dir, split), spec, examples[split], preds)
         scoring[split] = round(time.perf_counter() - began, 2)
     scoring_cpu = time.process_time() - cpu_before
-    cost = peak.record() | {"cpu_seconds": round(state.cpu_seconds + scoring_cpu, 1)}
+    cost = peak.record() | {"cpu_seconds": round(state.cpu_seconds + scoring_cpu, 3)}
     protocol = {
         "roles": roles.to_json(),
         "best_epoch": state.best_epoch,

@@ -110,7 +110,7 @@ class PeakMemory:
     def record(self) -> dict[str, Any]:
         import torch
 
-        out = self.carried() | {"cpu_seconds": round(self.cpu, 1)}
+        out = self.carried() | {"cpu_seconds": round(self.cpu, 3)}
         if self.device.type == "cuda":
             out["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated(self.device) / 2**20, 1)
         return out | {"threads": threads_record()}
