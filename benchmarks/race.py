@@ -20,6 +20,10 @@ that ends with the same survivors pays; a goal below the floor needs a survivor 
     python benchmarks/race.py --encoder minilm --data DIR --tasks stsb,mrpc \
         --budget standard --trials 4 --arms snow,fire,lora,bitfit [--json]
 
+Today's rule keeps every arm's leading trial to its cap (compare/race.py); the figures in
+docs/racing.md were recorded under the earlier rule, which `--race-stops-leaders` races and
+replays under.
+
 One run of each: a shared machine moves absolute times a lot, so read the ratios, and repeat
 on a quiet machine before quoting them.
 """
@@ -80,19 +84,20 @@ def raced_cells(results: dict, task: str) -> list:
     ]
 
 
-def replayed(results: dict) -> dict[str, dict]:
-    """The race each task's exhaustive runs would have run (compare/racing.py `replay`)."""
+def replayed(results: dict, keep: bool = True) -> dict[str, dict]:
+    """The race each task's exhaustive runs would have run (compare/racing.py `replay`; keep:
+    an arm's leader is never stopped, today's rule)."""
     from snowfire.compare import replay
 
     out = {}
     for task, s in results["tasks"].items():
         spec = results["task_specs"][task]
         cells = raced_cells(results, task)
-        out[task] = replay(cells, s["metric"], spec["kind"])
+        out[task] = replay(cells, s["metric"], spec["kind"], keep_leaders=keep)
     return out
 
 
-def replayed_cost(results: dict) -> dict[str, dict]:
+def replayed_cost(results: dict, keep: bool = True) -> dict[str, dict]:
     """Per task: the race replayed on every raced cell of the exhaustive runs, and the
     training CPU-hours it would take (compare/race_budget.py `replay_cost`: a stopped trial's
     held seeds in the share of their cost a cut run pays, its final scoring whole)."""
@@ -100,13 +105,16 @@ def replayed_cost(results: dict) -> dict[str, dict]:
 
     return {
         task: replay_cost(
-            raced_cells(results, task), s["metric"], results["task_specs"][task]["kind"]
+            raced_cells(results, task),
+            s["metric"],
+            results["task_specs"][task]["kind"],
+            keep_leaders=keep,
         )
         for task, s in results["tasks"].items()
     }
 
 
-def one_config(results: dict) -> dict[str, dict]:
+def one_config(results: dict, keep: bool = True) -> dict[str, dict]:
     """Per task of a --trials comparison: the race replayed on each arm's first trial alone
     (one configuration per arm, what a compare without --trials races) and the training
     CPU-hours it would take against those trials run whole (compare/race_budget.py
@@ -123,11 +131,12 @@ def one_config(results: dict) -> dict[str, dict]:
                 first[c.mode.value] = min(first.get(c.mode.value, c.trial), c.trial)
         if first:
             chosen = [c for c in cells if c.trial == first.get(c.mode.value)]
-            out[task] = replay_cost(chosen, s["metric"], results["task_specs"][task]["kind"])
+            kind = results["task_specs"][task]["kind"]
+            out[task] = replay_cost(chosen, s["metric"], kind, keep_leaders=keep)
     return out
 
 
-def budget_replay(results: dict) -> dict[str, dict]:
+def budget_replay(results: dict, keep: bool = True) -> dict[str, dict]:
     """Per task and arm, whether the budget curve racing would draw from the exhaustive trials
     lies within their curve's band (compare/race_budget.py), and the compute of all N trials
     under each; {} without --trials."""
@@ -138,7 +147,8 @@ def budget_replay(results: dict) -> dict[str, dict]:
         cells = raced_cells(results, task)
         if not any(c.trial is not None for c in cells):
             continue
-        curves = raced_budget_curves(cells, s["metric"], results["task_specs"][task]["kind"])
+        kind = results["task_specs"][task]["kind"]
+        curves = raced_budget_curves(cells, s["metric"], kind, keep_leaders=keep)
         out[task] = {
             arm: {
                 "within": c["within"],
@@ -161,6 +171,12 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=None, help="compare's --seeds (the budget's)")
     p.add_argument("--arms", default="snow,fire,bitfit")
     p.add_argument("--work", default=None, help="keep the runs here (default: a temp dir)")
+    p.add_argument(
+        "--race-stops-leaders",
+        action="store_true",
+        help="race (and replay) under the earlier rule, where an arm's leading trial stops too "
+        "when clearly behind: the rule docs/racing.md's recorded figures were made with",
+    )
     args = p.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="snowfire-race-"))
     encoder, data = args.encoder, args.data
@@ -170,8 +186,11 @@ def main() -> None:
     argv += ["--budget", args.budget, "--arms", args.arms, "--store", str(work / "store")]
     argv += ["--trials", str(args.trials)] if args.trials else []
     argv += ["--seeds", str(args.seeds)] if args.seeds else []
+    keep = not args.race_stops_leaders
+    raced_more = [] if keep else ["--race-stops-leaders"]
     results, rows, record = {}, [], {}
-    for name, more in (("exhaustive", ["--no-race"]), ("raced", [])):
+    record["keep_leaders"] = keep
+    for name, more in (("exhaustive", ["--no-race"]), ("raced", raced_more)):
         results[name], wall = run([*argv, *more], work / name)
         cpu = training_cpu_hours(results[name])
         record[name] = {
@@ -184,7 +203,7 @@ def main() -> None:
             },
         }
         rows.append({"run": name, "wall s": f"{wall:.1f}", "training CPU-h": f"{cpu:.4f}"})
-    replay = replayed(results["exhaustive"])
+    replay = replayed(results["exhaustive"], keep)
     live = {t: s.get("race", {}) for t, s in results["raced"]["tasks"].items()}
     record["replay_matches_live"] = {
         t: replay[t]["decisions"] == live[t].get("decisions") for t in replay
@@ -204,7 +223,7 @@ def main() -> None:
             f"stopped {ra['stopped'][t] or 'none'}; replay of the exhaustive runs "
             f"{'makes' if record['replay_matches_live'][t] else 'differs from'} the live decisions"
         )
-    record["replay_cost"] = replayed_cost(results["exhaustive"])
+    record["replay_cost"] = replayed_cost(results["exhaustive"], keep)
     for t, r in record["replay_cost"].items():
         print(
             f"{t}: the race replayed on the exhaustive runs: {r['raced_h']:.3f} of "
@@ -212,7 +231,7 @@ def main() -> None:
             f"every contender it stops stopped at the first rung: {r['floor_h']:.3f} "
             f"({r['floor_h'] / r['exhaustive_h']:.2f})"
         )
-    record["budget_replay"] = budget_replay(results["exhaustive"])
+    record["budget_replay"] = budget_replay(results["exhaustive"], keep)
     for t, arms in record["budget_replay"].items():
         shown = "; ".join(
             f"{arm} {'within' if b['within'] else 'outside'} "
@@ -222,7 +241,7 @@ def main() -> None:
         print(f"{t}: budget curves raced on the exhaustive trials vs their band: {shown}")
     if not record["budget_replay"]:
         print("budget curves: none to replay (they need --trials)")
-    record["one_config_replay"] = one_config(results["exhaustive"])
+    record["one_config_replay"] = one_config(results["exhaustive"], keep)
     for t, r in record["one_config_replay"].items():
         ratio = r["raced_h"] / r["exhaustive_h"] if r["exhaustive_h"] else float("nan")
         print(

@@ -103,6 +103,12 @@ class CompareConfig(TaskListFields):
         "the leader on the selection split (paired per example; compare/racing.py); "
         "--no-race trains every cell to its cap",
     )
+    race_stops_leaders: bool = option(
+        False,
+        "the earlier race rule: an arm's leading trial stops too when it is clearly behind the "
+        "overall leader (cheaper; it may stop an arm that is still rising, compare/race.py); "
+        "by default every arm's leader trains to its cap",
+    )
     replay: bool = option(
         False,
         "train nothing: recompute the race's decisions from OUT's recorded runs (raced or "

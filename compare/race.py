@@ -8,10 +8,14 @@ leader ℓ the paired bootstrap gives Δ = m(c) − m(ℓ) with its interval [lo
 
     hi < −δ        its upper bound sits more than δ below the leader (δ: the margin)
 
-against the overall leader (then an arm whose best trial stops has lost the race: "stopped at
-rung k, behind by Δ [lo, hi]") or against its own arm's leader (successive halving within the
-arm, judged by evidence rather than by a fixed share). The overall leader never stops, nor does
-an arm's leader on its own arm's evidence. Survivors train to the next rung; after the last,
+against the overall leader or against its own arm's leader (successive halving within the
+arm, judged by evidence rather than by a fixed share). An arm's leader never stops: every arm's
+best trial trains to its cap, so arms are compared at their caps, not at a rung where the ones
+with short rate schedules (🔥's linear decay over 3 epochs) are still rising. The earlier rule
+(`keep_leaders=False`, `--race-stops-leaders`) stopped an arm's leader too when it was clearly
+behind the overall leader ("stopped at rung k, behind by Δ [lo, hi]"): cheaper, but on SICK-R it
+stopped 🔥's best trial after 2 of its 4 epochs and turned "no call" into "❄️ wins"
+(docs/racing.md). The overall leader never stops. Survivors train to the next rung; after the last,
 the contenders still in the race gain seeds (SMAC's intensification: 1, 2, 4, ... up to the
 asked seeds), so the final verdict holds restarts, and the race is weighed again with them.
 
@@ -89,10 +93,13 @@ def decide(
     level: float = LEVEL,
     replicates: int = RACE_REPLICATES,
     seed: int = 0,
+    keep_leaders: bool = True,
 ) -> list[Decision]:
     """One rung of the race over the trials in `preds` ({trial: [predictions per seed]} on
     the selection split, whose answers are `gold`); `arm_of` names each trial's arm. A
-    decision per trial but the overall leader; `stopped` where it has clearly lost."""
+    decision per trial but the overall leader; `stopped` where it has clearly lost.
+    keep_leaders: an arm's leader is kept whatever the overall leader's evidence (False: the
+    earlier rule, where it stops when clearly behind the overall leader)."""
     if margin < 0:
         raise ValueError(f"decide: expected a margin >= 0, got {margin}")
     missing = [t for t in preds if t not in arm_of]
@@ -111,8 +118,9 @@ def decide(
         if trial == leader:
             continue
         overall = boot.interval(leader, trial, level)
-        decision = Decision(rung, trial, leader, overall, overall.high < -margin)
         own = arm_leader[arm_of[trial]]
+        lost = overall.high < -margin and not (keep_leaders and trial == own)
+        decision = Decision(rung, trial, leader, overall, lost)
         if not decision.stopped and trial != own:
             mine = boot.interval(own, trial, level)
             if mine.high < -margin:

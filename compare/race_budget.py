@@ -99,15 +99,21 @@ def _raced(
 
 
 def replay_cost(
-    cells: list[Cell], metric: str, kind: str, margin: float = MARGIN, eta: int = ETA
+    cells: list[Cell],
+    metric: str,
+    kind: str,
+    margin: float = MARGIN,
+    eta: int = ETA,
+    keep_leaders: bool = True,
 ) -> dict[str, Any]:
     """The race replayed on finished exhaustive `cells` and what it would have cost: every
     contender whole ("exhaustive_h") or as the race runs it ("raced_h": a stopped contender's
     held seeds in the share of their cost `cost_share` gives, as the budget curves count
     it), in training hours, with the contenders it stops; and "floor_h", the cost had every
     contender it stops been stopped at the first rung: what any rule that keeps the same
-    survivors to the end pays at least (the survivors' whole runs, the losers' first rung)."""
-    race = replay(cells, metric, kind, margin, eta)
+    survivors to the end pays at least (the survivors' whole runs, the losers' first rung).
+    keep_leaders: the race's rule (compare/race.py)."""
+    race = replay(cells, metric, kind, margin, eta, keep_leaders)
     whole = cut = floor = 0.0
     for name in dict.fromkeys(contender(c) for c in cells):
         mine = _contender(cells, name)
@@ -123,14 +129,20 @@ def replay_cost(
 
 
 def raced_budget_curves(
-    cells: list[Cell], metric: str, kind: str, margin: float = MARGIN, eta: int = ETA
+    cells: list[Cell],
+    metric: str,
+    kind: str,
+    margin: float = MARGIN,
+    eta: int = ETA,
+    keep_leaders: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """Per arm with trials: its exhaustive and raced curves (n, mean, band, compute in hours)
-    and whether the raced curve lies within the exhaustive band at every n ("within")."""
+    and whether the raced curve lies within the exhaustive band at every n ("within");
+    keep_leaders: the race's rule (compare/race.py)."""
     trials = [c for c in cells if c.trial is not None]
     if not trials:
         raise ValueError("raced_budget_curves: expected the cells of a --trials comparison")
-    race = replay(trials, metric, kind, margin, eta)
+    race = replay(trials, metric, kind, margin, eta, keep_leaders)
     out: dict[str, dict[str, Any]] = {}
     for arm in dict.fromkeys(c.mode.value for c in trials):
         names = list(dict.fromkeys(contender(c) for c in trials if c.mode.value == arm))

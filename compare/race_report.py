@@ -34,7 +34,13 @@ def race_lines(summary: dict[str, Any]) -> list[str]:
         f"trials trained in {some['rungs']} rungs (fractions of each cap growing by "
         f"η = {some['eta']}); after each rung a contender whose 95% paired-bootstrap upper "
         f"bound on the selection split sat more than δ = {some['margin']:g} below the leader "
-        "(overall, or in its own arm) stopped there. A stopped contender keeps the score of "
+        "(overall, or in its own arm) stopped there"
+        + (
+            ", but never an arm's leading trial, so every arm's best trains to its cap"
+            if some.get("keep_leaders", False)
+            else ", an arm's leading trial too (the earlier rule, --race-stops-leaders)"
+        )
+        + ". A stopped contender keeps the score of "
         "its best epoch so far and counts with the compute it used (its run is an ordinary "
         "finished run: the table, the verdict and the budget curves read it so). Points "
         "behind: x100 of the metric.",

@@ -124,9 +124,10 @@ def weigh_rung(
     kind: str,
     margin: float = MARGIN,
     eta: int = ETA,
+    keep_leaders: bool = True,
 ) -> list[Decision]:
     """The decisions at rung `rung` over `cells` (every seed of every contender still in the
-    race); caps: each cell's epoch cap by run directory."""
+    race); caps: each cell's epoch cap by run directory; keep_leaders: compare/race.py's rule."""
     gold = None
     preds: dict[str, list[Any]] = {}
     arm_of: dict[str, str] = {}
@@ -144,7 +145,7 @@ def weigh_rung(
         arm_of[contender(cell)] = cell.mode.value
     if gold is None:
         return []
-    return decide(rung, metric, gold, preds, arm_of, margin)
+    return decide(rung, metric, gold, preds, arm_of, margin, keep_leaders=keep_leaders)
 
 
 def seeds_at(rung: int, rungs: int, asked: int) -> int:
@@ -179,12 +180,18 @@ def raced(cells: list[Cell], configs: dict[str, Any]) -> list[Cell]:
 
 
 def replay(
-    cells: list[Cell], metric: str, kind: str, margin: float = MARGIN, eta: int = ETA
+    cells: list[Cell],
+    metric: str,
+    kind: str,
+    margin: float = MARGIN,
+    eta: int = ETA,
+    keep_leaders: bool = True,
 ) -> dict[str, Any]:
     """The race's decisions recomputed from the recorded files of finished (or paused) runs,
-    raced or exhaustive, without training: what `race_task` decided, under any margin or η."""
+    raced or exhaustive, without training: what `race_task` decided, under any margin, η or
+    rule (keep_leaders False: the earlier rule, compare/race.py)."""
     caps = {c.run: run_cap(c.run) for c in cells}
-    return _race(cells, caps, metric, kind, margin, eta, run_rung=None)
+    return _race(cells, caps, metric, kind, (margin, eta, keep_leaders), run_rung=None)
 
 
 def race_task(
@@ -195,15 +202,18 @@ def race_task(
     run_rung: Callable[[list[tuple[Cell, int | None, int | None]]], None],
     margin: float = MARGIN,
     eta: int = ETA,
+    keep_leaders: bool = True,
 ) -> dict[str, Any]:
     """Race `cells` (each a cell that can pause; caps: their epoch caps by run). run_rung
     trains [(cell, pause_at, stop_at)] and returns once all have paused or finished (at once
     on Ray, else in turn). The record results.json keeps (`_race`)."""
-    return _race(cells, caps, metric, kind, margin, eta, run_rung)
+    return _race(cells, caps, metric, kind, (margin, eta, keep_leaders), run_rung)
 
 
-def _race(cells, caps, metric, kind, margin, eta, run_rung) -> dict[str, Any]:
-    """The race loop, live (run_rung trains) or replayed (run_rung None: the files are there)."""
+def _race(cells, caps, metric, kind, rule, run_rung) -> dict[str, Any]:
+    """The race loop, live (run_rung trains) or replayed (run_rung None: the files are there);
+    rule: (margin, η, keep_leaders)."""
+    margin, eta, keep_leaders = rule
     if not cells:
         return {}
     rungs = rung_count(caps.values(), eta)
@@ -223,6 +233,7 @@ def _race(cells, caps, metric, kind, margin, eta, run_rung) -> dict[str, Any]:
             steps: list[tuple[Cell, int | None, int | None]] = []
             for c in mine:
                 target = rung_target(caps[c.run], rung, rungs, eta)
+                _not_ended_before(c, target)
                 if last:
                     steps.append((c, None, None))
                 elif (paused_at(c.run) or 0) < target:  # resumed: a rung reached stays
@@ -230,7 +241,7 @@ def _race(cells, caps, metric, kind, margin, eta, run_rung) -> dict[str, Any]:
             run_rung(steps)
         if last:
             break
-        now = weigh_rung(rung, rungs, mine, caps, metric, kind, margin, eta)
+        now = weigh_rung(rung, rungs, mine, caps, metric, kind, margin, eta, keep_leaders)
         decisions += now
         for d in now:
             if d.stopped:
@@ -243,6 +254,7 @@ def _race(cells, caps, metric, kind, margin, eta, run_rung) -> dict[str, Any]:
         "format": RACE_FORMAT,
         "eta": eta,
         "margin": margin,
+        "keep_leaders": keep_leaders,
         "rungs": rungs,
         "epochs": {
             contender(c): [rung_target(caps[c.run], j, rungs, eta) for j in range(1, rungs + 1)]
@@ -253,3 +265,18 @@ def _race(cells, caps, metric, kind, margin, eta, run_rung) -> dict[str, Any]:
         "stopped": {name: d.to_json() | {"text": d.describe()} for name, d in stopped.items()},
         "finished": alive,
     }
+
+
+def _not_ended_before(cell: Cell, target: int) -> None:
+    """Refuse to race on a run an earlier race ended (RUN/config.json "stopped_at") before the
+    epochs this race trains it to: it would be weighed at its old end. Made by the earlier rule
+    (an arm's leader stopped) and kept by today's, or by a larger margin."""
+    config = Path(cell.run) / CONFIG
+    ended = json.loads(config.read_text()).get("stopped_at") if config.is_file() else None
+    if ended is not None and ended < target:
+        raise ValueError(
+            f"{cell.run}: an earlier race ended this run at epoch {ended} (its config.json "
+            f"stopped_at), and this race trains {contender(cell)} on to epoch {target}. Move the "
+            "run aside to train it again under this race's rule, or rerun with the rule that "
+            "ended it (--race-stops-leaders: an arm's leader stops when clearly behind)"
+        )

@@ -1,7 +1,9 @@
 """`snowfire compare --replay`: the race's decisions recomputed from an OUT's recorded runs,
 without training (compare/racing.py `replay`): each task's arms' cells as OUT/results.json
 lists them, raced again on their recorded selection predictions under the race's rule
-(compare/race.py's margin and η), printed and written to OUT/replay.json:
+(compare/race.py's margin and η; whether an arm's leader may stop: the rule OUT's race
+recorded, the earlier rule for a race recorded before it was, this command's
+`--race-stops-leaders` for an OUT not raced), printed and written to OUT/replay.json:
 
     {"format": 1, "margin": δ, "eta": η,
      "tasks": {task: {<the race's record: rungs, epochs, seeds, decisions, stopped,
@@ -43,8 +45,12 @@ def replay_compare(cfg: CompareConfig) -> dict[str, Any]:
     for task, summary in results["tasks"].items():
         cells = [Cell.from_json(c) for c in results["cells"] if c["task"] == task]
         cells = [c for c in cells if c.mode.is_arm and not (Path(c.run) / "grid").is_dir()]
-        record = replay(cells, summary["metric"], results["task_specs"][task]["kind"])
         live = summary.get("race")
+        # the live race's rule (a record from before the rule was recorded: the earlier rule);
+        # OUT not raced: this command's
+        keep = live.get("keep_leaders", False) if live else not cfg.race_stops_leaders
+        kind = results["task_specs"][task]["kind"]
+        record = replay(cells, summary["metric"], kind, keep_leaders=keep)
         matches = None if not live else live["decisions"] == record.get("decisions")
         tasks[task] = record | {"matches_live": matches}
         _show(task, tasks[task])

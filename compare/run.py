@@ -404,7 +404,8 @@ def _race_task(
 
     spec = cfg.specs[task]
     caps = {c.run: configs[c.run].epochs for c in racing}
-    return race_task(racing, caps, spec.metric, spec.kind, run_rung)
+    keep = not cfg.race_stops_leaders
+    return race_task(racing, caps, spec.metric, spec.kind, run_rung, keep_leaders=keep)
 
 
 def _run_stage(

@@ -33,15 +33,19 @@ def _replay(results, **kw):
 
 def test_a_raced_compare_records_its_race_and_replays_to_it(tiny_bert_dir, tmp_path):
     data = write_sst2(tmp_path / "data", sizes=(("train", 48), ("dev", 16)))
-    raced = _compare(tiny_bert_dir, data, tmp_path / "raced")
+    # one trial per arm: under today's rule every arm's leader trains to its cap, so the
+    # earlier rule (an arm's leader stops when clearly behind) is what makes a stop here
+    raced = _compare(tiny_bert_dir, data, tmp_path / "raced", "--race-stops-leaders")
     race = raced["tasks"]["sst2"]["race"]
+    assert race["keep_leaders"] is False
     assert race["rungs"] == 2  # quick: 🔥's cap of 2 epochs races at 1, then the cap
     assert race["epochs"] == {"snow:linear": [1, 3], "fire": [1, 2], "bitfit": [1, 2]}
     assert race["sides"] == {"snow": "snow:linear", "fire": "fire"}
     assert {d["rung"] for d in race["decisions"]} == {1} and len(race["decisions"]) == 2
     assert sorted(race["finished"] + list(race["stopped"])) == ["bitfit", "fire", "snow:linear"]
     mine = {k: v for k, v in race.items() if k != "sides"}
-    assert _replay(raced) == mine  # the recorded files alone give the live decisions
+    assert _replay(raced, keep_leaders=False) == mine  # the recorded files alone give it
+    assert _replay(raced)["stopped"] == {}  # today's rule: every arm's leader kept
     assert race["stopped"], "the tiny SST-2's ❄️ head leads the 🔥 side clearly (fixed seeds)"
     for name, stop in race["stopped"].items():  # a stopped run ended at its rung, and says so
         run = next(c["run"] for c in raced["cells"] if c["mode"] == name.split(":")[0])
@@ -62,12 +66,12 @@ def test_a_raced_compare_records_its_race_and_replays_to_it(tiny_bert_dir, tmp_p
     shared = raced["tasks"]["sst2"]["hours"]["shared_cores"]
     assert shared["attempts"] == 6 and shared["not_recorded"] == []
     assert "attempts shared their cores" in table or "none of 6 attempts shared" in table
-    again = _compare(tiny_bert_dir, data, tmp_path / "raced")
+    again = _compare(tiny_bert_dir, data, tmp_path / "raced", "--race-stops-leaders")
     assert (tmp_path / "raced" / "load.jsonl").read_text().splitlines() == lines
     assert again["tasks"]["sst2"]["hours"]["shared_cores"]["attempts"] == 6
 
     exhaustive = _compare(tiny_bert_dir, data, tmp_path / "all", "--no-race")
     assert "race" not in exhaustive["tasks"]["sst2"]
-    assert _replay(exhaustive)["decisions"] == race["decisions"]
+    assert _replay(exhaustive, keep_leaders=False)["decisions"] == race["decisions"]
     # a margin no interval clears: nothing stops, every run goes to its cap
-    assert _replay(exhaustive, margin=10.0)["stopped"] == {}
+    assert _replay(exhaustive, margin=10.0, keep_leaders=False)["stopped"] == {}

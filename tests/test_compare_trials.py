@@ -60,6 +60,9 @@ def test_trials_choose_on_selection_and_draw_budget_curves(tiny_bert_dir, tmp_pa
         reports = sorted(trials[k]["dev"] for k in trials)
         assert curve["mean"][0] == pytest.approx(sum(reports) / 2)  # E[best of 1]: the mean
         assert curve["compute"][0] > 0
+    race = s["race"]  # today's rule: an arm's leading trial trains to its cap, whatever
+    assert race["keep_leaders"] is True  # the other arm's evidence says
+    assert {name.split("#")[0] for name in race["finished"]} == {"snow", "fire"}
     assert s["budget_curves"]["unit"] == "CPU-h"
     assert s["budget_curves"]["poles"].startswith(("no crossing", "❄️", "🔥"))
     assert (out / "budget-sst2.png").stat().st_size > 1000

@@ -92,8 +92,31 @@ def test_regression_races_on_pearson():
     good = (np.array(gold) + rng.normal(scale=0.3, size=N)).tolist()
     bad = (np.array(gold) + rng.normal(scale=2.0, size=N)).tolist()
     preds = {"fire/0": [good], "lora/0": [bad]}
-    (d,) = decide(1, "pearson", gold, preds, {"fire/0": "fire", "lora/0": "lora"})
+    arms = {"fire/0": "fire", "lora/0": "lora"}
+    (d,) = decide(1, "pearson", gold, preds, arms, keep_leaders=False)  # the earlier rule
     assert d.stopped and d.against == "fire/0"
+    (kept,) = decide(1, "pearson", gold, preds, arms)  # lora's leader trains on to its cap
+    assert not kept.stopped and kept.against == "fire/0" and kept.delta == d.delta
+
+
+def test_an_arms_leader_is_kept_however_far_behind_and_its_other_trials_are_not():
+    gold = _gold()
+    preds = {
+        "snow/0": [_right_on(gold, range(0, 360))],  # the overall leader: 90%
+        "fire/0": [_right_on(gold, range(0, 240))],  # fire's leader, far behind (60%)
+        "fire/1": [_right_on(gold, range(0, 236))],  # a point behind fire/0: no evidence
+        "fire/2": [_right_on(gold, range(0, 120))],  # behind fire/0 too (30%)
+    }
+    arms = {t: t.split("/")[0] for t in preds}
+    got = {d.trial: (d.against, d.stopped) for d in decide(1, "accuracy", gold, preds, arms)}
+    # fire/1 has lost to the overall leader: it stops against it though its own leader cannot
+    assert got == {
+        "fire/0": ("snow/0", False),
+        "fire/1": ("snow/0", True),
+        "fire/2": ("snow/0", True),
+    }
+    old = decide(1, "accuracy", gold, preds, arms, keep_leaders=False)
+    assert [d.stopped for d in old] == [True, True, True]
 
 
 def test_bad_races_are_refused():

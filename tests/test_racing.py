@@ -2,7 +2,10 @@
 both trainers write them) and a stand-in trainer: a contender far behind stops at the first
 rung and ends at the epoch it reached, two indistinguishable ones both run to the cap, the
 leader never stops, `replay` of the recorded files gives the live race's decisions exactly,
-and a race killed after a rung resumes there (nothing trained twice) with the same decisions."""
+and a race killed after a rung resumes there (nothing trained twice) with the same decisions.
+An arm's leader is never stopped (today's rule); the tests of the mechanics race one trial per
+arm under the earlier rule (`EARLIER`: it stops when clearly behind the overall leader), so
+that a stop happens between arms."""
 
 from __future__ import annotations
 
@@ -19,6 +22,9 @@ from snowfire.compare.racing import (
     rung_target,
 )
 from tests.helpers.racing import Trainer, race, race_cells
+
+#: The earlier rule: an arm's leader stops too when clearly behind the overall leader.
+EARLIER = {"keep_leaders": False}
 
 
 def test_rungs_are_fractions_of_each_cap():
@@ -39,7 +45,7 @@ def test_a_contender_far_behind_stops_at_the_first_rung_and_ends_there(tmp_path)
         trainer,
         {"fire": [0.80] * 6, "bitfit": [0.55] * 6, "snow": [0.81] * 6},
     )
-    record = race(cells, trainer)
+    record = race(cells, trainer, **EARLIER)
     assert record["rungs"] == 3
     assert list(record["stopped"]) == ["bitfit"]
     stop = record["stopped"]["bitfit"]
@@ -71,23 +77,23 @@ def test_replay_of_the_recorded_files_gives_the_live_decisions(tmp_path):
         "bitfit": [0.70, 0.72, 0.72, 0.72, 0.72, 0.72],
     }
     cells = race_cells(tmp_path, trainer, curves)
-    live = race(cells, trainer)
+    live = race(cells, trainer, **EARLIER)
     assert set(live["stopped"]) == {"lora", "bitfit"}
-    assert replay(cells, "accuracy", "classification") == live
+    assert replay(cells, "accuracy", "classification", **EARLIER) == live
 
 
 def test_an_exhaustive_run_replays_under_the_race(tmp_path):
     trainer = Trainer({})
     cells = race_cells(tmp_path, trainer, {"fire": [0.8] * 6, "bitfit": [0.55] * 6})
     trainer([(c, None, None) for c in cells])  # every cell to its cap: --no-race
-    record = replay(cells, "accuracy", "classification")
+    record = replay(cells, "accuracy", "classification", **EARLIER)
     assert list(record["stopped"]) == ["bitfit"] and record["stopped"]["bitfit"]["rung"] == 1
 
 
 def test_a_killed_race_resumes_at_its_rung_with_the_same_decisions(tmp_path):
     curves = {"fire": [0.8] * 6, "bitfit": [0.55] * 6, "lora": [0.79] * 6}
     whole = Trainer({})
-    reference = race(race_cells(tmp_path / "whole", whole, curves), whole)
+    reference = race(race_cells(tmp_path / "whole", whole, curves), whole, **EARLIER)
 
     class Killed(Exception):
         pass
@@ -103,14 +109,63 @@ def test_a_killed_race_resumes_at_its_rung_with_the_same_decisions(tmp_path):
             raise Killed("killed after the first rung")
 
     with pytest.raises(Killed, match="killed after the first rung"):
-        race(cells, dies_after_the_first_rung)
+        race(cells, dies_after_the_first_rung, **EARLIER)
     assert all((Path(c.run) / "paused.json").is_file() for c in cells)
     first = list(trainer.epochs)
-    resumed = race(cells, trainer)
+    resumed = race(cells, trainer, **EARLIER)
     again = trainer.epochs[len(first) :]
     assert all(epoch > 1 for _, epoch in again)  # the first rung is not trained twice
     assert resumed["decisions"] == reference["decisions"]
     assert resumed["stopped"].keys() == reference["stopped"].keys() == {"bitfit"}
+
+
+def _trials(root: Path, trainer: Trainer, curves: dict[str, list[float]]) -> list[Cell]:
+    """A cell per "arm#trial" of `curves`, seed 0."""
+    cells = []
+    for name, curve in curves.items():
+        arm, trial = name.split("#")
+        run = str(root / name.replace("#", "-"))
+        trainer.script[run] = curve
+        trainer.setup(run, len(curve))
+        cells.append(Cell(Mode(arm), "sst2", None, 0, run, trial=int(trial)))
+    return cells
+
+
+def test_an_arms_leader_trains_to_its_cap_however_far_behind(tmp_path):
+    trainer = Trainer({})
+    curves = {
+        "fire#0": [0.80] * 6,
+        "fire#1": [0.55] * 6,  # behind its arm's leader: stops
+        "bitfit#0": [0.66] * 6,  # bitfit's leader, far behind fire: trains to its cap
+        "bitfit#1": [0.56] * 6,  # behind fire: stops (against fire#0 or bitfit#0)
+    }
+    cells = _trials(tmp_path, trainer, curves)
+    record = race(cells, trainer)
+    assert record["keep_leaders"] is True
+    assert set(record["stopped"]) == {"fire#1", "bitfit#1"}
+    assert record["finished"] == ["fire#0", "bitfit#0"]
+    kept = [d for d in record["decisions"] if d["trial"] == "bitfit#0"]
+    assert [d["rung"] for d in kept] == [1, 2] and all(d["high"] < -0.005 for d in kept)
+    assert not any(d["stopped"] for d in kept)  # behind fire all along, and kept
+    ran = {run: max(e for r, e in trainer.epochs if r == run) for run, _ in trainer.epochs}
+    assert ran[str(tmp_path / "bitfit-0")] == 6 and ran[str(tmp_path / "bitfit-1")] == 1
+    assert replay(cells, "accuracy", "classification") == record
+    earlier = replay(cells, "accuracy", "classification", **EARLIER)
+    assert set(earlier["stopped"]) == {"fire#1", "bitfit#0", "bitfit#1"}
+    assert earlier["keep_leaders"] is False
+
+
+def test_a_run_the_earlier_rule_ended_is_refused_where_todays_rule_trains_it_on(tmp_path):
+    trainer = Trainer({})
+    cells = _trials(tmp_path, trainer, {"fire#0": [0.80] * 6, "bitfit#0": [0.55] * 6})
+    first = race(cells, trainer, **EARLIER)
+    assert list(first["stopped"]) == ["bitfit#0"]
+    before = (tmp_path / "bitfit-0" / "log.jsonl").read_text()
+    # today's rule keeps bitfit's leader: weighing it at its old end would be wrong
+    with pytest.raises(ValueError, match=r"bitfit-0: an earlier race ended this run at epoch 1"):
+        race(cells, trainer)
+    assert (tmp_path / "bitfit-0" / "log.jsonl").read_text() == before  # nothing touched
+    assert race(cells, trainer, **EARLIER) == first  # resumed under its own rule: the same
 
 
 def test_contender_names():
@@ -162,7 +217,7 @@ def test_survivors_gain_seeds_and_a_stopped_contender_keeps_the_ones_it_had(tmp_
             trainer.script[run] = curve
             trainer.setup(run, len(curve))
             cells.append(Cell(Mode(name), "sst2", None, seed, run))
-    record = race(cells, trainer)
+    record = race(cells, trainer, **EARLIER)
     assert list(record["stopped"]) == ["bitfit"]
     # rungs at epochs 1, 2, 6: 1 seed, then 2, then all 3 asked; bitfit stopped with its 1
     assert record["seeds"] == {"fire": [1, 2, 3], "lora": [1, 2, 3], "bitfit": [1]}
@@ -178,4 +233,4 @@ def test_survivors_gain_seeds_and_a_stopped_contender_keeps_the_ones_it_had(tmp_
     assert [d["rung"] for d in decided] == [1, 2] and not any(d["stopped"] for d in decided)
     # replay from the runs that exist (bitfit's unrun seeds are not among them)
     ran_cells = [c for c in cells if (Path(c.run) / "metrics.json").is_file()]
-    assert replay(ran_cells, "accuracy", "classification") == record
+    assert replay(ran_cells, "accuracy", "classification", **EARLIER) == record

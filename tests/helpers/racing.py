@@ -25,7 +25,8 @@ def preds_right(correct: float, seed: int) -> list[str]:
 class Trainer:
     """A stand-in for both trainers: epoch k of a run scores script[run][k-1] (its share of
     right answers), writes its log line and its selection predictions, pauses at `pause_at`
-    (RUN/paused.json) and finishes at the cap or `stop_at` (RUN/metrics.json)."""
+    (RUN/paused.json) and finishes at the cap or `stop_at` (RUN/metrics.json; config.json's
+    "stopped_at" says a race ended it)."""
 
     def __init__(self, script: dict[str, list[float]]):
         self.script, self.epochs = script, []
@@ -64,6 +65,10 @@ class Trainer:
             else:
                 (run / "paused.json").unlink(missing_ok=True)
                 (run / "metrics.json").write_text(json.dumps({"dev": {"accuracy": 0.0}}))
+                config = json.loads((run / "config.json").read_text())
+                ended = stop is not None and last == stop < cap  # as the trainers record it
+                config["stopped_at"] = last if ended else None
+                (run / "config.json").write_text(json.dumps(config))
 
 
 def race_cells(root: Path, trainer: Trainer, arms: dict[str, list[float]]) -> list[Cell]:
@@ -77,9 +82,9 @@ def race_cells(root: Path, trainer: Trainer, arms: dict[str, list[float]]) -> li
     return cells
 
 
-def race(cells, run_rung):
+def race(cells, run_rung, keep_leaders=True):
     caps = {
         c.run: int(json.loads((Path(c.run) / "config.json").read_text())["finetune"]["epochs"])
         for c in cells
     }
-    return race_task(cells, caps, "accuracy", "classification", run_rung)
+    return race_task(cells, caps, "accuracy", "classification", run_rung, keep_leaders=keep_leaders)
