@@ -58,8 +58,9 @@ def _cost(cell: Cell) -> dict[str, Any]:
     epochs = sum(1 for line in (run / LOG).read_text().splitlines() if line)
     if cell.mode.side is Mode.SNOW:
         n_train = config.get("train_examples", config.get("featureset", {}).get("num_examples", 0))
-        params = _params_snow(run)
-        kept = (run / WEIGHTS).stat().st_size
+        # recorded by the run (a run from before they were: read off its weights)
+        params = config.get("parameters") or _params_snow(run)
+        kept = config.get("cost", {}).get("saved_bytes") or (run / WEIGHTS).stat().st_size
     else:  # a grid's RUN/config.json is its chosen run's, with "grid" added
         n_train = config["num_examples"]["train"]
         params = sum(g["parameters"] for g in config["layer_groups"])

@@ -365,10 +365,8 @@ def _write_run(
         name: m.weights().tolist() for name, m in head.named_modules() if isinstance(m, ScalarMix)
     }
     write_json(out_dir / SCALAR_MIX, mixes)
-    weights = save(
-        {k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()},
-        metadata={"head": cfg.head, "task": cfg.spec.name, "featureset": info.id},
-    )
+    state = {k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()}
+    weights = save(state, metadata={"head": cfg.head, "task": cfg.spec.name, "featureset": info.id})
     atomic_write(out_dir / WEIGHTS, weights)
     task = describe(cfg.spec, cfg.data)  # kind, labels, pair and each split file's sha256
     # what rebuilds the head without the training data: heads/predict.py reads it
@@ -390,7 +388,9 @@ def _write_run(
         "train_examples": min(cfg.max_train_examples or info.num_examples, info.num_examples),
         "features_manifest": info.manifest | {"keys": None},
         "seconds": round(seconds, 2),
-        "cost": cost or {},  # the peak memory while it trained (rundir/cost.py)
+        # the peak memory while it trained (rundir/cost.py); what it keeps: its weights
+        "cost": (cost or {}) | {"saved_bytes": len(weights)},
+        "parameters": sum(v.numel() for v in state.values()),  # the head's, as saved
         **(protocol or {}),  # roles, best epoch, epochs run, a race's stop (tasks/selection.py)
     }
     write_json(out_dir / CONFIG, config)

@@ -1,0 +1,121 @@
+"""experiments/carry.py: a results WORK carried to another machine as a small archive with no
+weights and no data. A real comparison (tiny BERT; a classification task and a tagging one,
+LP-FT among the arms) is packed, its WORK taken away, and unpacked from the data alone: every
+carried file comes back byte for byte, the archive holds no gold answer, word or weight, and
+the same comparison run again trains nothing. Data that differ, another WORK, and a clash
+with what WORK holds are refused before anything is written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from snowfire.cli.main import main as run_cli
+from tests.helpers.tasks import write_conll, write_sst2
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+sys.path.insert(0, str(EXPERIMENTS))
+
+pytestmark = pytest.mark.slow  # two tasks' tiny comparisons
+
+
+def _compare(tiny_bert_dir, data: Path, work: Path) -> dict:
+    argv = ["compare", "--encoder", f"hf:{tiny_bert_dir}", "--tasks", "sst2,conll2003"]
+    argv += ["--data", str(data), "--out", str(work / "compare"), "--budget", "quick"]
+    argv += ["--seeds", "1", "--arms", "snow,fire,lpft", "--store", str(work.parent / "store")]
+    assert run_cli([*argv, "--quiet"]) == 0
+    return json.loads((work / "compare" / "results.json").read_text())
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_work_carried_away_comes_back_from_the_data_and_trains_nothing(tiny_bert_dir, tmp_path):
+    import carry
+
+    data = write_sst2(tmp_path / "data", sizes=(("train", 48), ("dev", 16)))
+    write_conll(data, sizes=(("train", 40), ("dev", 12)))  # no test: a slice of train selects
+    work = tmp_path / "work"
+    first = _compare(tiny_bert_dir, data, work)
+    unfinished = work / "compare" / "fire" / "sst2" / "seed9"  # a killed attempt: not carried
+    unfinished.mkdir(parents=True)
+    (unfinished / "config.json").write_text("{}")
+    archive = tmp_path / "carried.tar.xz"
+    manifest = carry.pack(work, data, archive)
+
+    kept = manifest["files"]
+    assert "compare/load.jsonl" in kept and "compare/results.json" in kept
+    assert not any(rel.startswith("compare/fire/sst2/seed9") for rel in kept)
+    assert manifest["left_behind"]["a run not finished"] == 1
+    assert manifest["left_behind"]["not a record"] > 0  # weights, plots
+    predictions = {rel: e for rel, e in kept.items() if "split" in e}
+    tagging = [rel for rel in predictions if "/conll2003/" in rel]
+    assert tagging and len(predictions) > len(tagging)
+    assert any("/selection/epoch-" in rel for rel in predictions)  # the race's files too
+    assert {e["split"] for e in predictions.values()} >= {"train", "dev"}
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+        blob = b"".join(tar.extractfile(m).read() for m in tar.getmembers() if m.isfile())
+    assert not any(n.endswith((".pt", ".bin", ".png")) or "/encoder/" in n for n in names)
+    weights = [n for n in names if n.endswith(".safetensors")]
+    assert weights and all("/probe-cls/" in n for n in weights)  # LP-FT's start, a few KB
+    # no data: no sentence of either task, no gold column of a prediction file
+    sentence = (data / "sst2" / "dev.tsv").read_text().splitlines()[1].split("\t")[0]
+    assert sentence.encode() not in blob and b"index\tgold\tpredicted" not in blob
+    conll_line = next(x for x in (data / "conll2003" / "eng.testa").read_text().splitlines()[2:])
+    assert conll_line.split()[0].encode() + b" " not in blob
+
+    before = _files(work)
+    shutil.rmtree(work)  # the machine goes away
+    assert carry.unpack(archive, work, data)["written"] == len(kept)
+    after = _files(work)
+    assert {rel: after[rel] for rel in kept} == {rel: before[rel] for rel in kept}
+    assert set(after) == set(kept)
+
+    got = carry.unpack(archive, work, data)  # again over what is there: nothing differs
+    assert got["written"] == 0 and got["present"] == len(kept)
+
+    load = (work / "compare" / "load.jsonl").read_text()
+    again = _compare(tiny_bert_dir, data, work)  # the next machine: every run read back
+    assert (work / "compare" / "load.jsonl").read_text() == load  # nothing trained or timed
+    assert again["tasks"]["conll2003"]["verdict"] == first["tasks"]["conll2003"]["verdict"]
+    assert again["tasks"]["sst2"]["verdict"] == first["tasks"]["sst2"]["verdict"]
+
+    # data that differ from the packed data: refused by name, nothing written
+    changed = tmp_path / "changed"
+    shutil.copytree(data, changed)
+    dev = changed / "sst2" / "dev.tsv"
+    rows = dev.read_text().splitlines()
+    text, label = rows[1].split("\t")
+    rows[1] = f"{text}\t{1 - int(label)}"
+    dev.write_text("\n".join(rows) + "\n")
+    fresh = tmp_path / "elsewhere"
+    with pytest.raises(ValueError, match="packed from WORK .*unpack it into the WORK it came"):
+        carry.unpack(archive, fresh, data)
+    shutil.rmtree(work)
+    with pytest.raises(ValueError, match=r"predictions/dev\.tsv: restored from .*SHA-256"):
+        carry.unpack(archive, work, changed)
+    assert not work.exists()
+
+
+def test_the_command_line_says_what_it_packed_and_what_stayed(tmp_path, capsys):
+    import carry
+
+    work = tmp_path / "work"
+    (work / "compare").mkdir(parents=True)
+    (work / "compare" / "results.json").write_text("{}")
+    (work / "compare" / "table.png").write_bytes(b"\x89PNG")
+    archive = tmp_path / "a.tar.xz"
+    assert carry.main(["pack", "--work", str(work), "--data", "d", "--to", str(archive)]) == 0
+    out = capsys.readouterr().out
+    assert "packed 1 files" in out and "1 files: not a record" in out
+    (work / "compare" / "results.json").write_text('{"other": 1}')
+    argv = ["unpack", "--work", str(work), "--data", "d", "--from", str(archive)]
+    assert carry.main(argv) == 1
+    assert "results.json: already in WORK and differs" in capsys.readouterr().err
