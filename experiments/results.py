@@ -5,7 +5,7 @@ commands, then one page made of what they wrote.
         [--fire-seeds F] [--analysis-seeds 1] [--budget quick|standard|full|2h]
         [--trials N] [--no-race] [--arms snow,fire,...] [--intermediate TASK]
         [--analyses mi,probes,pairs,ner-params] [--encoder minilm]
-        [--docs docs] [--note TEXT] [--append FILE]
+        [--docs docs] [--note TEXT] [--append FILE] [--carry ARCHIVE]
 
 1. `snowfire compare --encoder E --tasks T --data DATA --out WORK/compare --seeds S
    [--fire-seeds F] --budget B [--trials N] [--no-race] [--arms A]` (Table 2: ❄️ heads, 🔥
@@ -20,7 +20,9 @@ commands, then one page made of what they wrote.
 Both commands keep every finished run, so this script can be killed and rerun at any point:
 only what is missing is computed. Each invocation's wall and CPU time goes to WORK/ledger.jsonl
 (experiments/ledger.py), and the page states their sum. `--compose-only` rebuilds the page
-from WORK as it is.
+from WORK as it is. `--carry ARCHIVE` takes the run from machine to machine: an empty WORK is
+filled from the archive first, and the archive is written again with every finished run when
+the invocation ends, stopped or not (experiments/carry.py: no weights, no data).
 """
 
 from __future__ import annotations
@@ -179,6 +181,28 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _unpack(archive: Path, work: Path, data: Path) -> None:
+    """A machine starting anew: WORK's finished runs from the archive an earlier one wrote."""
+    import carry
+
+    if work.is_dir() and any(work.iterdir()):
+        print(f"carry: {work} holds runs already; {archive} is not unpacked", flush=True)
+        return
+    got = carry.unpack(archive, work, data)
+    print(f"carry: {got['written']} files of finished runs unpacked from {archive}", flush=True)
+
+
+def _pack(work: Path, data: Path, archive: Path) -> None:
+    import carry
+
+    try:
+        made = carry.pack(work, data, archive)
+    except (OSError, ValueError) as err:  # said, and the invocation's own end kept
+        print(f"carry: {archive} not written: {err}", file=sys.stderr, flush=True)
+        return
+    print(f"carry: {len(made['files'])} files of finished runs packed into {archive}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True)
@@ -219,6 +243,12 @@ def main(argv: list[str] | None = None) -> int:
         help="a paragraph for the page (how the runs were made, "
         "e.g. on a shared machine), under the commands",
     )
+    p.add_argument(
+        "--carry",
+        default="",
+        help="an archive of WORK's finished runs (experiments/carry.py): unpacked into an "
+        "empty WORK first, written again when the invocation ends",
+    )
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     args.analyses = [a for a in args.analyses.split(",") if a]
@@ -226,9 +256,16 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"--analyses: unknown {unknown}; choose from {', '.join(ANALYSES)}")
     if not args.compose_only:
-        with invocation(Path(args.work), args.argv):
-            if _run(args) != 0:
-                return 1
+        work = Path(args.work)
+        if args.carry and Path(args.carry).is_file():
+            _unpack(Path(args.carry), work, Path(args.data))
+        try:
+            with invocation(work, args.argv):
+                if _run(args) != 0:
+                    return 1
+        finally:  # finished, failed or stopped (SIGTERM): what is finished goes with it
+            if args.carry:
+                _pack(work, Path(args.data), Path(args.carry))
     page = compose(args, commands(args))
     (Path(args.docs) / "results.md").write_text(page)
     print(f"wrote {Path(args.docs) / 'results.md'}")

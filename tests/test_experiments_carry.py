@@ -119,3 +119,26 @@ def test_the_command_line_says_what_it_packed_and_what_stayed(tmp_path, capsys):
     argv = ["unpack", "--work", str(work), "--data", "d", "--from", str(archive)]
     assert carry.main(argv) == 1
     assert "results.json: already in WORK and differs" in capsys.readouterr().err
+
+
+def test_results_py_carries_its_work_to_a_machine_that_starts_empty(
+    tiny_bert_dir, tmp_path, capsys
+):
+    import results
+
+    data = write_sst2(tmp_path / "data", sizes=(("train", 48), ("dev", 16)))
+    work, archive = tmp_path / "work", tmp_path / "carried.tar.xz"
+    argv = ["--data", str(data), "--work", str(work), "--encoder", f"hf:{tiny_bert_dir}"]
+    argv += ["--tasks", "sst2", "--budget", "quick", "--seeds", "1", "--arms", "snow,fire"]
+    argv += ["--analyses", "", "--docs", str(tmp_path), "--carry", str(archive)]
+    assert results.main(argv) == 0
+    assert "files of finished runs packed into" in capsys.readouterr().out
+    load = (work / "compare" / "load.jsonl").read_text()
+    shutil.rmtree(work)  # the next machine: WORK empty, the archive beside the code
+    assert results.main(argv) == 0
+    assert "files of finished runs unpacked from" in capsys.readouterr().out
+    assert (work / "compare" / "load.jsonl").read_text() == load  # nothing trained again
+    ledger = [json.loads(x) for x in (work / "ledger.jsonl").read_text().splitlines()]
+    assert [r["event"] for r in ledger].count("start") == 2  # both machines' invocations
+    assert results.main(argv) == 0  # WORK holds runs: the archive is not unpacked over them
+    assert "is not unpacked" in capsys.readouterr().out
