@@ -81,10 +81,12 @@ def _is_probe(run: Path, work: Path) -> bool:
 
 
 def _lpft_of(probe: Path, work: Path) -> Path | None:
-    """The LP-FT run that starts from `probe` (its config's init_head names it)."""
+    """The LP-FT run that starts from `probe` (its config's init_head names it, absolute or
+    relative to where the run was started: matched on the path within WORK)."""
+    within = probe.relative_to(work).parts
     for config in work.glob("**/lpft/**/config.json"):
-        section = json.loads(config.read_text()).get("finetune", {})
-        if section.get("init_head") and Path(section["init_head"]) == probe:
+        init = json.loads(config.read_text()).get("finetune", {}).get("init_head")
+        if init and Path(init).parts[-len(within) :] == within:
             return config.parent
     return None
 

@@ -142,3 +142,26 @@ def test_results_py_carries_its_work_to_a_machine_that_starts_empty(
     assert [r["event"] for r in ledger].count("start") == 2  # both machines' invocations
     assert results.main(argv) == 0  # WORK holds runs: the archive is not unpacked over them
     assert "is not unpacked" in capsys.readouterr().out
+
+
+def test_a_probe_goes_with_its_finished_lpft_run_wherever_it_was_named_from(tmp_path):
+    import carry
+
+    work = tmp_path / "work"
+    probe = work / "compare" / "snow" / "sst2" / "probe-cls" / "trial1" / "seed0"
+    other = work / "compare" / "snow" / "sst2" / "probe-cls" / "trial11" / "seed0"
+    lpft = work / "compare" / "lpft" / "sst2" / "trial1" / "seed0"
+    for run in (probe, other, lpft):
+        run.mkdir(parents=True)
+        (run / "metrics.json").write_text("{}")
+    (probe / "weights.safetensors").write_bytes(b"w")
+    (other / "weights.safetensors").write_bytes(b"w")
+    (probe / "config.json").write_text("{}")
+    (other / "config.json").write_text("{}")
+    # named relative to where the run started (WORK given as a relative path)
+    init = "work/compare/snow/sst2/probe-cls/trial1/seed0"
+    (lpft / "config.json").write_text(json.dumps({"finetune": {"init_head": init}}))
+    assert carry._skipped(probe / "weights.safetensors", work) is None
+    assert carry._skipped(other / "weights.safetensors", work) == "a run a later stage starts from"
+    (lpft / "metrics.json").unlink()  # LP-FT not finished: its probe trains again with it
+    assert carry._skipped(probe / "config.json", work) == "a run a later stage starts from"
