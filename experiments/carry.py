@@ -50,18 +50,25 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+#: What marks a run's folder, finished or not (a ❄️ run writes config.json only at its end).
+RUN_MARKS = ("config.json", "log.jsonl", "paused.json", "checkpoint.pt", "metrics.json")
+
+
 def _run_dir(path: Path, work: Path) -> Path | None:
-    """The nearest folder above `path` (within WORK) holding a run's config.json."""
+    """The nearest folder above `path` (within WORK) that is a run's."""
     for parent in path.parents:
         if parent == work or work not in parent.parents:
             return None
-        if (parent / "config.json").is_file():
+        if any((parent / mark).is_file() for mark in RUN_MARKS):
             return parent
     return None
 
 
 def _finished(run: Path) -> bool:
-    return (run / "metrics.json").is_file() and not (run / "paused.json").exists()
+    return (
+        all((run / f).is_file() for f in ("config.json", "metrics.json"))
+        and not (run / "paused.json").exists()
+    )
 
 
 def _still_needed(run: Path, work: Path) -> bool:
@@ -110,6 +117,8 @@ def _skipped(path: Path, work: Path) -> str | None:
         return "a run not finished"
     if runs and _still_needed(runs[-1], work):
         return "a run a later stage starts from"
+    if path.suffix == ".tsv" and not (runs and path.parent.name in PREDICTION_DIRS):
+        return "a table of no finished run's predictions"  # it may hold data: never as it is
     return None
 
 

@@ -165,3 +165,21 @@ def test_a_probe_goes_with_its_finished_lpft_run_wherever_it_was_named_from(tmp_
     assert carry._skipped(other / "weights.safetensors", work) == "a run a later stage starts from"
     (lpft / "metrics.json").unlink()  # LP-FT not finished: its probe trains again with it
     assert carry._skipped(probe / "config.json", work) == "a run a later stage starts from"
+
+
+def test_a_paused_run_before_its_config_and_a_stray_table_stay_behind(tmp_path):
+    import carry
+
+    work = tmp_path / "work"
+    paused = work / "compare" / "snow" / "sick-r" / "trial0" / "seed0"  # ❄️: config at its end
+    (paused / "selection").mkdir(parents=True)
+    (paused / "checkpoint.pt").write_bytes(b"c")
+    (paused / "paused.json").write_text('{"epoch": 7}')
+    table = paused / "selection" / "epoch-1.tsv"
+    table.write_text("index\tgold\tpredicted\n0\t4.5\t4.1\n")  # gold: data, never carried
+    stray = work / "compare" / "answers.tsv"
+    stray.write_text("index\tgold\tpredicted\n0\t1\t1\n")
+    assert carry._skipped(table, work) == "a run not finished"
+    assert carry._skipped(stray, work) == "a table of no finished run's predictions"
+    (work / "compare" / "results.json").write_text("{}")
+    assert carry._skipped(work / "compare" / "results.json", work) is None
