@@ -182,21 +182,13 @@ def _strip(text: str, spec, splits: dict) -> tuple[str, str]:
 
 
 def _restore(stripped: str, spec, examples: list) -> str:
-    """The prediction file again, as tasks/predictions.py writes it."""
-    out = []
-    if spec.kind != "tagging":
-        out.append("index\tgold\tpredicted\n")
-    for line in stripped.split("\n")[:-1]:
-        index, predicted = line.split("\t", 1)
-        e = examples[int(index)]
-        if spec.kind != "tagging":
-            out.append(f"{index}\t{'' if e.label is None else e.label}\t{predicted}\n")
-            continue
-        tags = e.tags if e.tags is not None else ("",) * len(e.words_a)
-        for word, g, p in zip(e.words_a, tags, predicted.split(" "), strict=True):
-            out.append(f"{word} {g} {p}\n")
-        out.append("\n")
-    return "".join(out)
+    """The prediction file again (tasks/predictions.py's `format_predictions`), its rows'
+    examples found by index in the split they were stripped from."""
+    from snowfire.tasks import format_predictions
+
+    rows = [line.split("\t", 1) for line in stripped.split("\n")[:-1]]
+    preds = [p.split(" ") if spec.kind == "tagging" else p for _, p in rows]
+    return format_predictions(spec, [examples[int(i)] for i, _ in rows], preds)
 
 
 def pack(work: Path, data: Path, to: Path) -> dict:

@@ -24,7 +24,7 @@ from .describe import (
 from .example import Example
 from .fields import DATA_HELP, TaskFields, TaskListFields, config_task, resolve_tasks
 from .metrics import accuracy, binary_f1, macro_f1, matthews_corrcoef, pearson, spearman
-from .predictions import decode, gold_of, read_predictions, write_predictions
+from .predictions import decode, format_predictions, gold_of, read_predictions, write_predictions
 from .readers import as_spec, available_splits, read_split, split_path
 from .registry import TASK_NAMES, TASKS, get_task
 from .scoring import evaluate
@@ -116,6 +116,7 @@ __all__ = [
     "file_digest",
     "get_task",
     "integral",
+    "format_predictions",
     "gold_of",
     "label_indices",
     "length_batches",

@@ -36,17 +36,23 @@ def write_predictions(path: Path, spec, examples, preds: list) -> None:
     """predictions/<split>.tsv (see the module docstring); floats as Python's shortest repr,
     so reading them back gives the same values and the same metrics."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        if spec.kind == "tagging":
-            for ex, seq in zip(examples, preds, strict=True):
-                gold = ex.tags if ex.tags is not None else [""] * len(ex.words_a)
-                for word, g, p in zip(ex.words_a, gold, seq, strict=True):
-                    f.write(f"{word} {g} {p}\n")
-                f.write("\n")
-            return
-        f.write("index\tgold\tpredicted\n")
-        for ex, pred in zip(examples, preds, strict=True):
-            f.write(f"{ex.index}\t{'' if ex.label is None else ex.label}\t{pred}\n")
+    path.write_text(format_predictions(spec, examples, preds), encoding="utf-8")
+
+
+def format_predictions(spec, examples, preds: list) -> str:
+    """A predictions file's text (`write_predictions`): one row per example, gold from it."""
+    out = []
+    if spec.kind == "tagging":
+        for ex, seq in zip(examples, preds, strict=True):
+            gold = ex.tags if ex.tags is not None else [""] * len(ex.words_a)
+            for word, g, p in zip(ex.words_a, gold, seq, strict=True):
+                out.append(f"{word} {g} {p}\n")
+            out.append("\n")
+        return "".join(out)
+    out.append("index\tgold\tpredicted\n")
+    for ex, pred in zip(examples, preds, strict=True):
+        out.append(f"{ex.index}\t{'' if ex.label is None else ex.label}\t{pred}\n")
+    return "".join(out)
 
 
 def read_predictions(path: Path, kind: str) -> tuple[list, list]:

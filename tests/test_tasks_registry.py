@@ -52,6 +52,7 @@ def test_public_api_is_the_contract_plus_metrics():
             "gold_of",
             "read_predictions",
             "write_predictions",
+            "format_predictions",  # its text, for what checks bytes before writing (carry)
             # a user's own task (issue 25): specs, formats, checks, records
             "FORMATS",
             "KINDS",
