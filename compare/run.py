@@ -441,6 +441,18 @@ def _run_stage(
         shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.get("dev", {}).items())
         print(
             f"[{len(finished)}/{total}] {cell.task} {what} seed {cell.seed}: dev {shown} "
-            f"({seconds:.0f} s)",
+            f"({took(cell.run, seconds)})",
             flush=True,
         )
+
+
+def took(run: str, seconds: float) -> str:
+    """A finished cell's time for the log: this invocation's seconds, and the run's total
+    (RUN/config.json "seconds") when it trained across invocations (a raced or resumed run)."""
+    from snowfire.rundir import CONFIG
+
+    config = Path(run) / CONFIG
+    total = json.loads(config.read_text()).get("seconds") if config.is_file() else None
+    if isinstance(total, int | float) and total >= seconds + 1:
+        return f"{seconds:.0f} s here, {total:.0f} s in all"
+    return f"{seconds:.0f} s"

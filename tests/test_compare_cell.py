@@ -122,3 +122,13 @@ def test_a_budget_caps_each_side_and_subsamples_both():
     quick = BUDGETS["quick"]  # a side's own cap is kept (none of quick's tasks is subsampled)
     assert quick.caps(Mode.FIRE, "sst2").max_train_examples == 2000
     assert Caps(epochs=2, curve_points=0).options() == {"epochs": 2, "curve_points": 0}
+
+
+def test_the_log_line_gives_a_run_trained_across_invocations_its_total(tmp_path):
+    from snowfire.compare.run import took
+
+    assert took(str(tmp_path / "absent"), 12.4) == "12 s"  # no config.json: this invocation's
+    (tmp_path / "config.json").write_text(json.dumps({"seconds": 12.9}))
+    assert took(str(tmp_path), 12.4) == "12 s"  # trained in one go: the two agree
+    (tmp_path / "config.json").write_text(json.dumps({"seconds": 684.68}))
+    assert took(str(tmp_path), 385.2) == "385 s here, 685 s in all"  # resumed after a pause
