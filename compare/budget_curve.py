@@ -166,15 +166,22 @@ def crossings(curves: dict[str, BudgetCurve]) -> list[tuple[float, str, str]]:
 def describe_crossings(
     curves: dict[str, BudgetCurve], names: dict[str, str], unit: str, fmt: str = "{:.2g}"
 ) -> str:
-    """The verdict's sentence: "❄️ ahead below 0.8 CPU-h, 🔥 above", or that no leader change
-    happened in the range measured."""
+    """The verdict's sentence: "❄️ ahead from 0.3 CPU-h (where every arm has a trial), 🔥 from
+    0.8 CPU-h", or who leads over the whole range measured. It starts where the race starts:
+    below the dearest first trial some arm has no score to compare."""
     found = crossings(curves)
+    start = max(min(c.compute) for c in curves.values())
     top = max(max(c.compute) for c in curves.values())
+    first = found[0][1] if found else _leader(curves, start)
+    opening = f"{names.get(first, first)} ahead from {fmt.format(start)} {unit}"
+    opening += " (where every arm has a trial)"
     if not found:
-        return f"no crossing in the range measured (up to {fmt.format(top)} {unit})"
-    parts = []
-    for k, (x, before, after) in enumerate(found):
-        if k == 0:
-            parts.append(f"{names.get(before, before)} ahead below {fmt.format(x)} {unit}")
-        parts.append(f"{names.get(after, after)} from {fmt.format(x)} {unit}")
-    return ", ".join(parts)
+        return f"{opening} to the top of the range measured ({fmt.format(top)} {unit}): no crossing"
+    later = [f"{names.get(after, after)} from {fmt.format(x)} {unit}" for x, _, after in found]
+    return ", ".join([opening, *later])
+
+
+def _leader(curves: dict[str, BudgetCurve], budget: float) -> str:
+    """The arm with the highest expected best score within `budget` (a tie: the first)."""
+    scores = {arm: v for arm, c in curves.items() if (v := c.at(budget)) is not None}
+    return max(scores, key=scores.__getitem__)

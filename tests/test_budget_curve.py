@@ -91,7 +91,19 @@ def test_curves_that_cross_name_the_budget_where_the_leader_changes():
     assert crossings({"snow": snow, "fire": fire}) == [(8.0, "snow", "fire")]
     names = {"snow": "❄️", "fire": "🔥"}
     text = describe_crossings({"snow": snow, "fire": fire}, names, "CPU-h")
-    assert text == "❄️ ahead below 8 CPU-h, 🔥 from 8 CPU-h"
+    assert text == "❄️ ahead from 4 CPU-h (where every arm has a trial), 🔥 from 8 CPU-h"
+
+
+def test_the_sentence_starts_where_every_arm_has_a_trial():
+    # "a" is cheap (0.2 CPU-h a trial) and runs alone below 0.5, where "b" fits its first
+    # trial; by hand: at 0.5 a has 2 trials, E[best of 2 of 70, 71, 72, 90] = (71 + 2·72 +
+    # 3·90) / 6 = 80.83 < b's 85; at 0.6 a's 3 give (72 + 3·90) / 4 = 85.5 > 85
+    a = budget_curve([70, 71, 72, 90], [70, 71, 72, 90], [0.2] * 4, boot=0)
+    b = budget_curve([85] * 4, [85] * 4, [0.5] * 4, boot=0)
+    assert a.at(0.5) == pytest.approx(485 / 6) and a.at(0.6) == pytest.approx(85.5)
+    assert crossings({"a": a, "b": b}) == [(pytest.approx(0.6), "b", "a")]
+    text = describe_crossings({"a": a, "b": b}, {}, "CPU-h")
+    assert text == "b ahead from 0.5 CPU-h (where every arm has a trial), a from 0.6 CPU-h"
 
 
 def test_no_crossing_is_said_in_words():
@@ -99,4 +111,7 @@ def test_no_crossing_is_said_in_words():
     low = budget_curve([80, 81], [80, 81], [1, 1], boot=0)
     assert crossings({"a": high, "b": low}) == []
     text = describe_crossings({"a": high, "b": low}, {}, "CPU-h")
-    assert text == "no crossing in the range measured (up to 2 CPU-h)"
+    assert text == (
+        "a ahead from 1 CPU-h (where every arm has a trial) to the top of the range measured"
+        " (2 CPU-h): no crossing"
+    )
