@@ -163,9 +163,7 @@ def crossings(curves: dict[str, BudgetCurve]) -> list[tuple[float, str, str]]:
     return changes
 
 
-def describe_crossings(
-    curves: dict[str, BudgetCurve], names: dict[str, str], unit: str, fmt: str = "{:.2g}"
-) -> str:
+def describe_crossings(curves: dict[str, BudgetCurve], names: dict[str, str], unit: str) -> str:
     """The verdict's sentence: "❄️ ahead from 0.3 CPU-h (where every arm has a trial), 🔥 from
     0.8 CPU-h", or who leads over the whole range measured. It starts where the race starts:
     below the dearest first trial some arm has no score to compare."""
@@ -173,6 +171,7 @@ def describe_crossings(
     start = max(min(c.compute) for c in curves.values())
     top = max(max(c.compute) for c in curves.values())
     first = found[0][1] if found else _leader(curves, start)
+    fmt = _distinct_format([start, *(x for x, _, _ in found)] if found else [start, top])
     opening = f"{names.get(first, first)} ahead from {fmt.format(start)} {unit}"
     opening += " (where every arm has a trial)"
     if not found:
@@ -185,3 +184,13 @@ def _leader(curves: dict[str, BudgetCurve], budget: float) -> str:
     """The arm with the highest expected best score within `budget` (a tie: the first)."""
     scores = {arm: v for arm, c in curves.items() if (v := c.at(budget)) is not None}
     return max(scores, key=scores.__getitem__)
+
+
+def _distinct_format(budgets: Sequence[float]) -> str:
+    """The shortest format, 2 to 4 significant digits, that prints different budgets
+    differently ("1.12, 1.14", not "1.1, 1.1")."""
+    for digits in (2, 3, 4):
+        fmt = f"{{:.{digits}g}}"
+        if len({fmt.format(b) for b in budgets}) == len(set(budgets)):
+            break
+    return fmt

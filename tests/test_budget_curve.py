@@ -106,6 +106,22 @@ def test_the_sentence_starts_where_every_arm_has_a_trial():
     assert text == "b ahead from 0.5 CPU-h (where every arm has a trial), a from 0.6 CPU-h"
 
 
+def test_close_crossings_are_printed_apart():
+    # by hand: a (0.56 CPU-h a trial) 80 → 86.67 → 90; b (0.57) 85 → 91.67 → 95: b leads at
+    # 0.57, a at 1.12 (its 2 trials), b at 1.14; two significant digits would print 1.1 twice
+    a = budget_curve([70, 80, 90], [70, 80, 90], [0.56] * 3, boot=0)
+    b = budget_curve([75, 85, 95], [75, 85, 95], [0.57] * 3, boot=0)
+    assert [(x, p, q) for x, p, q in crossings({"a": a, "b": b})] == [
+        (pytest.approx(1.12), "b", "a"),
+        (pytest.approx(1.14), "a", "b"),
+    ]
+    text = describe_crossings({"a": a, "b": b}, {}, "CPU-h")
+    assert text == (
+        "b ahead from 0.57 CPU-h (where every arm has a trial), a from 1.12 CPU-h,"
+        " b from 1.14 CPU-h"
+    )
+
+
 def test_no_crossing_is_said_in_words():
     high = budget_curve([90, 91], [90, 91], [1, 1], boot=0)
     low = budget_curve([80, 81], [80, 81], [1, 1], boot=0)
