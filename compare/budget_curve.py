@@ -146,44 +146,40 @@ def budget_curve(
 
 def crossings(curves: dict[str, BudgetCurve]) -> list[tuple[float, str, str]]:
     """Where the leader changes as compute grows: (budget, leader below, leader from there
-    on), in budget order. The leader at budget x is the arm with the highest expected best
-    score among those with at least one trial within x (a tie keeps the leader)."""
+    on), in budget order (the leader: `_leads`)."""
+    leads = _leads(curves)
+    return [(x, was, now) for (_, was), (x, now) in zip(leads, leads[1:], strict=False)]
+
+
+def _leads(curves: dict[str, BudgetCurve]) -> list[tuple[float, str]]:
+    """The race's first budget and leader, then each budget where the leader changes. The
+    leader at budget x is the arm with the highest expected best score within x; the race
+    starts where every arm has a trial, and a tie keeps the leader."""
     points = sorted({x for c in curves.values() for x in c.compute})
-    changes, leader = [], None
+    leads: list[tuple[float, str]] = []
     for x in points:
         scores = {arm: v for arm, c in curves.items() if (v := c.at(x)) is not None}
         if len(scores) < len(curves):
-            continue  # a crossing needs every arm in the race
+            continue  # a lead needs every arm in the race
         best = max(scores.values())
-        if leader is None or scores[leader] < best:
-            new = next(a for a, v in scores.items() if v == best)
-            if leader is not None:
-                changes.append((x, leader, new))
-            leader = new
-    return changes
+        if not leads or scores[leads[-1][1]] < best:
+            leads.append((x, next(a for a, v in scores.items() if v == best)))
+    return leads
 
 
 def describe_crossings(curves: dict[str, BudgetCurve], names: dict[str, str], unit: str) -> str:
     """The verdict's sentence: "❄️ ahead from 0.3 CPU-h (where every arm has a trial), 🔥 from
     0.8 CPU-h", or who leads over the whole range measured. It starts where the race starts:
     below the dearest first trial some arm has no score to compare."""
-    found = crossings(curves)
-    start = max(min(c.compute) for c in curves.values())
+    (start, first), *later = _leads(curves)
     top = max(max(c.compute) for c in curves.values())
-    first = found[0][1] if found else _leader(curves, start)
-    fmt = _distinct_format([start, *(x for x, _, _ in found)] if found else [start, top])
+    fmt = _distinct_format([start, *(x for x, _ in later)] if later else [start, top])
     opening = f"{names.get(first, first)} ahead from {fmt.format(start)} {unit}"
     opening += " (where every arm has a trial)"
-    if not found:
+    if not later:
         return f"{opening} to the top of the range measured ({fmt.format(top)} {unit}): no crossing"
-    later = [f"{names.get(after, after)} from {fmt.format(x)} {unit}" for x, _, after in found]
-    return ", ".join([opening, *later])
-
-
-def _leader(curves: dict[str, BudgetCurve], budget: float) -> str:
-    """The arm with the highest expected best score within `budget` (a tie: the first)."""
-    scores = {arm: v for arm, c in curves.items() if (v := c.at(budget)) is not None}
-    return max(scores, key=scores.__getitem__)
+    changes = [f"{names.get(arm, arm)} from {fmt.format(x)} {unit}" for x, arm in later]
+    return ", ".join([opening, *changes])
 
 
 def _distinct_format(budgets: Sequence[float]) -> str:
