@@ -11,6 +11,7 @@ from snowfire.rundir import atomic_write
 
 from .arms import ARM_NAMES, plain
 from .convergence import CONVERGED, RACED
+from .logaxis import plain_log_x
 
 
 def cost_file(task: str) -> str:
@@ -130,7 +131,6 @@ def plot_cost(cfg, task: str, s: dict[str, Any], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
     v = s["verdict"]
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 3.6), sharey=True)
@@ -149,13 +149,7 @@ def plot_cost(cfg, task: str, s: dict[str, Any], path: Path) -> None:
             )
     base = v.get("baseline")
     for ax, label in zip(axes, ("parameters trained", "training time (s)"), strict=True):
-        ax.set_xscale("log")
-        low, high = ax.get_xlim()
-        if high / low < 10:  # within a decade: a few plain labels, not crowded 2.2×10³ ones
-            ax.xaxis.set_minor_locator(LogLocator(subs=(1.5, 2, 3, 5, 7)))
-            ax.xaxis.set_minor_formatter(FormatStrFormatter("%g"))
-        else:
-            ax.xaxis.set_minor_formatter(NullFormatter())
+        plain_log_x(ax)
         ax.set_xlabel(label + " (log)")
         if base:
             ax.axhline(100 * base["score"], color="black", linestyle="dashed", linewidth=0.8)

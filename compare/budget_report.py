@@ -19,6 +19,7 @@ from snowfire.rundir import CONFIG, atomic_write
 from .arms import ARM_NAMES, plain
 from .budget_curve import BudgetCurve, budget_curve, crossings, describe_crossings
 from .cell import Cell, Mode
+from .logaxis import plain_log_x
 
 #: Bootstrap replicates of a curve's band.
 BAND_REPLICATES = 1000
@@ -115,8 +116,8 @@ def plot_budget(task: str, metric: str, section: dict[str, Any], path: Path) -> 
     by_n.xaxis.set_major_locator(MaxNLocator(integer=True))  # n is a count of trials
     by_n.set_ylabel(f"expected best {metric} (x100), report split")
     by_n.legend(fontsize=7)
-    by_cost.set_xlabel(f"compute ({section['unit']})")
-    by_cost.set_xscale("log")
+    by_cost.set_xlabel(f"compute ({section['unit']}, log)")
+    plain_log_x(by_cost)
     fig.suptitle(f"{task}: the answer as a function of budget", fontsize=10)
     fig.tight_layout()
     atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120))
