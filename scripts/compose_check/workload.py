@@ -9,6 +9,7 @@ sample (tasks/demo), cut so the whole check fits a few minutes on 2 cores (CUT).
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import threading
@@ -307,10 +308,17 @@ def digest(root: Path) -> dict[str, str]:
     return scope["digest"](str(root))
 
 
+#: How far two floats may differ and still be the same result: last bits only (a real
+#: difference between container and host shows in the 4th digit, not the 15th).
+FLOAT_RTOL = 1e-12
+
+
 def differences(
     got: Any, want: Any, places: dict[str, str] | None = None, where: str = ""
 ) -> Iterator[str]:
-    """Where two JSON values differ (numbers exactly), leaving out INCIDENTAL keys. `places`
+    """Where two JSON values differ, leaving out INCIDENTAL keys: strings and integers exactly,
+    floats to FLOAT_RTOL (a sum's last bits follow the BLAS kernel, which a process picks by
+    its thread count: 0.9377016461316685 inside, ...684 outside, seen on one machine). `places`
     maps a container path to the path outside that stands for it (a string under one compares
     equal to the same string under the other)."""
     places = places or {}
@@ -327,6 +335,9 @@ def differences(
             yield from differences(g, w, places, f"{where}/{i}")
     elif isinstance(got, str) and isinstance(want, str):
         if _placed(got, places) != _placed(want, {v: v for v in places.values()}):
+            yield f"{where or '/'}: container {got!r}, outside {want!r}"
+    elif isinstance(got, float) and isinstance(want, float):
+        if not math.isclose(got, want, rel_tol=FLOAT_RTOL, abs_tol=FLOAT_RTOL):
             yield f"{where or '/'}: container {got!r}, outside {want!r}"
     elif got != want:
         yield f"{where or '/'}: container {got!r}, outside {want!r}"
