@@ -317,8 +317,9 @@ def differences(
     got: Any, want: Any, places: dict[str, str] | None = None, where: str = ""
 ) -> Iterator[str]:
     """Where two JSON values differ, leaving out INCIDENTAL keys: strings and integers exactly,
-    floats to FLOAT_RTOL (a sum's last bits follow the BLAS kernel, which a process picks by
-    its thread count: 0.9377016461316685 inside, ...684 outside, seen on one machine). `places`
+    floats to FLOAT_RTOL (on one machine, with the same threads on both sides, the compare
+    job's floats differed in their last bits: 0.9377016461316685 inside, ...684 outside; the
+    cause is not pinned down). `places`
     maps a container path to the path outside that stands for it (a string under one compares
     equal to the same string under the other)."""
     places = places or {}
