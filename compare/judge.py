@@ -60,15 +60,6 @@ def eval_split(cells: list[Cell]) -> str:
     return cell_roles(cells)["report"]
 
 
-def _run_of(cell: Cell) -> tuple[Path, float | None]:
-    """The run whose log is the cell's curve (a 🔥 grid: its chosen run) and its epoch cap."""
-    run, _ = _config_of(cell)
-    config = json.loads((run / CONFIG).read_text())
-    made = config.get("train") or config.get("finetune") or {}  # ❄️'s or 🔥's config
-    cap = made.get("epochs")
-    return run, float(cap) if cap is not None else None
-
-
 def _config_of(cell: Cell) -> tuple[Path, dict]:
     """The run whose log is the cell's curve (a 🔥 grid: its chosen run) and its config."""
     run = Path(cell.run)
@@ -82,10 +73,12 @@ def _config_of(cell: Cell) -> tuple[Path, dict]:
 def convergence(cell: Cell, metric: str):
     """The cell's learning curve and its `Convergence`; a run the race ended early
     (RUN/config.json "stopped_at") is marked RACED whatever its curve did."""
-    run, cap = _run_of(cell)
+    run, config = _config_of(cell)
+    made = config.get("train") or config.get("finetune") or {}  # ❄️'s or 🔥's config
+    cap = float(made["epochs"]) if made.get("epochs") is not None else None
     curve = read_curve(run, metric)
     mark = mark_curve(curve, cap=cap)
-    stopped = json.loads((run / CONFIG).read_text()).get("stopped_at")
+    stopped = config.get("stopped_at")
     if stopped is not None:
         rising = ", still rising there" if mark.status == STILL_IMPROVING else ""
         why = f"ended by the race at epoch {stopped} of {cap:g}{rising} (compare/racing.py)"

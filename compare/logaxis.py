@@ -25,9 +25,10 @@ def plain_log_x(ax) -> None:
     ax.set_xscale("log")
     low, high = ax.get_xlim()
     subs = next((s for span, s in LABELLED_SUBS if math.log10(high / low) <= span), None)
-    ax.xaxis.set_major_formatter(FuncFormatter(plain_number))
+    plain = FuncFormatter(plain_number)
+    ax.xaxis.set_major_formatter(plain)
     if subs is None:
         ax.xaxis.set_minor_formatter(NullFormatter())
         return
     ax.xaxis.set_minor_locator(LogLocator(base=10, subs=subs))
-    ax.xaxis.set_minor_formatter(FuncFormatter(plain_number))
+    ax.xaxis.set_minor_formatter(plain)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+#: The header line of a non-tagging predictions file.
+HEADER = "index\tgold\tpredicted"
+
 
 def gold_of(spec, examples) -> list | None:
     """Gold answers in `tasks.evaluate`'s form; None when the split has no labels."""
@@ -49,7 +52,7 @@ def format_predictions(spec, examples, preds: list) -> str:
                 out.append(f"{word} {g} {p}\n")
             out.append("\n")
         return "".join(out)
-    out.append("index\tgold\tpredicted\n")
+    out.append(HEADER + "\n")
     for ex, pred in zip(examples, preds, strict=True):
         out.append(f"{ex.index}\t{'' if ex.label is None else ex.label}\t{pred}\n")
     return "".join(out)
