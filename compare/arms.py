@@ -10,7 +10,8 @@ caps of the budget (🔥's for every fine-tuning arm), metrics, learning curves,
     bitfit   the encoder's biases only; rate 1e-3
     l2sp     🔥 with λ ||θ − θ₀||² pulling towards the pretrained weights, λ = L2SP_LAMBDA
     lpft     🔥 whose output layer starts at a ❄️ linear probe of the top layer's [CLS] state
-             (LP-FT; the probe is a ❄️ run of its own, OUT/snow/TASK/probe-cls/seedK)
+             (tagging: of each word's first piece there; LP-FT); the probe is a ❄️ run of its
+             own, OUT/snow/TASK/probe-cls/seedK (tagging: probe-word)
     seq      🔥 from an encoder fine-tuned first on `--intermediate` (a registered task, run
              once as OUT/intermediate/TASK/seed0, or a finished 🔥 run directory)
 
@@ -57,8 +58,15 @@ PLAIN_NAMES = {
     "l2sp": "fine-tuning + L2-SP",
     "seq": "sequential fine-tuning",
 }
-#: The ❄️ probe an lpft cell starts from: what a BERT-family 🔥 output layer reads.
-PROBE: dict[str, Any] = {"head": "probe", "hparams": {"pool": "cls"}, "dir": "probe-cls"}
+#: The ❄️ probe an lpft cell starts from: what a BERT-family 🔥 output layer reads, the top
+#: layer's [CLS] state (a tagger's: each word's first piece). Its head is "probe".
+PROBE_POOL = {"classification": "cls", "regression": "cls", "tagging": "word"}
+
+
+def probe_recipe(kind: str) -> dict[str, Any]:
+    """The probe lpft starts from on a task of `kind`: its hparams and its folder's name."""
+    pool = PROBE_POOL[kind]
+    return {"hparams": {"pool": pool}, "dir": f"probe-{pool}"}
 
 
 def plain(arm: str) -> str:
@@ -83,11 +91,7 @@ def fine_tuning_arms(arms: list[str]) -> list[str]:
 
 def why_not(arm: str, task: str, kind: str, intermediate: str | None) -> str | None:
     """Why `arm` does not run on `task` (of `kind`), in words for the table; None where it
-    runs. lpft on tagging: its probe reads [CLS], one vector per text, where a tagger labels
-    every word; seq on the task it fine-tuned on first: a task after itself is just more
-    epochs."""
-    if arm == "lpft" and kind == "tagging":
-        return "its probe reads [CLS], one vector per text, not the words a tagger labels"
+    runs. seq on the task it fine-tuned on first: a task after itself is just more epochs."""
     if arm == "seq" and task == intermediate:
         return f"its first stage is {task} itself: a task after itself is just more epochs"
     return None

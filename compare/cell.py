@@ -33,7 +33,7 @@ class Mode(str, Enum):
     L2SP = "l2sp"  # 🔥 pulled towards the pretrained weights
     LPFT = "lpft"  # 🔥 whose output layer starts at a ❄️ probe
     SEQ = "seq"  # 🔥 from an encoder fine-tuned first on --intermediate
-    PROBE = "probe"  # lpft's first stage: the ❄️ probe of the top layer's [CLS]
+    PROBE = "probe"  # lpft's first stage: the ❄️ probe of what 🔥's output layer reads
     INTERMEDIATE = "intermediate"  # seq's first stage: 🔥 on --intermediate, once
 
     @property

@@ -229,12 +229,6 @@ class CompareConfig(TaskListFields):
         if self.intermediate and "seq" not in self.arms:
             raise ValueError("CompareConfig.intermediate: only for arm seq (add it to arms)")
         if "lpft" in self.arms:
-            kinds = [n for n, s in self.specs.items() if s.kind == "tagging"]
-            if len(kinds) == len(self.specs):  # beside other tasks it skips these, saying why
-                raise ValueError(
-                    f"CompareConfig.arms: lpft starts from a probe of [CLS], not "
-                    f"for tagging ({', '.join(kinds)})"
-                )
             if self.pair_encoding_used != "joint" and any(s.pair for s in self.specs.values()):
                 raise ValueError(
                     "CompareConfig.arms: lpft's probe must read what 🔥 reads, "

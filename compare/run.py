@@ -6,6 +6,7 @@ heads and the 🔥 baseline, for every seed; then the report (compare/report.py)
     OUT/fire/<task>/seed<k>/            🔥 runs (`snowfire finetune` run directories)
     OUT/<arm>/<task>/seed<k>/           the other arms' runs (--arms, compare/arms.py)
     OUT/snow/<task>/probe-cls/seed<k>/  arm lpft: the ❄️ probe its output layer starts from
+                                        (probe-word on a tagging task: each word's piece)
     OUT/intermediate/<task>/seed0/      arm seq: 🔥 on --intermediate, once
     OUT/<arm>/<task>/epochs-xK/...      every arm's runs under --epochs-scale K > 1: ❄️ runs go
                                         on from the smaller K's (heads/continuation.py)
@@ -159,7 +160,7 @@ def plan(cfg: CompareConfig) -> list[Cell]:
     """Every cell of the comparison, in the order they run."""
     from snowfire.tasks import TASK_NAMES
 
-    from .arms import PROBE, fine_tuning_arms, why_not
+    from .arms import fine_tuning_arms, why_not
     from .trials import probe_run, trial_cells
 
     cells: list[Cell] = []
@@ -182,7 +183,7 @@ def plan(cfg: CompareConfig) -> list[Cell]:
             for seed in range(cfg.seeds_fire):
                 if arm is Mode.LPFT:
                     probe = probe_run(cfg, task, seed, None)
-                    cells.append(Cell(Mode.PROBE, task, PROBE["head"], seed, probe))
+                    cells.append(Cell(Mode.PROBE, task, "probe", seed, probe))
                 run = cfg.arm_dir(arm, task) / f"seed{seed}"
                 cells.append(Cell(arm, task, None, seed, str(run)))
     return cells
@@ -203,7 +204,7 @@ def cell_config(cfg: CompareConfig, cell: Cell, pair_encoding: str):
 
 
 def _cell_config(cfg: CompareConfig, cell: Cell, pair_encoding: str):
-    from .arms import ARM_OPTIONS, PROBE
+    from .arms import ARM_OPTIONS, probe_recipe
     from .trials import fire_options, probe_run, snow_options
 
     caps: dict[str, Any] = cfg.caps(cell.mode, cell.task).options()
@@ -212,7 +213,8 @@ def _cell_config(cfg: CompareConfig, cell: Cell, pair_encoding: str):
     if cell.mode.side is Mode.SNOW:
         from snowfire.heads import TrainConfig
 
-        hparams = PROBE["hparams"] if cell.mode is Mode.PROBE else cfg.hparams
+        probe = cell.mode is Mode.PROBE
+        hparams = probe_recipe(cfg.specs[cell.task].kind)["hparams"] if probe else cfg.hparams
         if cell.trial is not None:  # the trial's draw (compare/search.py)
             caps = snow_options(cell, caps)
             hparams = {**hparams, **caps.pop("hparams", {})}

@@ -6,7 +6,8 @@ cost then draw the arm's budget curve (compare/budget_curve.py).
 
     OUT/snow/<task>/trial<k>/seed<s>/               ❄️ trial k (its head is part of the draw)
     OUT/<arm>/<task>/trial<k>/seed<s>/              🔥 and the other arms
-    OUT/snow/<task>/probe-cls/trial<k>/seed<s>/     arm lpft's probe of trial k
+    OUT/snow/<task>/probe-cls/trial<k>/seed<s>/     arm lpft's probe of trial k (tagging:
+                                                    probe-word, each word's first piece)
     OUT/<arm>/<task>/epochs-x<K>/trial<k>/seed<s>/  under --epochs-scale K > 1 (not the probe)
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .arms import PROBE, fine_tuning_arms, why_not
+from .arms import fine_tuning_arms, probe_recipe, why_not
 from .cell import Cell, Mode
 from .config import CompareConfig, paper_head
 from .search import draw, snow_head
@@ -41,7 +42,7 @@ def trial_cells(cfg: CompareConfig, task: str) -> list[Cell]:
             for seed in range(cfg.seeds_fire):
                 if arm is Mode.LPFT:
                     probe = probe_run(cfg, task, seed, k)
-                    cells.append(Cell(Mode.PROBE, task, PROBE["head"], seed, probe, trial=k))
+                    cells.append(Cell(Mode.PROBE, task, "probe", seed, probe, trial=k))
                 run = cfg.arm_dir(arm, task) / f"trial{k}" / f"seed{seed}"
                 cells.append(Cell(arm, task, None, seed, str(run), trial=k))
     return cells
@@ -49,7 +50,7 @@ def trial_cells(cfg: CompareConfig, task: str) -> list[Cell]:
 
 def probe_run(cfg: CompareConfig, task: str, seed: int, trial: int | None) -> str:
     """The run directory of arm lpft's ❄️ probe (of a trial, under --trials)."""
-    where = Path(cfg.out) / "snow" / task / PROBE["dir"]
+    where = Path(cfg.out) / "snow" / task / probe_recipe(cfg.specs[task].kind)["dir"]
     return str((where if trial is None else where / f"trial{trial}") / f"seed{seed}")
 
 

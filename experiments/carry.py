@@ -83,7 +83,8 @@ def _still_needed(run: Path, work: Path) -> bool:
 
 
 def _is_probe(run: Path, work: Path) -> bool:
-    """An LP-FT probe's run (OUT/snow/<task>/probe-cls/...): its LP-FT run checks its weights."""
+    """An LP-FT probe's run (OUT/snow/<task>/probe-cls/..., probe-word/...): its LP-FT run
+    checks its weights."""
     return any(p.startswith("probe-") for p in run.relative_to(work).parts)
 
 

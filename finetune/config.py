@@ -194,9 +194,9 @@ class FinetuneConfig(TaskFields):
     )
     init_head: str | None = option(
         None,
-        "a finished ❄️ probe run (head probe, pool cls: the top layer's [CLS]) whose "
-        "weights start the output layer (LP-FT, Kumar et al. 2022); BERT family, "
-        "classification and regression",
+        "a finished ❄️ probe run (head probe on the top layer, pool cls: its [CLS] state, or "
+        "for tagging pool word: each word's first piece) whose weights start the output "
+        "layer (LP-FT, Kumar et al. 2022); BERT family (tagging: softmax output, no BiLSTM)",
     )
     grid: str | None = option(
         None,
@@ -249,10 +249,11 @@ class FinetuneConfig(TaskFields):
                 "FinetuneConfig.curve_points: for BERT-family encoders (scoring dev "
                 "mid-epoch would change ELMo's warm-up state)"
             )
-        if self.init_head and self.spec.kind == "tagging":
+        if self.init_head and self.spec.kind == "tagging" and (self.crf or self.output_lstm):
+            what = "a CRF" if self.crf else f"a BiLSTM of {self.output_lstm} units"
             raise ValueError(
-                "FinetuneConfig.init_head: a probe starts a classification or "
-                "regression output layer, not tagging"
+                f"FinetuneConfig.init_head: a probe starts a per-word softmax output layer on "
+                f"the words' first pieces; this one has {what} the probe never trained"
             )
 
     @property

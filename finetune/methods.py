@@ -127,9 +127,10 @@ def l2sp_penalty(
     return total
 
 
-def load_probe(run: str | Path, dim: int, num_labels: int) -> dict[str, torch.Tensor]:
+def load_probe(run: str | Path, dim: int, num_labels: int, kind: str) -> dict[str, torch.Tensor]:
     """The linear weights of a finished ❄️ probe run that reads what a BERT-family 🔥 output
-    layer reads (the top layer's [CLS] state): {"weight": (K, D), "bias": (K,)}."""
+    layer of a `kind` task reads: the top layer's [CLS] state, or (tagging) each word's first
+    piece there. {"weight": (K, D), "bias": (K,)}."""
     from safetensors.torch import load_file
 
     from snowfire.rundir import HEAD, WEIGHTS
@@ -144,14 +145,18 @@ def load_probe(run: str | Path, dim: int, num_labels: int) -> dict[str, torch.Te
             f"init_head {run}: expected a probe head (LP-FT starts from a linear "
             f"probe), got {head.get('name')!r}"
         )
+    if head.get("kind") != kind:
+        raise ValueError(f"init_head {run}: a probe of a {head.get('kind')} task, this is {kind}")
     layers = meta.get("layers")  # the store layers the head read (None: all)
     read = head["layer"] % head["num_layers"]
     layer = layers[read] if layers else read
     top = int(meta["encoder"].get("num_layers", head["num_layers"])) - 1
-    if head.get("pool") != "cls" or layer != top:
+    pool = "word" if kind == "tagging" else "cls"
+    if head.get("pool") != pool or layer != top:
+        what = "each word's first piece" if kind == "tagging" else "[CLS] state"
         raise ValueError(
-            f"init_head {run}: the probe must read the top layer's [CLS] state, what the 🔥 "
-            f'output layer reads (train it with --head probe --hparams \'{{"pool": "cls"}}\'); '
+            f"init_head {run}: the probe must read the top layer's {what}, what the 🔥 "
+            f'output layer reads (train it with --head probe --hparams \'{{"pool": "{pool}"}}\'); '
             f"got pool {head.get('pool')!r}, layer {layer} of 0..{top}"
         )
     weights = load_file(str(run / WEIGHTS))

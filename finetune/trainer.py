@@ -189,9 +189,8 @@ def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, flo
     if cfg.init_head:  # LP-FT: the output layer starts at the ❄️ probe's weights
         from .methods import load_probe
 
-        probe = load_probe(
-            cfg.init_head, model.output.linear.in_features, model.output.linear.out_features
-        )
+        linear = model.output.linear
+        probe = load_probe(cfg.init_head, linear.in_features, linear.out_features, spec.kind)
         model.output.linear.load_state_dict(probe)
     model.to(device)
     # L2-SP's θ₀: the pretrained encoder weights, before any checkpoint is restored

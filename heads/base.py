@@ -86,6 +86,11 @@ class Head(nn.Module):
             return F.cross_entropy(output, labels)  # ()
         return F.mse_loss(output, labels)  # ()
 
+    def resolved(self) -> dict[str, Any]:
+        """The hyper-parameters __init__ chose where it was given None (the config records
+        them, so a rebuilt head is the same one)."""
+        return {}
+
     def predict(self, output: Any) -> list:
         """Class indices (classification) or floats (regression), one per example."""
         if self.kind == "classification":

@@ -3,7 +3,8 @@
     name            texts   kinds                        model
     linear          any     classification, regression   mix → mean → linear
     mlp             any     classification, regression   mix → mean → MLP
-    probe           any     classification, regression   one layer's mean → linear (diagnostic)
+    probe           any     classification, regression,  one layer's mean, [CLS] or (tagging)
+                            tagging                      each word's first piece → linear
     bcn             single  classification, regression   biattentive classification network
     esim            pair    classification, regression   ESIM
     bilstm-crf      single  tagging                      mix → 2-layer BiLSTM → CRF
@@ -104,6 +105,7 @@ def build_head(
         "dim": dim,
         "num_labels": num_labels,
         **chosen,
+        **head.resolved(),
     }
     return head
 
@@ -121,6 +123,10 @@ def check_head(name: str, kind: str, pair: bool, hparams: dict[str, Any]) -> Non
         raise ValueError(
             f"head {name!r} cannot model a {kind} task: it predicts {spec.cls.models}; "
             f"heads for {kind} on {_texts(pair)} texts: {suited}"
+        )
+    if kind == "tagging" and pair:
+        raise ValueError(
+            f"head {name!r}: a tagging task labels the words of single texts, not pairs"
         )
     if spec.texts != "any" and spec.texts != _texts(pair):
         suited = _suited(kind, pair)

@@ -196,7 +196,7 @@ def test_arms_are_checked_when_configured():
         CompareConfig(
             encoder="elmo:o.json,w.hdf5", tasks=["stsb"], data="d", out="o", arms=["lora"]
         )
-    with pytest.raises(ValueError, match="lpft starts from a probe of \\[CLS\\], not for tagging"):
-        CompareConfig(encoder="minilm", tasks=["conll2003"], data="d", out="o", arms=["lpft"])
+    tagging = CompareConfig(encoder="minilm", tasks=["conll2003"], data="d", out="o", arms=["lpft"])
+    assert tagging.arms == ["snow", "fire", "lpft"]  # its probe reads the words (compare/arms.py)
     cfg = CompareConfig(encoder="minilm", tasks=["stsb"], data="d", out="o", arms=["lora,snow"])
     assert cfg.arms == ["snow", "fire", "lora"]

@@ -64,7 +64,8 @@ def test_a_work_carried_away_comes_back_from_the_data_and_trains_nothing(tiny_be
         blob = b"".join(tar.extractfile(m).read() for m in tar.getmembers() if m.isfile())
     assert not any(n.endswith((".pt", ".bin", ".png")) or "/encoder/" in n for n in names)
     weights = [n for n in names if n.endswith(".safetensors")]
-    assert weights and all("/probe-cls/" in n for n in weights)  # LP-FT's start, a few KB
+    probes = {"compare/snow/sst2/probe-cls/", "compare/snow/conll2003/probe-word/"}
+    assert {next(p for p in probes if p in n) for n in weights} == probes  # LP-FT's starts, KBs
     # no data: no sentence of either task, no gold column of a prediction file
     sentence = (data / "sst2" / "dev.tsv").read_text().splitlines()[1].split("\t")[0]
     assert sentence.encode() not in blob and b"index\tgold\tpredicted" not in blob

@@ -286,6 +286,62 @@ def test_lp_ft_starts_at_the_probes_weights(tiny_bert_dir, data_dir, tmp_path):
         )
 
 
+def test_lp_ft_on_tagging_starts_where_the_word_probe_ends(tiny_bert_dir, data_dir, tmp_path):
+    """A tagging probe reads each word's first piece on the top layer, what 🔥's tagger output
+    layer reads: before its first step, the LP-FT model predicts dev exactly as the probe did."""
+    from safetensors.torch import load_file
+
+    from snowfire.cli.main import main as snowfire
+
+    store, probe = tmp_path / "store", tmp_path / "probe"
+    extract = ["extract", "--encoder", f"hf:{tiny_bert_dir}", "--task", "conll2003"]
+    extract += ["--data", str(data_dir), "--store", str(store), "--dtype", "float32", "--quiet"]
+    assert snowfire(extract) == 0
+    train_cli(tiny_bert_dir, data_dir, store, probe, "conll2003", "probe")
+    assert json.loads((probe / "head.json").read_text())["head"]["pool"] == "word"
+    cfg = finetune_config(
+        f"hf:{tiny_bert_dir}",
+        "conll2003",
+        data_dir,
+        tmp_path / "lpft",
+        epochs=1,
+        init_head=str(probe),
+    )
+    dev = read_split(cfg.spec, data_dir, "dev")
+    seen: dict = {}
+
+    def on_step(step, model):
+        if step == 0:
+            seen.update({k: v.clone() for k, v in model.output.linear.state_dict().items()})
+            model.eval()
+            with torch.no_grad():
+                out, _ = model(model.collate(dev))
+            seen["dev"] = [[cfg.spec.labels[t] for t in s] for s in model.predict(out)]
+            model.train()
+
+    finetune(cfg, on_step=on_step)
+    weights = load_file(str(probe / "weights.safetensors"))
+    torch.testing.assert_close(seen["weight"], weights["out.weight"].float(), rtol=0, atol=0)
+    torch.testing.assert_close(seen["bias"], weights["out.bias"].float(), rtol=0, atol=0)
+    _, probed = read_predictions(probe / "predictions" / "dev.tsv", "tagging")
+    assert seen["dev"] == probed
+    with pytest.raises(ValueError, match="this one has a CRF the probe never trained"):
+        finetune_config(
+            f"hf:{tiny_bert_dir}",
+            "conll2003",
+            data_dir,
+            tmp_path / "c",
+            init_head=str(probe),
+            crf=True,
+        )
+    with pytest.raises(ValueError, match="a probe of a tagging task, this is regression"):
+        finetune(
+            finetune_config(
+                f"hf:{tiny_bert_dir}", "stsb", data_dir, tmp_path / "s", init_head=str(probe)
+            )
+        )
+
+
 def test_a_sequential_run_starts_from_the_intermediate_encoder(tiny_bert_dir, data_dir, tmp_path):
     first = tmp_path / "sst2"
     finetune(finetune_config(f"hf:{tiny_bert_dir}", "sst2", data_dir, first, epochs=1))
@@ -352,8 +408,10 @@ def test_a_saved_partial_run_reloads_and_predicts_the_same(
 def test_methods_are_refused_where_they_do_not_apply(data_dir, tmp_path):
     with pytest.raises(ValueError, match="method lora is for BERT-family encoders"):
         finetune_config("elmo:a.json,b.hdf5", "stsb", data_dir, tmp_path / "e", method="lora")
-    with pytest.raises(ValueError, match="init_head: a probe starts"):
-        finetune_config("minilm", "conll2003", data_dir, tmp_path / "t", init_head="x")
+    with pytest.raises(ValueError, match="init_head: a probe starts a per-word softmax"):
+        finetune_config(
+            "minilm", "conll2003", data_dir, tmp_path / "t", init_head="x", output_lstm=8
+        )
 
 
 def test_curve_points_within_an_epoch_leave_the_training_unchanged(

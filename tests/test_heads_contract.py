@@ -152,7 +152,7 @@ def test_wrong_feature_size_fails_with_expected_and_got(name, kind, pair):
             False,
             "head 'linear' cannot model a tagging task: it predicts one label or score per "
             "example; "
-            "heads for tagging on single texts: bilstm-crf, bilstm-softmax, crf, softmax",
+            "heads for tagging on single texts: probe, bilstm-crf, bilstm-softmax, crf, softmax",
         ),
         (
             "esim",
@@ -167,6 +167,12 @@ def test_wrong_feature_size_fails_with_expected_and_got(name, kind, pair):
             True,
             "head 'bcn' reads single texts but the task has pair texts; "
             "heads for regression on pair texts: linear, mlp, probe, esim",
+        ),
+        (
+            "probe",
+            "tagging",
+            True,
+            "head 'probe': a tagging task labels the words of single texts, not pairs",
         ),
         ("lstm", "classification", False, "unknown head 'lstm'; known heads: linear, mlp, probe"),
         ("linear", "ranking", False, "kind must be one of"),
@@ -229,6 +235,22 @@ def test_build_head_refuses_with_the_reason(name, kind, pair, message):
             {"layer": 3},
             ValueError,
             "probe layer must be in [-3, 3), got 3",
+        ),
+        (
+            "probe",
+            "tagging",
+            3,
+            {"pool": "cls"},
+            ValueError,
+            "a tagging probe's pool must be one of word, got 'cls'",
+        ),
+        (
+            "probe",
+            "regression",
+            1,
+            {"pool": "word"},
+            ValueError,
+            "a regression probe's pool must be one of mean, cls, got 'word'",
         ),
     ],
 )
@@ -326,3 +348,33 @@ def test_softmax_tagger_loss_is_token_cross_entropy_by_hand():
     assert head.predict(out) == [
         out.emissions[i, : len(g)].argmax(-1).tolist() for i, g in enumerate(tags)
     ]
+
+
+@pytest.mark.parametrize("layer", [0, -1])
+def test_tagging_probe_is_a_softmax_of_one_layer_at_each_words_first_piece_by_hand(layer):
+    """e_t = W h_{first piece of t, layer} + b; loss: token cross-entropy over the real words."""
+    torch.manual_seed(0)
+    head = build_head(
+        "probe",
+        kind="tagging",
+        pair=False,
+        num_layers=L,
+        dim=D,
+        num_labels=NUM_LABELS["tagging"],
+        layer=layer,
+    )
+    assert head.config["pool"] == "word" and head.pool == "word"  # the default, recorded
+    examples = examples_for(False)
+    tags = targets_for("tagging", examples)
+    batch = batch_for("tagging", examples, tags)
+    out, loss = head(batch)
+    w, b = head.out.weight.detach(), head.out.bias.detach()
+    nll = []
+    for i, gold in enumerate(tags):
+        firsts = batch.first_piece_index[i, : len(gold)]  # (T_i,) each word's first piece
+        h = batch.features[i, firsts, layer % L]  # (T_i, D)
+        want = h @ w.T + b  # (T_i, K)
+        torch.testing.assert_close(out.emissions[i, : len(gold)], want, atol=1e-6, rtol=1e-6)
+        nll += [-torch.log_softmax(want[t], -1)[y] for t, y in enumerate(gold)]
+        assert head.predict(out)[i] == want.argmax(-1).tolist()
+    torch.testing.assert_close(loss, torch.stack(nll).mean(), atol=1e-6, rtol=1e-6)

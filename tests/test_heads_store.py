@@ -90,7 +90,7 @@ def test_taggers_train_on_first_pieces(tiny_bert_dir, tmp_path):
                 num_layers=info.num_layers,
                 dim=info.dim,
                 num_labels=3,
-                over_pieces=over_pieces,
+                **({"over_pieces": over_pieces} if name != "probe" else {}),
                 **TINY.get(name, {}),
             )
             out, loss = head(batch)
