@@ -146,11 +146,11 @@ def _spec_and_splits(ref, data: Path, cache: dict):
 
 def _rows(text: str, kind: str) -> list:
     """A prediction file's rows: (index, gold, predicted), or per sentence [(word, gold, pred)]."""
-    from snowfire.tasks.predictions import HEADER
+    from snowfire.tasks import PREDICTIONS_HEADER
 
     if kind != "tagging":
         lines = text.split("\n")
-        if lines[0] != HEADER or lines[-1] != "":
+        if lines[0] != PREDICTIONS_HEADER or lines[-1] != "":
             raise ValueError("not a predictions file (header index, gold, predicted)")
         return [tuple(line.split("\t")) for line in lines[1:-1]]
     sentences, current = [], []

@@ -24,7 +24,14 @@ from .describe import (
 from .example import Example
 from .fields import DATA_HELP, TaskFields, TaskListFields, config_task, resolve_tasks
 from .metrics import accuracy, binary_f1, macro_f1, matthews_corrcoef, pearson, spearman
-from .predictions import decode, format_predictions, gold_of, read_predictions, write_predictions
+from .predictions import (
+    PREDICTIONS_HEADER,
+    decode,
+    format_predictions,
+    gold_of,
+    read_predictions,
+    write_predictions,
+)
 from .readers import as_spec, available_splits, read_split, split_path
 from .registry import TASK_NAMES, TASKS, get_task
 from .scoring import evaluate
@@ -84,6 +91,7 @@ __all__ = [
     "SplitRoles",
     "selection_slice",
     "split_roles",
+    "PREDICTIONS_HEADER",
     "TASKS",
     "TASK_NAMES",
     "TEXT_PATTERN",

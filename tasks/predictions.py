@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 #: The header line of a non-tagging predictions file.
-HEADER = "index\tgold\tpredicted"
+PREDICTIONS_HEADER = "index\tgold\tpredicted"
 
 
 def gold_of(spec, examples) -> list | None:
@@ -52,7 +52,7 @@ def format_predictions(spec, examples, preds: list) -> str:
                 out.append(f"{word} {g} {p}\n")
             out.append("\n")
         return "".join(out)
-    out.append(HEADER + "\n")
+    out.append(PREDICTIONS_HEADER + "\n")
     for ex, pred in zip(examples, preds, strict=True):
         out.append(f"{ex.index}\t{'' if ex.label is None else ex.label}\t{pred}\n")
     return "".join(out)
