@@ -58,14 +58,14 @@ PLAIN_NAMES = {
     "l2sp": "fine-tuning + L2-SP",
     "seq": "sequential fine-tuning",
 }
-#: The ❄️ probe an lpft cell starts from: what a BERT-family 🔥 output layer reads, the top
-#: layer's [CLS] state (a tagger's: each word's first piece). Its head is "probe".
-PROBE_POOL = {"classification": "cls", "regression": "cls", "tagging": "word"}
 
 
 def probe_recipe(kind: str) -> dict[str, Any]:
-    """The probe lpft starts from on a task of `kind`: its hparams and its folder's name."""
-    pool = PROBE_POOL[kind]
+    """The ❄️ probe (head "probe") an lpft cell starts from on a task of `kind`, reading what a
+    BERT-family 🔥 output layer reads (heads/probe.py FIRE_POOL): its hparams and its folder."""
+    from snowfire.heads import FIRE_POOL
+
+    pool = FIRE_POOL[kind]
     return {"hparams": {"pool": pool}, "dir": f"probe-{pool}"}
 
 

@@ -133,6 +133,7 @@ def load_probe(run: str | Path, dim: int, num_labels: int, kind: str) -> dict[st
     piece there. {"weight": (K, D), "bias": (K,)}."""
     from safetensors.torch import load_file
 
+    from snowfire.heads import FIRE_POOL
     from snowfire.rundir import HEAD, WEIGHTS
 
     run = Path(run)
@@ -151,7 +152,7 @@ def load_probe(run: str | Path, dim: int, num_labels: int, kind: str) -> dict[st
     read = head["layer"] % head["num_layers"]
     layer = layers[read] if layers else read
     top = int(meta["encoder"].get("num_layers", head["num_layers"])) - 1
-    pool = "word" if kind == "tagging" else "cls"
+    pool = FIRE_POOL[kind]
     if head.get("pool") != pool or layer != top:
         what = "each word's first piece" if kind == "tagging" else "[CLS] state"
         raise ValueError(

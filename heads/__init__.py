@@ -32,6 +32,7 @@ _WHERE = {
     "predict_featureset": ".predict:predict_featureset",
     "predict_texts": ".predict:predict_texts",
     "Probe": ".probe:Probe",
+    "FIRE_POOL": ".probe:FIRE_POOL",
     "build_head": ".registry:build_head",
     "HEADS": ".registry:HEADS",
     "HeadSpec": ".registry:HeadSpec",
@@ -46,6 +47,7 @@ _WHERE = {
 
 __all__ = [
     "BCN",
+    "FIRE_POOL",
     "PREDICT_BATCH",
     "ESIM",
     "HEADS",

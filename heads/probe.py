@@ -30,6 +30,9 @@ from .pooled import POOLS, pool_tokens
 
 #: What a tagging probe reads: each word at its first piece.
 WORD = "word"
+#: The pool of the probe that reads what a BERT-family 🔥 output layer reads, per task kind:
+#: the top layer's [CLS] state, or a tagger's each word's first piece (LP-FT starts from it).
+FIRE_POOL = {"classification": "cls", "regression": "cls", "tagging": WORD}
 
 
 class Probe(Head):
