@@ -155,7 +155,8 @@ def plot_cost(cfg, task: str, s: dict[str, Any], path: Path) -> None:
             ax.axhline(100 * base["score"], color="black", linestyle="dashed", linewidth=0.8)
     axes[0].set_ylabel(f"{v['metric']} on {v['split']} (x100)")
     axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    fig.suptitle(f"{cfg.encoder} on {task}: score against cost (dashed: no training)", fontsize=9)
+    dashed = " (dashed: no training)" if base else ""  # tagging has no untrained answer
+    fig.suptitle(f"{cfg.encoder} on {task}: score against cost{dashed}", fontsize=9)
     fig.tight_layout()
     atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120))
     plt.close(fig)

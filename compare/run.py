@@ -60,6 +60,36 @@ def check_tasks(cfg: CompareConfig) -> None:
         read_training(spec, cfg.data)
 
 
+def extraction_record(
+    record: dict[str, Any], missing: list[str], made: list, spent: tuple[float, float]
+) -> dict[str, Any]:
+    """`record` with the (wall, CPU) seconds `spent` making the `missing` splits' feature sets
+    (`made`, their FeatureSetInfo) added.
+
+    A split the record already holds was made again because the store lost it (a new machine,
+    a store removed): the cost of making the task's features stays that of making each split
+    once, which is what ❄️'s budget counts, and the repeat goes to `remade_*`, so the run's
+    whole spend is still on record. One extraction that made both kinds splits its cost by
+    their share of the examples.
+    """
+    known = set(record.get("splits", []))
+    new = sum(i.num_examples for i in made if i.split not in known)
+    again = sum(i.num_examples for i in made if i.split in known)
+    share = new / (new + again) if new + again else 1.0
+    out = dict(record)
+    for key, seconds, digits in (("seconds", spent[0], 2), ("cpu_seconds", spent[1], 1)):
+        out[key] = round(record.get(key, 0.0) + share * seconds, digits)
+        if again:
+            out[f"remade_{key}"] = round(
+                record.get(f"remade_{key}", 0.0) + (1 - share) * seconds, digits
+            )
+    out["splits"] = sorted(known | set(missing))
+    out["examples"] = record.get("examples", 0) + new
+    if again:
+        out["remade_examples"] = record.get("remade_examples", 0) + again
+    return out
+
+
 def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
     """The task's feature sets (every split in the data directory), extracted where missing."""
     from snowfire.cache import FeatureSetNotFoundError, open_reader
@@ -92,12 +122,8 @@ def extract_task(cfg: CompareConfig, task: str) -> dict[str, Any]:
                 **task_fields(spec),
             )
         )
-        record = {
-            "seconds": round(time.perf_counter() - started + record.get("seconds", 0.0), 2),
-            "cpu_seconds": round(time.process_time() - cpu + record.get("cpu_seconds", 0.0), 1),
-            "splits": sorted(set(record.get("splits", [])) | set(missing)),
-            "examples": record.get("examples", 0) + sum(i.num_examples for i in made),
-        }
+        spent = (time.perf_counter() - started, time.process_time() - cpu)
+        record = extraction_record(record, missing, made, spent)
         record_path.parent.mkdir(parents=True, exist_ok=True)
         write_json(record_path, record)
     return record | {"reused": not missing, "pair_encoding": pair_encoding, "all_splits": splits}

@@ -131,9 +131,24 @@ def test_compare_on_the_demo_sample_and_a_rerun_recomputes_nothing(
 
     monkeypatch.setattr(snowfire.heads.trainer, "_fit", refuse)
     monkeypatch.setattr(snowfire.finetune.trainer, "build_model", refuse)
+    extract = extractor.run_extract
     monkeypatch.setattr(extractor, "run_extract", refuse)
     assert run_cli([*argv, "--no-cell-processes"]) == 0  # a cell that trains: refused here
     assert (out / "table.md").read_text() == table
+
+    # the store lost (a new machine): the features are made again, training nothing, and the
+    # table stays the same: making them is counted once, the repeat kept apart as remade
+    import shutil
+
+    before = {t: json.loads((out / "extract" / f"{t}.json").read_text()) for t in ("sst2", "stsb")}
+    shutil.rmtree(out / "store")
+    monkeypatch.setattr(extractor, "run_extract", extract)
+    assert run_cli([*argv, "--no-cell-processes"]) == 0
+    assert (out / "table.md").read_text() == table
+    for task, was in before.items():
+        now = json.loads((out / "extract" / f"{task}.json").read_text())
+        assert {k: now[k] for k in was} == was
+        assert now["remade_examples"] == was["examples"] and now["remade_cpu_seconds"] > 0
 
 
 def test_the_analyses_write_json_tables_and_plots(tiny_bert_dir, tmp_path):
@@ -349,6 +364,45 @@ def test_the_extraction_cost_says_which_splits_compare_made():
     assert _extraction(part) == "11 (dev; train in the store)"
     whole = {"seconds": 99.6, "splits": ["dev", "train"], "all_splits": ["train", "dev"]}
     assert _extraction(whole) == "100"
+
+
+def test_a_split_made_again_is_counted_once_and_the_repeat_kept_apart():
+    from types import SimpleNamespace as Info
+
+    from snowfire.compare.run import extraction_record
+
+    first = extraction_record(
+        {},
+        ["train", "dev"],
+        [Info(split="train", num_examples=300), Info(split="dev", num_examples=100)],
+        (20.0, 36.0),
+    )
+    assert first == {
+        "seconds": 20.0,
+        "cpu_seconds": 36.0,
+        "splits": ["dev", "train"],
+        "examples": 400,
+    }
+    # the store lost train only, and a test split is new: 300 examples again, 100 new, in one
+    # extraction of 8 s wall, 12 s CPU: a quarter of it is the new split's
+    both = [Info(split="train", num_examples=300), Info(split="test", num_examples=100)]
+    got = extraction_record(first, ["train", "test"], both, (8.0, 12.0))
+    assert got == {
+        "seconds": 22.0,
+        "cpu_seconds": 39.0,
+        "splits": ["dev", "test", "train"],
+        "examples": 500,
+        "remade_seconds": 6.0,
+        "remade_cpu_seconds": 9.0,
+        "remade_examples": 300,
+    }
+    again = extraction_record(got, ["train"], both[:1], (5.0, 7.0))  # and once more
+    assert (again["seconds"], again["remade_seconds"], again["remade_cpu_seconds"]) == (
+        22.0,
+        11.0,
+        16.0,
+    )
+    assert again["examples"] == 500 and again["remade_examples"] == 600
 
 
 @pytest.mark.subprocess  # a real `snowfire compare` process, killed with SIGKILL
