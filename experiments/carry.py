@@ -144,28 +144,11 @@ def _spec_and_splits(ref, data: Path, cache: dict):
     return cache[key]
 
 
-def _rows(text: str, kind: str) -> list:
-    """A prediction file's rows: (index, gold, predicted), or per sentence [(word, gold, pred)]."""
-    from snowfire.tasks import PREDICTIONS_HEADER
-
-    if kind != "tagging":
-        lines = text.split("\n")
-        if lines[0] != PREDICTIONS_HEADER or lines[-1] != "":
-            raise ValueError("not a predictions file (header index, gold, predicted)")
-        return [tuple(line.split("\t")) for line in lines[1:-1]]
-    sentences, current = [], []
-    for line in text.split("\n")[:-1]:
-        if line:
-            current.append(tuple(line.split(" ")))
-        else:
-            sentences.append(current)
-            current = []
-    return sentences
-
-
 def _strip(text: str, spec, splits: dict) -> tuple[str, str]:
     """(the split the rows are, the rows without gold or words: `index<TAB>predicted`)."""
-    rows = _rows(text, spec.kind)
+    from snowfire.tasks import parse_predictions
+
+    rows = parse_predictions(text, spec.kind)
     for split, examples in splits.items():
         if spec.kind != "tagging":
             gold = ["" if e.label is None else str(e.label) for e in examples]

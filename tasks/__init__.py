@@ -25,10 +25,10 @@ from .example import Example
 from .fields import DATA_HELP, TaskFields, TaskListFields, config_task, resolve_tasks
 from .metrics import accuracy, binary_f1, macro_f1, matthews_corrcoef, pearson, spearman
 from .predictions import (
-    PREDICTIONS_HEADER,
     decode,
     format_predictions,
     gold_of,
+    parse_predictions,
     read_predictions,
     write_predictions,
 )
@@ -91,7 +91,6 @@ __all__ = [
     "SplitRoles",
     "selection_slice",
     "split_roles",
-    "PREDICTIONS_HEADER",
     "TASKS",
     "TASK_NAMES",
     "TEXT_PATTERN",
@@ -132,6 +131,7 @@ __all__ = [
     "macro_f1",
     "matthews_corrcoef",
     "need_splits",
+    "parse_predictions",
     "pearson",
     "read_key",
     "read_predictions",

@@ -2,7 +2,8 @@
 
 RUN/predictions/<split>.tsv: `index<TAB>gold<TAB>predicted` with that header (gold empty for an
 unlabelled split); for tagging, CoNLL lines `token gold predicted` with a blank line after each
-sentence. `read_predictions` gives back exactly what `tasks.evaluate` was given.
+sentence. `read_predictions` gives back exactly what `tasks.evaluate` was given;
+`parse_predictions` the rows as written (experiments/carry.py strips and restores them).
 """
 
 from __future__ import annotations
@@ -58,25 +59,47 @@ def format_predictions(spec, examples, preds: list) -> str:
     return "".join(out)
 
 
+def parse_predictions(text: str, kind: str) -> list:
+    """A predictions file's rows as written (`format_predictions`), strings: (index, gold,
+    predicted) after the header, or for tagging one list per sentence of (word, gold,
+    predicted), an empty sentence kept. ValueError names the line that breaks the format."""
+    lines = text.split("\n")
+    if lines[-1] != "":
+        raise ValueError(f"line {len(lines)}: the file ends without a newline (cut short?)")
+    if kind != "tagging":
+        if lines[0] != PREDICTIONS_HEADER:
+            raise ValueError(
+                f"line 1: expected the header {PREDICTIONS_HEADER!r}, got {lines[0]!r}"
+            )
+        return [_fields(line, "\t", n) for n, line in enumerate(lines[1:-1], 2)]
+    sentences: list[list[tuple[str, ...]]] = [[]]
+    for n, line in enumerate(lines[:-1], 1):
+        if line:
+            sentences[-1].append(_fields(line, " ", n))
+        else:
+            sentences.append([])
+    if sentences.pop():
+        raise ValueError(f"line {len(lines) - 1}: the last sentence has no blank line after it")
+    return sentences
+
+
+def _fields(line: str, sep: str, n: int) -> tuple[str, ...]:
+    """A row's three fields; a tagging row's word may hold spaces (a JSON token list's can),
+    its tags never do."""
+    got = tuple(line.rsplit(sep, 2) if sep == " " else line.split(sep))
+    if len(got) != 3:
+        what = "word gold predicted" if sep == " " else "index, gold, predicted"
+        raise ValueError(f"line {n}: expected 3 fields ({what}), got {len(got)}: {line!r}")
+    return got
+
+
 def read_predictions(path: Path, kind: str) -> tuple[list, list]:
     """(gold, predicted) back from a predictions file, in `tasks.evaluate`'s form."""
-    lines = Path(path).read_text(encoding="utf-8").split("\n")
+    try:
+        rows = parse_predictions(Path(path).read_text(encoding="utf-8"), kind)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from err
     if kind == "tagging":
-        gold: list[list[str]] = []
-        pred: list[list[str]] = []
-        g: list[str] = []
-        p: list[str] = []
-        for line in lines:
-            if not line.strip():
-                if g:
-                    gold.append(g)
-                    pred.append(p)
-                    g, p = [], []
-                continue
-            _, gt, pt = line.split(" ")
-            g.append(gt)
-            p.append(pt)
-        return gold, pred
-    rows = [line.split("\t") for line in lines[1:] if line]
+        return [[g for _, g, _ in s] for s in rows], [[p for _, _, p in s] for s in rows]
     cast = float if kind == "regression" else str
-    return [cast(r[1]) for r in rows], [cast(r[2]) for r in rows]
+    return [cast(g) for _, g, _ in rows], [cast(p) for _, _, p in rows]

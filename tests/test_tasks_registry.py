@@ -53,7 +53,7 @@ def test_public_api_is_the_contract_plus_metrics():
             "read_predictions",
             "write_predictions",
             "format_predictions",  # its text, for what checks bytes before writing (carry)
-            "PREDICTIONS_HEADER",  # its header line, which carry checks a file against
+            "parse_predictions",  # its rows as written, which carry strips and restores
             # a user's own task (issue 25): specs, formats, checks, records
             "FORMATS",
             "KINDS",
