@@ -8,7 +8,10 @@ A machine that goes away takes WORK with it; the seven-task run takes longer tha
 lasts here. `pack` keeps every finished run (RUN/metrics.json written, not paused) as the
 files a rerun reads back (config.json, metrics.json, log.jsonl, its predictions and the
 race's per-epoch selection predictions, the ❄️ mix and head records) and WORK's own records
-(ledger.jsonl, compare/load.jsonl, results.json, table.md). It leaves out what a rerun makes
+(ledger.jsonl, compare/load.jsonl, results.json, table.md). A 🔥 run paused at a race's rung
+goes too, with the end a stop there would give it (RUN/at-pause/, finetune/pause.py): the
+race weighs it from its records, and ends it from them if it loses; if it wins it trains
+again from scratch. It leaves out what a rerun makes
 again or cannot use: weights and checkpoints, feature stores, plots, runs not finished (they
 train again from scratch), and a run whose weights a later stage starts from while that stage
 has not finished (an LP-FT probe whose LP-FT run is unfinished; arm seq's intermediate run,
@@ -71,6 +74,11 @@ def _finished(run: Path) -> bool:
     )
 
 
+def _paused_with_end(run: Path) -> bool:
+    """A 🔥 run paused at a rung with its end there recorded (finetune/pause.py)."""
+    return (run / "paused.json").is_file() and (run / "at-pause" / "record.json").is_file()
+
+
 def _still_needed(run: Path, work: Path) -> bool:
     """A finished run whose weights a stage not yet finished starts from."""
     parts = run.relative_to(work).parts
@@ -114,7 +122,7 @@ def _skipped(path: Path, work: Path) -> str | None:
     while run is not None:
         runs.append(run)
         run = _run_dir(run, work)
-    if any(not _finished(r) for r in runs):
+    if any(not (_finished(r) or _paused_with_end(r)) for r in runs):
         return "a run not finished"
     if runs and _still_needed(runs[-1], work):
         return "a run a later stage starts from"

@@ -71,6 +71,7 @@ from .model import (
     to_device,
 )
 from .optim import build_optimizer, unfreeze
+from .pause import finish_from_pause, forget_pause, pause_dir, record_end, recorded_end
 
 log = logging.getLogger(__name__)
 
@@ -217,11 +218,15 @@ def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, flo
     from snowfire.rundir import PeakMemory
 
     ckpt_path = out_dir / CHECKPOINT
+    ended = recorded_end(out_dir, cfg, start)
+    if ended is not None:  # a race stops it where it paused: the end recorded then
+        return finish_from_pause(out_dir, cfg, ended, lambda: _save_best_encoder(fit, out_dir))
     resumed = ckpt_path.is_file()
     if resumed:
         state = fit.restore(ckpt_path, cfg, start)
         log.info("resuming %s at epoch %d, batch %d", out_dir, state.epoch, state.batch)
     else:
+        forget_pause(out_dir)  # a pause recorded on another machine: trained again from scratch
         state = TrainState()
         if on_step is not None:
             on_step(0, model)
@@ -242,12 +247,13 @@ def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, flo
         _epochs(
             fit, cfg, examples["train"], chosen, state, out_dir, clock, zero, checkpoint, on_step
         )
-        if state.epoch <= _last_epoch(cfg) and not state.stopped:  # paused at a race's rung
-            _mark_paused(out_dir, state, roles.selection)
-            return {}
-        stopped_at = _stopped_at(cfg, state)
+        paused = state.epoch <= _last_epoch(cfg) and not state.stopped  # at a race's rung
+        # paused: the end a race's stop here would have, kept beside (finetune/pause.py)
+        stopped_at = len(state.history) if paused else _stopped_at(cfg, state)
         scored = {s: examples[s] for s in scored_splits(examples, stopped_at)}
-        metrics, scoring = _finish(fit, cfg, spec, scored, out_dir)
+        metrics, scoring = _finish(fit, cfg, spec, scored, out_dir, paused)
+        if paused:
+            checkpoint()  # its clock and CPU time count the scoring
     # a resumed run counts the time of the processes before it too (kept in the checkpoint)
     seconds = clock() - started + earlier
     cost = _cost(fit, out_dir, examples, state, seconds) | peak.record()
@@ -260,10 +266,14 @@ def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, flo
         scoring_seconds=scoring,
         cost=cost,
     )
+    if paused:
+        record_end(out_dir, run_info, metrics)
+        _mark_paused(out_dir, state, roles.selection)
+        return {}
     write_json(out_dir / CONFIG, run_info)
     write_json(out_dir / METRICS, metrics)  # last: its presence says the run is finished
     ckpt_path.unlink(missing_ok=True)
-    (out_dir / PAUSED).unlink(missing_ok=True)
+    forget_pause(out_dir)
     return metrics
 
 
@@ -473,10 +483,11 @@ def _end_epoch(fit: _Fit, cfg, spec, chosen, epoch: int, state: TrainState, out_
     }
 
 
-def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path):
+def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path, paused: bool = False):
     """Each split of `examples` scored with the best weights: predictions and the encoder
-    written; the metrics returned (the caller writes metrics.json last) with each split's
-    scoring seconds (what a replayed race charges a cut run: compare/race_budget.py)."""
+    written (paused: the predictions under RUN/at-pause/, no encoder); the metrics returned
+    (the caller writes metrics.json last) with each split's scoring seconds (what a replayed
+    race charges a cut run: compare/race_budget.py)."""
     from snowfire.tasks import evaluate
 
     model = fit.model
@@ -485,11 +496,21 @@ def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path):
     for split, split_examples in examples.items():
         began = time.perf_counter()
         preds = decode(spec, predict(model, split_examples, cfg.batch_size, fit.device))
-        write_predictions(prediction_file(out_dir, split), spec, split_examples, preds)
+        where = pause_dir(out_dir) if paused else out_dir
+        write_predictions(prediction_file(where, split), spec, split_examples, preds)
         gold = gold_of(spec, split_examples)
         if gold is not None:
             metrics[split] = evaluate(spec, gold, preds)
         seconds[split] = round(time.perf_counter() - began, 2)
-    if model.method == "full":  # partial: best.pt is all it keeps
+    if not paused and model.method == "full":  # partial: best.pt is all it keeps
         model.save_encoder(out_dir / ENCODER)
     return metrics, seconds
+
+
+def _save_best_encoder(fit: _Fit, out_dir: Path) -> None:
+    """RUN/encoder/ from RUN/best.pt, for a method-full run ended from its pause record (none
+    on a machine that never held the weights: the run then keeps its records alone)."""
+    if fit.model.method == "full" and (out_dir / BEST).is_file():
+        best = torch.load(out_dir / BEST, map_location=fit.device, weights_only=True)
+        fit.model.load_trained(best)
+        fit.model.save_encoder(out_dir / ENCODER)

@@ -16,6 +16,7 @@ Imports `cache` (the atomic writer, when a file is written) and `options`, nothi
 
 from .cost import SHARED, HostLoad, PeakMemory, busy_seconds, saved_bytes
 from .files import (
+    AT_PAUSE,
     BEST,
     CHECKPOINT,
     CONFIG,
@@ -57,6 +58,7 @@ __all__ = [
     "SHARED",
     "busy_seconds",
     "saved_bytes",
+    "AT_PAUSE",
     "BEST",
     "CHECKPOINT",
     "CONFIG",

@@ -41,6 +41,9 @@ A 🔥 fine-tuning run (`snowfire finetune`, finetune/trainer.py):
     RUN/checkpoint.pt           everything needed to resume; removed once the run finished
     RUN/best.pt                 model weights of the best dev epoch (methods bitfit, adapter,
                                 lora: only what they trained; finetune/methods.py)
+    RUN/at-pause/record.json    a paused run's end had a race stopped it where it paused:
+    RUN/at-pause/predictions/   {"config", "metrics"} and the predictions it would write; the
+                                stop finishes from them, with no checkpoint (finetune/pause.py)
 
 A 🔥 grid (`snowfire finetune --grid`, finetune/grid.py): RUN/grid/<cell>/ one 🔥 run per
 sub-run, RUN/grid.json, grid.md, grid.png, and the chosen run's config.json (with "grid"),
@@ -91,6 +94,7 @@ LOCK = ".lock"
 DEADLINE = "deadline_exceeded.json"
 SELECTION = "selection"
 PAUSED = "paused.json"
+AT_PAUSE = "at-pause"
 
 
 def prediction_file(run: str | Path, split: str) -> Path:

@@ -184,3 +184,36 @@ def test_a_paused_run_before_its_config_and_a_stray_table_stay_behind(tmp_path):
     assert carry._skipped(stray, work) == "a table of no finished run's predictions"
     (work / "compare" / "results.json").write_text("{}")
     assert carry._skipped(work / "compare" / "results.json", work) is None
+
+
+def test_a_paused_fire_run_is_carried_with_its_end_and_ended_from_it(tiny_bert_dir, tmp_path):
+    """A 🔥 run paused at a rung goes with the end a stop there gives (RUN/at-pause/), no
+    weights and no gold; on the next machine a race that stops it there ends it from the
+    archive alone, as a run stopped there on the first machine ended."""
+    from dataclasses import replace
+
+    import carry
+
+    from snowfire.finetune import train
+    from tests.helpers.tasks import finetune_config
+
+    data = write_sst2(tmp_path / "data", sizes=(("train", 48), ("dev", 16)))
+    work = tmp_path / "work"
+    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, work / "fire" / "seed0", epochs=3)
+    stopped = train(replace(cfg, out=str(tmp_path / "stopped"), stop_at=1))
+    assert train(replace(cfg, pause_at=1)) == {}
+    kept = carry.pack(work, data, tmp_path / "carried.tar.xz")["files"]
+    run = "fire/seed0/"
+    assert {"paused.json", "log.jsonl", "config.json", "at-pause/record.json"} <= {
+        rel.removeprefix(run) for rel in kept
+    }
+    assert kept[f"{run}at-pause/predictions/dev.tsv"]["split"] == "dev"  # rows stripped
+    assert not any(rel.endswith(".pt") for rel in kept)
+    shutil.rmtree(work)  # the machine goes away
+    carry.unpack(tmp_path / "carried.tar.xz", work, data)
+    assert train(replace(cfg, stop_at=1)) == stopped
+    for split in ("dev", "select"):
+        mine = Path(cfg.out) / "predictions" / f"{split}.tsv"
+        theirs = tmp_path / "stopped" / "predictions" / f"{split}.tsv"
+        assert mine.read_text() == theirs.read_text()
+    assert not (work / "fire" / "seed0" / "at-pause").exists()

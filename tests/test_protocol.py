@@ -151,3 +151,68 @@ def test_a_paused_fire_run_continues_to_the_same_end(tiny_bert_dir, two_data, tm
     assert set(config["scoring_seconds"]) == {"select", "dev"}  # each split's final scoring
     finished = json.loads((tmp_path / "w" / "config.json").read_text())["scoring_seconds"]
     assert set(finished) == {"train", "select", "dev"} and all(v >= 0 for v in finished.values())
+
+
+def test_a_paused_fire_run_a_race_stops_ends_from_its_pause_record(
+    tiny_bert_dir, two_data, tmp_path
+):
+    """Paused at epoch 1, the run keeps the end a stop there gives (RUN/at-pause/); stopped
+    at 1 with its checkpoint and weights gone (another machine), it ends from that record:
+    nothing trained or scored again, the same metrics and predictions as a run stopped at 1."""
+    from dataclasses import replace
+
+    from snowfire.finetune import train
+
+    data = two_data[0]
+    cfg = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "p", epochs=3)
+    stopped = train(replace(cfg, out=str(tmp_path / "s"), stop_at=1))
+    assert train(replace(cfg, pause_at=1)) == {}
+    run = tmp_path / "p"
+    record = json.loads((run / "at-pause" / "record.json").read_text())
+    assert record["metrics"] == stopped and record["config"]["stopped_at"] == 1
+    assert sorted(p.name for p in (run / "at-pause" / "predictions").iterdir()) == [
+        "dev.tsv",
+        "select.tsv",
+    ]
+    assert not (run / "predictions" / "dev.tsv").exists()  # the run is not finished
+    for gone in ("checkpoint.pt", "best.pt"):
+        (run / gone).unlink()
+    log = (run / "log.jsonl").read_text()
+    steps: list[int] = []
+    ended = train(replace(cfg, stop_at=1), on_step=lambda step, model: steps.append(step))
+    assert ended == stopped and steps == []  # not a batch trained
+    assert (run / "log.jsonl").read_text() == log
+    for split in ("dev", "select"):
+        mine, theirs = (d / "predictions" / f"{split}.tsv" for d in (run, tmp_path / "s"))
+        assert mine.read_text() == theirs.read_text()
+    config = json.loads((run / "config.json").read_text())
+    assert config["finished_from"] == "at-pause" and config["stopped_at"] == 1
+    assert config["finetune"]["stop_at"] == 1 and config["finetune"]["pause_at"] is None
+    assert config["seconds"] >= config["scoring_seconds"]["dev"] > 0
+    assert not (run / "at-pause").exists() and not (run / "paused.json").exists()
+    assert not (run / "encoder").exists()  # no weights here to write it from
+    assert train(replace(cfg, stop_at=1)) == stopped  # finished: returned as it is
+
+
+def test_a_paused_fire_run_the_race_keeps_goes_on_or_trains_again(
+    tiny_bert_dir, two_data, tmp_path
+):
+    """The pause record serves only a stop where the run paused: on the same machine a stop
+    there ends from it (the encoder written from best.pt); a run that goes on drops it, and
+    without its checkpoint trains again from scratch to the same end."""
+    from dataclasses import replace
+
+    from snowfire.finetune import train
+
+    data = two_data[0]
+    base = finetune_config(f"hf:{tiny_bert_dir}", "sst2", data, tmp_path / "w", epochs=2)
+    whole = train(base)
+    here = replace(base, out=str(tmp_path / "h"))
+    assert train(replace(here, pause_at=1)) == {}
+    assert train(replace(here, stop_at=1)) != {}
+    assert (tmp_path / "h" / "encoder").is_dir()  # method full, its weights at hand
+    again = replace(base, out=str(tmp_path / "a"))
+    assert train(replace(again, pause_at=1)) == {}
+    (tmp_path / "a" / "checkpoint.pt").unlink()  # another machine: the record alone came
+    assert train(again) == whole  # kept by the race: trained again, to the same end
+    assert not (tmp_path / "a" / "at-pause").exists()
