@@ -8,10 +8,10 @@ A machine that goes away takes WORK with it; the seven-task run takes longer tha
 lasts here. `pack` keeps every finished run (RUN/metrics.json written, not paused) as the
 files a rerun reads back (config.json, metrics.json, log.jsonl, its predictions and the
 race's per-epoch selection predictions, the ❄️ mix and head records) and WORK's own records
-(ledger.jsonl, compare/load.jsonl, results.json, table.md). A 🔥 run paused at a race's rung
-goes too, with the end a stop there would give it (RUN/at-pause/, finetune/pause.py): the
-race weighs it from its records, and ends it from them if it loses; if it wins it trains
-again from scratch. It leaves out what a rerun makes
+(ledger.jsonl, compare/load.jsonl, results.json, table.md). A run paused at a race's rung goes
+too, with the end a stop there would give it (RUN/at-pause/, rundir/pause.py): the race weighs
+it from its records, and ends it from them if it loses; if it goes on it trains again from
+scratch. It leaves out what a rerun makes
 again or cannot use: weights and checkpoints, feature stores, plots, runs not finished (they
 train again from scratch), and a run whose weights a later stage starts from while that stage
 has not finished (an LP-FT probe whose LP-FT run is unfinished; arm seq's intermediate run,
@@ -75,8 +75,8 @@ def _finished(run: Path) -> bool:
 
 
 def _paused_with_end(run: Path) -> bool:
-    """A 🔥 run paused at a rung with its end there recorded (finetune/pause.py)."""
-    return (run / "paused.json").is_file() and (run / "at-pause" / "record.json").is_file()
+    """A run paused at a rung with the end a stop there gives kept (rundir/pause.py)."""
+    return (run / "paused.json").is_file() and (run / "at-pause" / "metrics.json").is_file()
 
 
 def _still_needed(run: Path, work: Path) -> bool:
@@ -101,6 +101,8 @@ def _lpft_of(probe: Path, work: Path) -> Path | None:
     relative to where the run was started: matched on the path within WORK)."""
     within = probe.relative_to(work).parts
     for config in work.glob("**/lpft/**/config.json"):
+        if "at-pause" in config.parts:  # a paused run's end, not a run of its own
+            continue
         init = json.loads(config.read_text()).get("finetune", {}).get("init_head")
         if init and Path(init).parts[-len(within) :] == within:
             return config.parent

@@ -14,6 +14,9 @@ started again with the same config it returns the saved metrics without training
 or a finished run of another config is refused (rundir.check_same_config: the config fields
 marked volatile may differ), and so is one that started from other weights than the config's
 paths now hold (model.start_hashes: a retrained LP-FT probe or intermediate encoder).
+A run paused at a race's rung (`pause_at`) keeps the end a stop there gives (RUN/at-pause/,
+scored with the best weights so far, read by no choice); a stop where it paused ends from it,
+with no checkpoint needed, if it started from the same weights (rundir/pause.py).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +46,13 @@ from snowfire.rundir import (
     PAUSED,
     PREDICTIONS,
     check_same_config,
+    finish_from_pause,
     finished_or_refuse,
+    forget_pause,
     hold_run,
+    pause_dir,
     prediction_file,
+    recorded_end,
     save_torch,
     scored_splits,
     selection_file,
@@ -71,7 +79,6 @@ from .model import (
     to_device,
 )
 from .optim import build_optimizer, unfreeze
-from .pause import finish_from_pause, forget_pause, pause_dir, record_end, recorded_end
 
 log = logging.getLogger(__name__)
 
@@ -218,9 +225,10 @@ def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, flo
     from snowfire.rundir import PeakMemory
 
     ckpt_path = out_dir / CHECKPOINT
-    ended = recorded_end(out_dir, cfg, start)
-    if ended is not None:  # a race stops it where it paused: the end recorded then
-        return finish_from_pause(out_dir, cfg, ended, lambda: _save_best_encoder(fit, out_dir))
+    ended = recorded_end(out_dir, cfg, "finetune", start)
+    if ended is not None:  # a race stops it where it paused: the end kept then (rundir/pause.py)
+        encoder = partial(_save_best_encoder, fit, out_dir)
+        return finish_from_pause(out_dir, ended, {"finetune": cfg.to_json()}, encoder)
     resumed = ckpt_path.is_file()
     if resumed:
         state = fit.restore(ckpt_path, cfg, start)
@@ -248,7 +256,7 @@ def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, flo
             fit, cfg, examples["train"], chosen, state, out_dir, clock, zero, checkpoint, on_step
         )
         paused = state.epoch <= _last_epoch(cfg) and not state.stopped  # at a race's rung
-        # paused: the end a race's stop here would have, kept beside (finetune/pause.py)
+        # paused: the end a race's stop here would give, kept beside (rundir/pause.py)
         stopped_at = len(state.history) if paused else _stopped_at(cfg, state)
         scored = {s: examples[s] for s in scored_splits(examples, stopped_at)}
         metrics, scoring = _finish(fit, cfg, spec, scored, out_dir, paused)
@@ -266,12 +274,12 @@ def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, flo
         scoring_seconds=scoring,
         cost=cost,
     )
+    where = pause_dir(out_dir) if paused else out_dir
+    write_json(where / CONFIG, run_info)
+    write_json(where / METRICS, metrics)  # last: its presence says the run (or its end) is whole
     if paused:
-        record_end(out_dir, run_info, metrics)
         _mark_paused(out_dir, state, roles.selection)
         return {}
-    write_json(out_dir / CONFIG, run_info)
-    write_json(out_dir / METRICS, metrics)  # last: its presence says the run is finished
     ckpt_path.unlink(missing_ok=True)
     forget_pause(out_dir)
     return metrics

@@ -4,10 +4,11 @@ build data (feature sets of every split + labels; the split roles of the honest 
 tasks/selection.py) -> build head -> for each epoch: for each batch `out, loss = head(batch)`,
 backward, step; score the selection split; keep the best; stop early -> evaluate every split ->
 write config, metrics, per-epoch log, scalar-mix weights, predictions and weights
-(safetensors). The encoder is never run here; the report split is scored once, at the end.
+(safetensors). The encoder is never run here; the report split is scored at the end alone.
 A run may pause after an epoch (`pause_at`, a rung of paired racing) and continue later from
 RUN/checkpoint.pt, or be ended early at one (`stop_at`: then it scores every split but train,
-rundir.scored_splits).
+rundir.scored_splits). A paused run keeps that end beside it (RUN/at-pause/, read by no
+choice), and a stop where it paused ends from it (rundir/pause.py).
 """
 
 from __future__ import annotations
@@ -32,9 +33,13 @@ from snowfire.rundir import (
     SELECTION,
     WEIGHTS,
     atomic_write,
+    finish_from_pause,
     finished_or_refuse,
+    forget_pause,
     hold_run,
+    pause_dir,
     prediction_file,
+    recorded_end,
     scored_splits,
     selection_file,
     write_json,
@@ -148,6 +153,9 @@ def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
         done = finished_or_refuse(out, cfg, "train")
         if done is not None:
             return done
+        ended = recorded_end(out, cfg, "train")
+        if ended is not None:  # a race stops it where it paused: the end kept then
+            return finish_from_pause(out, ended, {"train": asdict(cfg)})
         if not (out / CHECKPOINT).is_file():
             for name in RUN_FILES:
                 target = out / name
@@ -155,6 +163,7 @@ def train(cfg: TrainConfig) -> dict[str, dict[str, float]]:
                     shutil.rmtree(target)
                 else:
                     target.unlink(missing_ok=True)
+            forget_pause(out)  # a pause kept on another machine: trained again from scratch
         return _fit(cfg, data)
 
 
@@ -295,17 +304,19 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
     state.seconds = time.perf_counter() - started
     state.cpu_seconds += peak.cpu
     state.peak = peak.carried()  # for the next piece, if any
-    if state.epoch < last and not state.stopped:  # paused at a rung: keep the state, no metrics
-        checkpoint.save(ckpt, cfg, head, opt, best_state, state)
-        checkpoint.mark_paused(out_dir, state, chosen_on)
-        return {}
+    paused = state.epoch < last and not state.stopped  # at a rung: the state kept, no metrics
     assert best_state is not None  # at least one epoch ran, and its score was taken
-    if cfg.keep_state and not state.stopped:  # a larger cap continues from here
+    if paused:  # the weights it goes on from, saved once its end is scored
+        trained = {k: v.detach().clone() for k, v in head.state_dict().items()}
+    elif cfg.keep_state and not state.stopped:  # a larger cap continues from here
         checkpoint.save(out_dir / FINAL_STATE, cfg, head, opt, best_state, state)
     head.load_state_dict(best_state)
 
-    # -- evaluate every split, write the run; its time and CPU time count, as a 🔥 run's do
-    metrics, stopped_at, scoring = {}, _stopped_at(cfg, state), {}
+    # -- evaluate every split, write the run (paused: the end a race's stop here would give,
+    # kept in RUN/at-pause/: rundir/pause.py); its time and CPU time count, as a 🔥 run's do
+    stopped_at = state.epoch if paused else _stopped_at(cfg, state)
+    where = pause_dir(out_dir) if paused else out_dir
+    metrics, scoring = {}, {}
     cpu_before = time.process_time()
     for split in scored_splits(examples, stopped_at):  # train: the examples trained on
         began = time.perf_counter()
@@ -318,7 +329,7 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
         gold = gold_of(spec, examples[split])
         if gold is not None:  # a test split without labels gets predictions only
             metrics[split] = evaluate(spec, gold, preds)
-        write_predictions(prediction_file(out_dir, split), spec, examples[split], preds)
+        write_predictions(prediction_file(where, split), spec, examples[split], preds)
         scoring[split] = round(time.perf_counter() - began, 2)
     scoring_cpu = time.process_time() - cpu_before
     cost = peak.record() | {"cpu_seconds": round(state.cpu_seconds + scoring_cpu, 3)}
@@ -333,9 +344,15 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
     if state.continued_from is not None:  # heads/continuation.py: a smaller cap's run, on
         protocol["continued_from"] = state.continued_from
     seconds = state.seconds + sum(scoring.values())
-    _write_run(out_dir, cfg, head, info, metrics, seconds, layers, cost, protocol)
+    _write_run(where, cfg, head, info, metrics, seconds, layers, cost, protocol)
+    if paused:  # its clock and CPU time count the scoring, as the end's do
+        head.load_state_dict(trained)
+        state.seconds, state.cpu_seconds = seconds, state.cpu_seconds + scoring_cpu
+        checkpoint.save(ckpt, cfg, head, opt, best_state, state)
+        checkpoint.mark_paused(out_dir, state, chosen_on)
+        return {}
     ckpt.unlink(missing_ok=True)
-    (out_dir / PAUSED).unlink(missing_ok=True)
+    forget_pause(out_dir)
     return metrics
 
 

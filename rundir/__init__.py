@@ -10,7 +10,8 @@
 
 files.py names every file of a run directory; lock.py holds one; write.py writes its files
 atomically; reuse.py reuses a finished run of the same config and refuses another, reading
-which config fields may change between attempts from the fields themselves (`volatile=True`).
+which config fields may change between attempts from the fields themselves (`volatile=True`);
+pause.py keeps a paused run's end at its rung, and ends it from there when a race stops it.
 Imports `cache` (the atomic writer, when a file is written) and `options`, nothing else.
 """
 
@@ -49,6 +50,7 @@ from .files import (
     selection_scores,
 )
 from .lock import RunBusyError, hold_run
+from .pause import finish_from_pause, forget_pause, pause_dir, recorded_end
 from .reuse import RunConfigError, check_same_config, config_changes, finished_or_refuse
 from .write import atomic_write, save_torch, write_json, write_lines
 
@@ -91,9 +93,13 @@ __all__ = [
     "atomic_write",
     "check_same_config",
     "config_changes",
+    "finish_from_pause",
     "finished_or_refuse",
+    "forget_pause",
     "hold_run",
+    "pause_dir",
     "prediction_file",
+    "recorded_end",
     "selection_file",
     "selection_scores",
     "save_torch",

@@ -16,6 +16,10 @@ A ❄️ head run (`snowfire train`, heads/trainer.py):
                                 epoch, of a run not ended by early stopping: a larger epoch
                                 cap continues from it (heads/continuation.py)
     RUN/paused.json             {"epoch", "best_epoch", "selection"}: paused, not finished
+    RUN/at-pause/               a paused run's end had a race stopped it where it paused: the
+                                files that end writes (config.json, metrics.json, predictions/,
+                                ...); the stop finishes from them, no checkpoint needed
+                                (rundir/pause.py)
     RUN/scalar_mix.json         {module name: softmax(w) per layer} of every scalar mix
     RUN/head.json               what rebuilds the head without the training data
     RUN/weights.safetensors     the head's weights
@@ -34,16 +38,13 @@ A 🔥 fine-tuning run (`snowfire finetune`, finetune/trainer.py):
                                 written last: the run is finished
     RUN/log.jsonl               one line per epoch: train loss, the selection split's metrics
                                 ("selection", "split"), trainable groups
-    RUN/selection/epoch-<k>.tsv, RUN/paused.json   as above
+    RUN/selection/epoch-<k>.tsv, RUN/paused.json, RUN/at-pause/   as above
     RUN/predictions/<split>.tsv as above
     RUN/encoder/                the fine-tuned encoder (HF folder, or ELMo options + HDF5);
                                 method full only
     RUN/checkpoint.pt           everything needed to resume; removed once the run finished
     RUN/best.pt                 model weights of the best dev epoch (methods bitfit, adapter,
                                 lora: only what they trained; finetune/methods.py)
-    RUN/at-pause/record.json    a paused run's end had a race stopped it where it paused:
-    RUN/at-pause/predictions/   {"config", "metrics"} and the predictions it would write; the
-                                stop finishes from them, with no checkpoint (finetune/pause.py)
 
 A 🔥 grid (`snowfire finetune --grid`, finetune/grid.py): RUN/grid/<cell>/ one 🔥 run per
 sub-run, RUN/grid.json, grid.md, grid.png, and the chosen run's config.json (with "grid"),

@@ -204,7 +204,7 @@ def test_a_paused_fire_run_is_carried_with_its_end_and_ended_from_it(tiny_bert_d
     assert train(replace(cfg, pause_at=1)) == {}
     kept = carry.pack(work, data, tmp_path / "carried.tar.xz")["files"]
     run = "fire/seed0/"
-    assert {"paused.json", "log.jsonl", "config.json", "at-pause/record.json"} <= {
+    assert {"paused.json", "log.jsonl", "config.json", "at-pause/metrics.json"} <= {
         rel.removeprefix(run) for rel in kept
     }
     assert kept[f"{run}at-pause/predictions/dev.tsv"]["split"] == "dev"  # rows stripped

@@ -109,6 +109,38 @@ def test_a_paused_snow_run_continues_to_the_same_end(tiny_bert_dir, two_data, st
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
+def test_a_paused_snow_run_a_race_stops_ends_from_its_pause_record(
+    tiny_bert_dir, two_data, stores, tmp_path
+):
+    """❄️ as 🔥 (below): paused at 2, the end a stop there gives is kept in RUN/at-pause/; with
+    the checkpoint and weights gone (another machine), a stop at 2 ends the run from it, the
+    same metrics, predictions and head records as a run stopped at 2, nothing trained."""
+    data, store = two_data[0], stores[0]
+    stopped = _train(tiny_bert_dir, data, store, tmp_path / "s", "--stop-at", "2")
+    run = _train(tiny_bert_dir, data, store, tmp_path / "p", "--pause-at", "2")
+    assert (run / "at-pause" / "metrics.json").is_file() and not (run / "metrics.json").exists()
+    for gone in ("checkpoint.pt", "at-pause/weights.safetensors"):
+        (run / gone).unlink()
+    log = (run / "log.jsonl").read_text()
+    _train(tiny_bert_dir, data, store, run, "--stop-at", "2")
+    assert (run / "log.jsonl").read_text() == log  # not an epoch trained
+    for name in ("metrics.json", "scalar_mix.json", "head.json", *_tables(stopped)):
+        assert (run / name).read_text() == (stopped / name).read_text(), name
+    config = json.loads((run / "config.json").read_text())
+    assert config["finished_from"] == "at-pause" and config["stopped_at"] == 2
+    assert config["train"]["stop_at"] == 2 and config["train"]["pause_at"] is None
+    assert not (run / "at-pause").exists() and not (run / "weights.safetensors").exists()
+    # on the machine that paused it, the weights come too
+    here = _train(tiny_bert_dir, data, store, tmp_path / "h", "--pause-at", "2")
+    _train(tiny_bert_dir, data, store, here, "--stop-at", "2")
+    wa, wb = (load_file(r / "weights.safetensors") for r in (here, stopped))
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def _tables(run):
+    return [f"predictions/{p.name}" for p in sorted((run / "predictions").iterdir())]
+
+
 def test_a_stopped_snow_run_finishes_early_and_says_so(tiny_bert_dir, two_data, stores, tmp_path):
     run = _train(tiny_bert_dir, two_data[0], stores[0], tmp_path / "s", "--stop-at", "2")
     config = json.loads((run / "config.json").read_text())
@@ -168,8 +200,9 @@ def test_a_paused_fire_run_a_race_stops_ends_from_its_pause_record(
     stopped = train(replace(cfg, out=str(tmp_path / "s"), stop_at=1))
     assert train(replace(cfg, pause_at=1)) == {}
     run = tmp_path / "p"
-    record = json.loads((run / "at-pause" / "record.json").read_text())
-    assert record["metrics"] == stopped and record["config"]["stopped_at"] == 1
+    end = json.loads((run / "at-pause" / "config.json").read_text())
+    assert json.loads((run / "at-pause" / "metrics.json").read_text()) == stopped
+    assert end["stopped_at"] == 1 and not (run / "metrics.json").exists()
     assert sorted(p.name for p in (run / "at-pause" / "predictions").iterdir()) == [
         "dev.tsv",
         "select.tsv",
