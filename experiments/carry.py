@@ -156,19 +156,18 @@ def _spec_and_splits(ref, data: Path, cache: dict):
 
 def _strip(text: str, spec, splits: dict) -> tuple[str, str]:
     """(the split the rows are, the rows without gold or words: `index<TAB>predicted`)."""
-    from snowfire.tasks import parse_predictions
+    from snowfire.tasks import gold_text, parse_predictions
 
     rows = parse_predictions(text, spec.kind)
     for split, examples in splits.items():
         if spec.kind != "tagging":
-            gold = ["" if e.label is None else str(e.label) for e in examples]
+            gold = [gold_text(spec.kind, e) for e in examples]
             if all(int(i) < len(gold) and gold[int(i)] == g for i, g, _ in rows):
                 return split, "".join(f"{i}\t{p}\n" for i, _, p in rows)
             continue
         where: dict[tuple, int] = {}
         for e in examples:
-            tags = e.tags if e.tags is not None else ("",) * len(e.words_a)
-            where.setdefault((tuple(e.words_a), tuple(tags)), e.index)
+            where.setdefault((tuple(e.words_a), gold_text(spec.kind, e)), e.index)
         found = [where.get((tuple(w for w, _, _ in s), tuple(g for _, g, _ in s))) for s in rows]
         if all(i is not None for i in found):
             return split, "".join(

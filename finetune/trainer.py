@@ -501,10 +501,10 @@ def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path, paused: bool = False)
     model = fit.model
     model.load_trained(torch.load(out_dir / BEST, map_location=fit.device, weights_only=True))
     metrics, seconds = {}, {}
+    where = pause_dir(out_dir) if paused else out_dir
     for split, split_examples in examples.items():
         began = time.perf_counter()
         preds = decode(spec, predict(model, split_examples, cfg.batch_size, fit.device))
-        where = pause_dir(out_dir) if paused else out_dir
         write_predictions(prediction_file(where, split), spec, split_examples, preds)
         gold = gold_of(spec, split_examples)
         if gold is not None:

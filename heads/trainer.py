@@ -306,7 +306,8 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
     state.peak = peak.carried()  # for the next piece, if any
     paused = state.epoch < last and not state.stopped  # at a rung: the state kept, no metrics
     assert best_state is not None  # at least one epoch ran, and its score was taken
-    if paused:  # the weights it goes on from, saved once its end is scored
+    if paused:  # the state it goes on from (saved again once its end is scored)
+        checkpoint.save(ckpt, cfg, head, opt, best_state, state)
         trained = {k: v.detach().clone() for k, v in head.state_dict().items()}
     elif cfg.keep_state and not state.stopped:  # a larger cap continues from here
         checkpoint.save(out_dir / FINAL_STATE, cfg, head, opt, best_state, state)

@@ -43,19 +43,26 @@ def write_predictions(path: Path, spec, examples, preds: list) -> None:
     path.write_text(format_predictions(spec, examples, preds), encoding="utf-8")
 
 
+def gold_text(kind: str, example) -> str | tuple[str, ...]:
+    """An example's gold as a predictions file writes it: for tagging one tag per word ("" each
+    when untagged), else its label ("" when unlabelled)."""
+    if kind == "tagging":
+        return tuple(example.tags) if example.tags is not None else ("",) * len(example.words_a)
+    return "" if example.label is None else str(example.label)
+
+
 def format_predictions(spec, examples, preds: list) -> str:
     """A predictions file's text (`write_predictions`): one row per example, gold from it."""
     out = []
     if spec.kind == "tagging":
         for ex, seq in zip(examples, preds, strict=True):
-            gold = ex.tags if ex.tags is not None else [""] * len(ex.words_a)
-            for word, g, p in zip(ex.words_a, gold, seq, strict=True):
+            for word, g, p in zip(ex.words_a, gold_text(spec.kind, ex), seq, strict=True):
                 out.append(f"{word} {g} {p}\n")
             out.append("\n")
         return "".join(out)
     out.append(PREDICTIONS_HEADER + "\n")
     for ex, pred in zip(examples, preds, strict=True):
-        out.append(f"{ex.index}\t{'' if ex.label is None else ex.label}\t{pred}\n")
+        out.append(f"{ex.index}\t{gold_text(spec.kind, ex)}\t{pred}\n")
     return "".join(out)
 
 

@@ -12,6 +12,7 @@ from snowfire.tasks import (
     Example,
     format_predictions,
     get_task,
+    gold_text,
     parse_predictions,
     read_predictions,
     write_predictions,
@@ -71,3 +72,15 @@ def test_a_broken_file_is_refused_naming_its_line(tmp_path, kind, text, says):
     path.write_text(text)
     with pytest.raises(ValueError, match=re.escape(f"{path}: {says}")):
         read_predictions(path, kind)
+
+
+def test_gold_is_written_as_the_example_holds_it():
+    """gold_text: what both format_predictions and carry's stripping compare rows against."""
+    words = ("EU", "rejects")
+    assert gold_text("classification", Example(0, words, label="1")) == "1"
+    assert gold_text("regression", Example(0, words, label=4.25)) == "4.25"
+    assert gold_text("classification", Example(0, words)) == ""  # unlabelled test split
+    assert gold_text("tagging", Example(0, words, tags=("I-ORG", "O"))) == ("I-ORG", "O")
+    assert gold_text("tagging", Example(0, words)) == ("", "")
+    text = format_predictions(_spec("regression"), [Example(3, words, label=4.25)], [4.0])
+    assert text.splitlines()[1] == "3\t4.25\t4.0"

@@ -54,6 +54,7 @@ def test_public_api_is_the_contract_plus_metrics():
             "write_predictions",
             "format_predictions",  # its text, for what checks bytes before writing (carry)
             "parse_predictions",  # its rows as written, which carry strips and restores
+            "gold_text",  # an example's gold as a file writes it (format_predictions, carry)
             # a user's own task (issue 25): specs, formats, checks, records
             "FORMATS",
             "KINDS",
