@@ -2,9 +2,10 @@
 
 build data (examples of every split) -> build model (encoder + output layer) -> AdamW with
 discriminative rates, LambdaLR schedule -> for each epoch: unfreeze, for each batch
-`out, loss = model(batch)`, backward, clip, step, (checkpoint every N steps); evaluate dev; keep
-the best; checkpoint; stop early -> evaluate every split with the best weights -> write the run
-directory (rundir/files.py) and the fine-tuned encoder, ready for `snowfire extract`.
+`out, loss = model(batch)`, backward, clip, step, (checkpoint every N steps) (finetune/epoch.py);
+evaluate the selection split; keep the best; checkpoint; stop early -> evaluate every split with
+the best weights -> write the run directory (rundir/files.py) and the fine-tuned encoder, ready
+for `snowfire extract`.
 
 A killed run resumes from RUN/checkpoint.pt when started again with the same config: model,
 optimiser, scheduler, grad scaler, RNG state, position in the epoch (the data order is a
@@ -32,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 
 from snowfire.cache import versions
 from snowfire.extractor import default_device
@@ -62,21 +62,19 @@ from snowfire.rundir import (
 from snowfire.tasks import (
     decode,
     describe,
-    epoch_batches,
-    example_length,
     gold_of,
     write_predictions,
 )
 
 from .base import FireModel
 from .config import FinetuneConfig
+from .epoch import train_epoch
 from .model import (
     build_model,
     check_start,
     predict,
     saved_start,
     start_hashes,
-    to_device,
 )
 from .optim import build_optimizer, unfreeze
 
@@ -337,7 +335,7 @@ def _epochs(fit: _Fit, cfg, train_set, chosen, state, out_dir, clock, zero, chec
         if state.stopped or (cfg.pause_at is not None and epoch > cfg.pause_at):
             break
         trainable = unfreeze(model.layer_groups(), epoch, cfg.settings().gradual_unfreezing)
-        _train_epoch(fit, cfg, train_set, epoch, state, checkpoint, on_step, chosen)
+        train_epoch(fit, cfg, train_set, epoch, state, checkpoint, on_step, chosen)
         record = _end_epoch(fit, cfg, spec, chosen, epoch, state, out_dir)
         record.update(split=split, trainable=trainable, seconds=round(clock() - zero, 2))
         if state.within:
@@ -387,82 +385,6 @@ def _run_info(cfg: FinetuneConfig, spec, fit: _Fit, identity, examples, total_st
         "seed": cfg.seed,
         "versions": versions(),
     }
-
-
-def _train_epoch(
-    fit: _Fit, cfg, train_set, epoch: int, state: TrainState, checkpoint, on_step, dev_set=None
-):
-    """The batches of `epoch` from `state.batch` on (the order is a function of seed and
-    epoch, so a resumed epoch sees the same batches); the selection split scored
-    `cfg.curve_points` times within it for the learning curve."""
-    from tqdm import tqdm
-
-    model, device = fit.model, fit.device
-    if state.batch == 0:
-        model.refresh_state()  # ELMo: mid-epoch resumption keeps the restored state
-    model.train()
-    batches = epoch_batches(
-        [example_length(e) for e in train_set], cfg.batch_size, cfg.bucket_pool, cfg.seed, epoch
-    )
-    bar = tqdm(
-        total=len(train_set),
-        initial=sum(len(b) for b in batches[: state.batch]),
-        desc=f"epoch {epoch}",
-        unit="ex",
-        disable=not cfg.progress,
-        leave=False,
-    )
-    from .methods import l2sp_penalty
-
-    # the weights L2-SP pulls, found once per epoch rather than per batch
-    pulled = [(n, p) for n, p in model.named_parameters() if n in (fit.anchors or ())]
-    n_batches = len(batches)
-    marks = {round(k * n_batches / (cfg.curve_points + 1)) for k in range(1, cfg.curve_points + 1)}
-    marks -= {0, n_batches}  # the epoch's end is scored anyway
-    for i in range(state.batch, n_batches):
-        idx = batches[i]
-        batch = to_device(model.collate([train_set[j] for j in idx]), device)
-        with torch.autocast(device.type, dtype=torch.float16, enabled=fit.amp):
-            _, loss = model(batch)
-        task_loss = loss.item()
-        if pulled and fit.anchors is not None:  # L2-SP: λ ||θ − θ₀||² over the trained encoder
-            loss = loss + cfg.l2sp * l2sp_penalty(pulled, fit.anchors)
-        fit.optimizer.zero_grad(set_to_none=True)
-        fit.scaler.scale(loss).backward()
-        if cfg.max_grad_norm > 0:
-            fit.scaler.unscale_(fit.optimizer)
-            nn.utils.clip_grad_norm_(
-                [p for p in model.parameters() if p.grad is not None], cfg.max_grad_norm
-            )
-        fit.scaler.step(fit.optimizer)
-        fit.scaler.update()
-        fit.scheduler.step()
-        state.step += 1
-        state.batch = i + 1
-        state.loss_sum += task_loss * len(idx)
-        state.loss_n += len(idx)
-        bar.update(len(idx))
-        bar.set_postfix(loss=f"{state.loss_sum / state.loss_n:.4f}")
-        if (i + 1) in marks:  # a point of the learning curve within the epoch
-            state.within.append(_curve_point(fit, cfg, dev_set, epoch - 1 + (i + 1) / n_batches))
-        if cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0:
-            checkpoint()
-        if on_step is not None:
-            on_step(state.step, model)
-    bar.close()
-
-
-def _curve_point(fit: _Fit, cfg, chosen, at: float) -> dict[str, Any]:
-    """The selection split scored mid-epoch at position `at` (epochs), for the curve only;
-    training resumes unchanged (BERT family: no state, no random numbers drawn)."""
-    from snowfire.tasks import evaluate
-
-    spec = cfg.spec
-    preds = decode(spec, predict(fit.model, chosen, cfg.batch_size, fit.device))
-    fit.model.train()
-    gold = gold_of(spec, chosen)
-    assert gold is not None  # the selection split is labelled: read_training checks
-    return {"epoch": round(at, 4), "selection": evaluate(spec, gold, preds)}
 
 
 def _end_epoch(fit: _Fit, cfg, spec, chosen, epoch: int, state: TrainState, out_dir: Path):
