@@ -45,7 +45,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from snowfire.rundir import CONFIG, LOG, PAUSED, selection_file, selection_scores
+from snowfire.rundir import (
+    CONFIG,
+    LOG,
+    PAUSED,
+    epochs_done,
+    selection_file,
+    selection_scores,
+)
 
 from .cell import Cell, Mode
 from .race import ETA, MARGIN, Decision, decide, rung_epochs, seeds_schedule
@@ -85,14 +92,6 @@ def run_cap(run: str | Path) -> int:
     if not isinstance(made, dict) or "epochs" not in made:
         raise ValueError(f"{run}/{CONFIG}: expected a 'train' or 'finetune' config with epochs")
     return int(made["epochs"])
-
-
-def epochs_done(run: str | Path) -> int:
-    """Epochs a run has logged (RUN/log.jsonl), 0 before its first."""
-    log = Path(run) / LOG
-    if not log.is_file():
-        return 0
-    return sum(1 for line in log.read_text().splitlines() if line.strip())
 
 
 def paused_at(run: str | Path) -> int | None:

@@ -98,6 +98,14 @@ PAUSED = "paused.json"
 AT_PAUSE = "at-pause"
 
 
+def epochs_done(run: str | Path) -> int:
+    """Epochs a run has logged (RUN/log.jsonl), 0 before its first."""
+    log = Path(run) / LOG
+    if not log.is_file():
+        return 0
+    return sum(1 for line in log.read_text().splitlines() if line.strip())
+
+
 def prediction_file(run: str | Path, split: str) -> Path:
     """RUN/predictions/<split>.tsv."""
     return Path(run) / PREDICTIONS / f"{split}.tsv"

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .files import AT_PAUSE, CHECKPOINT, CONFIG, LOG, METRICS, PAUSED
+from .files import AT_PAUSE, CHECKPOINT, CONFIG, METRICS, PAUSED, epochs_done
 from .reuse import check_same_config
 from .write import write_json
 
@@ -46,8 +46,7 @@ def recorded_end(
     config = json.loads((ended / CONFIG).read_text())
     check_same_config(config[section], cfg, f"{ended / CONFIG} is the end of")
     paused = json.loads((out / PAUSED).read_text())["epoch"]
-    logged = sum(1 for line in (out / LOG).read_text().splitlines() if line.strip())
-    if not config.get("stopped_at") == paused == logged == cfg.stop_at:
+    if not config.get("stopped_at") == paused == epochs_done(out) == cfg.stop_at:
         return None
     if start is not None and config.get("start") != start:
         return None
