@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-import snowfire.finetune.trainer as fire_trainer
+import snowfire.finetune.epoch as fire_epoch
 from snowfire.extractor import ExtractConfig, run_extract
 from snowfire.finetune import FinetuneConfig, build_model
 from snowfire.finetune import train as finetune
@@ -78,9 +78,9 @@ def test_a_capped_comparison_trains_both_sides_on_the_same_examples_in_the_same_
         fire_epochs.append([[keep[p] for p in batch.tolist()] for batch in batches])
         return batches
 
-    epoch_batches = fire_trainer.epoch_batches
+    epoch_batches = fire_epoch.epoch_batches
     monkeypatch.setattr(FeatureSource, "iterate", snow_iterate)
-    monkeypatch.setattr(fire_trainer, "epoch_batches", fire_batches)
+    monkeypatch.setattr(fire_epoch, "epoch_batches", fire_batches)
     same = dict(seed=SEED, epochs=2, patience=5, batch_size=4, bucket_pool=0, progress=False)
     same |= dict(task="sst2", data=data, max_train_examples=CAP)
     train_head(
