@@ -193,6 +193,8 @@ def check_run(run: Path, task: str, data: Path, metrics: dict) -> None:
     assert config["finetune"]["task"] == task
     assert {"encoder", "versions", "seed", "layer_groups", "seconds"} <= set(config)
     assert config["versions"]["torch"] == torch.__version__
+    # the CPU kernels torch ran: another CPU's differ in the last bits (cache/provenance.py)
+    assert config["versions"]["torch_cpu"] == torch.backends.cpu.get_cpu_capability()
     log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in log] == list(range(1, len(log) + 1))
     # a labelled test split reports, so dev selects (tasks/selection.py)
