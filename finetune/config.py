@@ -110,6 +110,14 @@ class FinetuneConfig(TaskFields):
     selection: str = option("auto", SELECTION_HELP, choices=SELECTIONS, absent="dev")
     pause_at: int | None = option(None, PAUSE_HELP, ge=1, volatile=True)
     stop_at: int | None = option(None, STOP_HELP, ge=1, volatile=True)
+    keep_remade_start: bool = option(
+        False,
+        "reuse a finished run (or a paused run's end) that started from other weights than "
+        "its encoder or --init-head path holds now, with the start it recorded (an "
+        "intermediate encoder or probe trained again, e.g. on another machine, whose CPU "
+        "kernels change the last bits); default: refuse it by name",
+        volatile=True,
+    )
     max_grad_norm: float = option(1.0, "clip the gradient norm to this (0: no clipping)", ge=0)
     device: str | None = option(
         None,

@@ -129,17 +129,24 @@ def saved_start(record: dict) -> dict[str, str]:
     return start | record.get("start", {})
 
 
-def check_start(saved: dict[str, str], start: dict[str, str], what: str) -> None:
+def check_start(
+    saved: dict[str, str], start: dict[str, str], what: str, keep: bool = False
+) -> None:
     """Refuse (rundir.RunConfigError) a run whose saved start differs from `start`; the message
-    starts with `what` and names each hash, saved and now."""
+    starts with `what` and names each hash, saved and now. `keep`: say so on stdout instead
+    (the run is reused with the start it recorded: --keep-remade-start)."""
     from snowfire.rundir import RunConfigError
 
     changed = {k: (saved.get(k, "(not saved)"), v) for k, v in start.items() if saved.get(k) != v}
     if changed:
         detail = "; ".join(f"{k}: saved {old}, now {new}" for k, (old, new) in changed.items())
+        if keep:
+            print(f"{what} other starting weights ({detail}): kept (--keep-remade-start)")
+            return
         raise RunConfigError(
             f"{what} other starting weights ({detail}): they were retrained or replaced since; "
-            "use a new --out (or restore the weights the run started from)"
+            "use a new --out, restore the weights the run started from, or keep it with the "
+            "start it recorded (--keep-remade-start)"
         )
 
 

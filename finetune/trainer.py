@@ -14,7 +14,8 @@ A finished run drops its checkpoint (the encoder's size times three, with AdamW'
 started again with the same config it returns the saved metrics without training. A checkpoint
 or a finished run of another config is refused (rundir.check_same_config: the config fields
 marked volatile may differ), and so is one that started from other weights than the config's
-paths now hold (model.start_hashes: a retrained LP-FT probe or intermediate encoder).
+paths now hold (model.start_hashes: a retrained LP-FT probe or intermediate encoder), unless
+`keep_remade_start` (it keeps the start it recorded).
 A run paused at a race's rung (`pause_at`) keeps the end a stop there gives (RUN/at-pause/,
 scored with the best weights so far, read by no choice); a stop where it paused ends from it,
 with no checkpoint needed, if it started from the same weights (rundir/pause.py).
@@ -180,7 +181,8 @@ def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, flo
     finished = finished_or_refuse(out_dir, cfg, "finetune")
     if finished is not None:  # and started from the weights the config's paths hold now
         saved = saved_start(json.loads((out_dir / CONFIG).read_text()))
-        check_start(saved, start_hashes(cfg), f"{out_dir} holds a finished run from")
+        what = f"{out_dir} holds a finished run from"
+        check_start(saved, start_hashes(cfg), what, keep=cfg.keep_remade_start)
         (out_dir / CHECKPOINT).unlink(missing_ok=True)  # killed just before it was dropped
         return finished
     (out_dir / PREDICTIONS).mkdir(parents=True, exist_ok=True)
@@ -223,7 +225,7 @@ def _train(cfg: FinetuneConfig, on_step, clock, data) -> dict[str, dict[str, flo
     from snowfire.rundir import PeakMemory
 
     ckpt_path = out_dir / CHECKPOINT
-    ended = recorded_end(out_dir, cfg, "finetune", start)
+    ended = recorded_end(out_dir, cfg, "finetune", None if cfg.keep_remade_start else start)
     if ended is not None:  # a race stops it where it paused: the end kept then (rundir/pause.py)
         encoder = partial(_save_best_encoder, fit, out_dir)
         return finish_from_pause(out_dir, ended, {"finetune": cfg.to_json()}, encoder)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -193,7 +194,7 @@ def test_an_l2sp_run_adds_lambda_times_the_penalty(tiny_bert_dir, data_dir, tmp_
     assert moved[1e4] < moved[0.0] / 10
 
 
-def test_lp_ft_starts_at_the_probes_weights(tiny_bert_dir, data_dir, tmp_path):
+def test_lp_ft_starts_at_the_probes_weights(tiny_bert_dir, data_dir, tmp_path, capsys):
     from safetensors.torch import load_file, save_file
 
     from snowfire.cli.main import main as snowfire
@@ -245,7 +246,8 @@ def test_lp_ft_starts_at_the_probes_weights(tiny_bert_dir, data_dir, tmp_path):
     torch.testing.assert_close(seen["bias"], weights["out.bias"].float(), rtol=0, atol=0)
     # the probe's weights are part of what the run is: a rerun reuses it while they are the
     # same, and refuses it once the probe was retrained in place (finished and checkpointed)
-    assert finetune(cfg, on_step=lambda s, m: pytest.fail("trained again")) is not None
+    reused = finetune(cfg, on_step=lambda s, m: pytest.fail("trained again"))
+    assert reused == json.loads((tmp_path / "lpft" / "metrics.json").read_text())
     killed = finetune_config(
         f"hf:{tiny_bert_dir}",
         "stsb",
@@ -276,6 +278,19 @@ def test_lp_ft_starts_at_the_probes_weights(tiny_bert_dir, data_dir, tmp_path):
         match="checkpoint.pt was written by a run from other starting weights .init_head_sha256",
     ):
         finetune(killed)
+    # asked to (a start trained again on another machine), the finished run is kept with the
+    # start it recorded, its files untouched; a checkpoint still is not: it would go on from
+    # one start with the other's head
+    saved = {p.name: p.read_bytes() for p in (tmp_path / "lpft").iterdir() if p.is_file()}
+    capsys.readouterr()
+    keep = replace(cfg, keep_remade_start=True)
+    assert finetune(keep, on_step=lambda s, m: pytest.fail("trained again")) == reused
+    said = capsys.readouterr().out
+    assert "holds a finished run from other starting weights (init_head_sha256: saved" in said
+    assert said.rstrip().endswith("kept (--keep-remade-start)")
+    assert saved == {p.name: p.read_bytes() for p in (tmp_path / "lpft").iterdir() if p.is_file()}
+    with pytest.raises(RunConfigError, match="checkpoint.pt was written by a run from other"):
+        finetune(replace(killed, keep_remade_start=True))
     mean_probe = tmp_path / "probe-mean"
     train_cli(tiny_bert_dir, data_dir, store, mean_probe, "stsb", "probe")
     with pytest.raises(ValueError, match="top layer's \\[CLS\\] state"):
