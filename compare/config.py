@@ -149,6 +149,14 @@ class CompareConfig(TaskListFields):
         "arm seq: the task fine-tuned first (a registered task, e.g. mnli, read from "
         "--data) or a finished 🔥 run directory",
     )
+    keep_remade_starts: bool = option(
+        False,
+        "keep the finished 🔥 runs of arms seq and lpft that started from other weights than "
+        "their intermediate encoder or probe holds now (trained again, e.g. on another "
+        "machine, whose CPU kernels change the last bits), each with the start it recorded; "
+        "table.md says per task which starts its runs came from (compare/starts.py); "
+        "default: refuse them by name",
+    )
     forecast_from: str | None = option(
         None,
         "an earlier comparison's OUT (or its results.json) whose budget-limited forecasts "

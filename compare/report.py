@@ -34,6 +34,7 @@ from .judge import cell_roles, judge
 from .plots import plot_bars, plot_layers, plot_task_curves
 from .race_report import race_section
 from .search import draw
+from .starts import starts_section
 from .table import curves_file, table
 from .trials import choose
 from .verdict import BUDGET_LIMITED, mean_sd
@@ -198,6 +199,8 @@ def summarise(
         every_run = [c for c in cells if c.task == task]  # lpft's probes were timed too
         # OUT/load.jsonl (compare/hostload.py): which attempts were timed beside other work
         out[task]["hours"]["shared_cores"] = shared_cores(cfg.out, every_run)
+        if starts := starts_section(cfg, every_run):  # seq's and lpft's runs, by what they
+            out[task]["starts"] = starts  # started from: the same weights as their paths now?
         if (races or {}).get(task):  # who the race stopped, when, on what evidence
             out[task]["race"] = race_section(races[task], snow, fire)
     return out

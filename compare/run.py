@@ -283,6 +283,7 @@ def _cell_config(cfg: CompareConfig, cell: Cell, pair_encoding: str):
         progress=cfg.progress,
         device=cfg.device,
         grid=grid,
+        keep_remade_start=cfg.keep_remade_starts,
         **task,
         **caps,
         **options,

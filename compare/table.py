@@ -17,6 +17,7 @@ from .config import CompareConfig
 from .forecast_report import forecast_lines
 from .hostload import shared_text
 from .race_report import race_lines
+from .starts import starts_lines
 from .verdict import PAPER_TABLE2
 
 #: The order splits are shown in.
@@ -307,5 +308,6 @@ def table(cfg: CompareConfig, summary: dict[str, Any], extraction: dict[str, Any
     lines += race_lines(summary)
     lines += forecast_lines(summary)
     lines += arm_lines(cfg, summary)
+    lines += starts_lines(cfg, summary)
     lines += ["", f"![❄️ vs 🔥]({TABLE_PLOT})", "", f"![layer weights]({LAYER_PLOT})", ""]
     return "\n".join(lines)

@@ -19,7 +19,8 @@ always: its encoder is 90 MB). An LP-FT probe's head weights are kept (a few KB)
 run is reused only while they hash the same. Arm seq's intermediate run trains again on the
 next machine; its finished seq runs are reused only if it comes out the same (its weights'
 SHA-256, finetune/model.py `check_start`), which needs the same CPU kernels: otherwise compare
-refuses them by name, and they are moved aside to train again.
+refuses them by name, unless --keep-remade-starts keeps each with the start it recorded
+(table.md then says which runs started from which weights, compare/starts.py).
 
 No data goes into the archive. A prediction file holds the split's gold answers (and, for
 tagging, its words): `pack` keeps only each row's example index and prediction, after finding

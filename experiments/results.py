@@ -4,6 +4,7 @@ commands, then one page made of what they wrote.
     python experiments/results.py --data ../shared/data --work WORK [--tasks all] [--seeds 3]
         [--fire-seeds F] [--analysis-seeds 1] [--budget quick|standard|full|2h]
         [--trials N] [--no-race] [--arms snow,fire,...] [--intermediate TASK]
+        [--keep-remade-starts]
         [--analyses mi,probes,pairs,ner-params] [--encoder minilm]
         [--docs docs] [--note TEXT] [--append FILE] [--carry ARCHIVE]
 
@@ -72,6 +73,8 @@ def commands(args: argparse.Namespace) -> list[list[str]]:
         compare += ["--arms", args.arms]
     if args.intermediate:
         compare += ["--intermediate", args.intermediate]
+    if args.keep_remade_starts:
+        compare += ["--keep-remade-starts"]
     cmds = [compare]
     caps = []
     if args.budget == "quick":
@@ -231,6 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--arms", default="", help="compare's --arms (default: snow,fire)")
     p.add_argument("--intermediate", default="", help="compare's --intermediate (arm seq)")
+    p.add_argument(
+        "--keep-remade-starts",
+        action="store_true",
+        help="compare's --keep-remade-starts: seq and lpft runs finished on another machine "
+        "are kept though their start, trained again here, has other weights",
+    )
     p.add_argument("--append", default="", help="a markdown file added at the page's end")
     p.add_argument(
         "--analyses", default=",".join(ANALYSES), help=f"comma-separated, of {', '.join(ANALYSES)}"

@@ -200,3 +200,56 @@ def test_arms_are_checked_when_configured():
     assert tagging.arms == ["snow", "fire", "lpft"]  # its probe reads the words (compare/arms.py)
     cfg = CompareConfig(encoder="minilm", tasks=["stsb"], data="d", out="o", arms=["lora,snow"])
     assert cfg.arms == ["snow", "fire", "lora"]
+
+
+def test_seq_runs_from_an_intermediate_trained_again_are_refused_or_kept(arms_run, capsys):
+    """Trained again (on another machine the CPU kernels change the last bits), the intermediate
+    run holds other weights than the finished seq runs started from: compare refuses them by
+    name; with --keep-remade-starts it keeps them, trains nothing, and says in results.json and
+    table.md which start they came from and what the intermediate holds now."""
+    from safetensors.torch import load_file, save_file
+
+    from snowfire.cli.main import main as snowfire
+    from snowfire.extractor import weights_sha256
+
+    out, _, argv = arms_run
+    encoder = out / "intermediate" / "sst2" / "seed0" / "encoder"
+    runs = [out / "seq" / "stsb" / f"seed{seed}" for seed in (0, 1)]
+    started = {
+        json.loads((r / "config.json").read_text())["start"]["encoder_weights_sha256"] for r in runs
+    }
+    assert started == {weights_sha256(encoder)}
+    files = {p: p.read_bytes() for p in encoder.glob("*.safetensors")}
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("metrics.json")}
+    try:
+        for path in files:  # the intermediate "trained again": every weight moved
+            save_file({k: v + 0.5 for k, v in load_file(path).items()}, path, {"format": "pt"})
+        now = weights_sha256(encoder)
+        capsys.readouterr()
+        assert snowfire(argv) == 2
+        said = capsys.readouterr().err
+        assert f"{runs[0]} holds a finished run from other starting weights" in said
+        assert f"encoder_weights_sha256: saved {started.pop()}, now {now}" in said
+        assert snowfire([*argv, "--keep-remade-starts"]) == 0
+        assert {p: p.stat().st_mtime_ns for p in out.rglob("metrics.json")} == before
+        results = json.loads((out / "results.json").read_text())
+        old = json.loads((runs[0] / "config.json").read_text())["start"]["encoder_weights_sha256"]
+        assert results["tasks"]["stsb"]["starts"]["seq"] == {
+            "runs": 2,
+            "recorded": {old: 2},
+            "now": {now: 2},
+            "remade": 2,
+        }
+        assert results["tasks"]["stsb"]["starts"]["lpft"]["remade"] == 0  # its probes unchanged
+        table = (out / "table.md").read_text()
+        assert (
+            f"- **stsb**, arm seq: its 2 finished runs started from the intermediate run's "
+            f"encoder with encoder_weights_sha256 {old[:12]}… (2); those paths hold {now[:12]}… "
+            "(2) now: 2 runs started from weights trained again since, kept with the start they "
+            "recorded (--keep-remade-starts)." in table
+        )
+        assert "arm lpft: its" not in table  # nothing to say where every start is the same
+    finally:
+        for path, data in files.items():
+            path.write_bytes(data)
+        assert snowfire(argv) == 0  # as the module's other tests expect it

@@ -143,6 +143,7 @@ def test_the_commands_carry_the_budget_and_the_fire_runs(tmp_path):
         intermediate="",
         trials=None,
         race=True,
+        keep_remade_starts=False,
     )
     compare, probes, pairs = results.commands(args)
     assert compare[:2] == ["compare", "--encoder"] and compare[-6:] == [
@@ -163,6 +164,15 @@ def test_the_commands_carry_the_budget_and_the_fire_runs(tmp_path):
     assert compare[compare.index("--tasks") + 1] == "stsb" and "--fire-seeds" not in compare
     assert compare[-4:] == ["--arms", "lora,seq", "--intermediate", "mnli"]
     assert "--trials" not in compare and "--no-race" not in compare
+    args.keep_remade_starts = True  # seq runs finished on another machine are kept
+    assert results.commands(args)[0][-5:] == [
+        "--arms",
+        "lora,seq",
+        "--intermediate",
+        "mnli",
+        "--keep-remade-starts",
+    ]
+    args.keep_remade_starts = False
     args.trials, args.race, args.budget = 4, False, "2h"  # tuned, raced or not, a time budget
     compare = results.commands(args)[0]
     assert compare[compare.index("--budget") :][:5] == [
