@@ -29,7 +29,7 @@ def starts_section(cfg: CompareConfig, cells: list[Cell]) -> dict[str, dict[str,
     """{arm: {"runs", "recorded": {sha256: runs}, "now": {sha256: runs}, "remade": runs}} for
     the finished seq and lpft runs of `cells` (one task's): "now" what their paths hold
     today (None: gone), "remade" how many recorded another start than that."""
-    from snowfire.finetune.model import saved_start, start_hashes
+    from snowfire.finetune import saved_start, start_hashes
     from snowfire.rundir import CONFIG
 
     from .run import cell_config

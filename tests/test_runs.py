@@ -216,6 +216,7 @@ def _run_configs():
             "curve_points",  # scored for the curve only: same weights
             "pause_at",
             "stop_at",
+            "keep_remade_start",  # reuses a run whose start was trained again, as it is
         },
         # not reused as a whole (its cells are runs): nothing of it is volatile
         CompareConfig: set(),
