@@ -61,7 +61,9 @@ def test_a_process_burning_beside_this_one_is_seen():
     record = load.record()
     assert record["others_cpu_seconds"] >= 0.4  # the child's 0.6 s, less the ticks' rounding
     assert record["cpu_seconds"] < 0.4  # this process waited
-    assert record["shared"] and SHARED < record["others_share"] <= 1.0
+    # of the cores' time, at most all of it: /proc/stat counts in ticks of 10 ms per core, so
+    # a busy second can read a few ticks over (1.001 once, beside the CI's load)
+    assert record["shared"] and SHARED < record["others_share"] <= 1.05
 
 
 def _cell(run: str) -> Cell:
