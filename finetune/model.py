@@ -146,7 +146,8 @@ def check_start(
         raise RunConfigError(
             f"{what} other starting weights ({detail}): they were retrained or replaced since; "
             "use a new --out, restore the weights the run started from, or keep it with the "
-            "start it recorded (--keep-remade-start)"
+            "start it recorded (finetune --keep-remade-start; compare, experiments/results.py: "
+            "--keep-remade-starts)"
         )
 
 
