@@ -135,8 +135,12 @@ def _skipped(path: Path, work: Path) -> str | None:
 
 
 def _task_of(run: Path):
-    """The task a run read: its registered name or its spec (RUN/config.json)."""
-    config = json.loads((run / "config.json").read_text())
+    """The task a run read: its registered name or its spec (RUN/config.json; a ❄️ run paused
+    at a rung writes it only at its end, so the end kept there: RUN/at-pause/config.json)."""
+    path = run / "config.json"
+    if not path.is_file() and _paused_with_end(run):
+        path = run / "at-pause" / "config.json"
+    config = json.loads(path.read_text())
     section = config.get("train") or config.get("finetune") or {}
     ref = section.get("task_spec") or section.get("task") or config.get("task")
     if not ref:

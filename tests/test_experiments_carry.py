@@ -184,6 +184,13 @@ def test_a_paused_run_before_its_config_and_a_stray_table_stay_behind(tmp_path):
     assert carry._skipped(stray, work) == "a table of no finished run's predictions"
     (work / "compare" / "results.json").write_text("{}")
     assert carry._skipped(work / "compare" / "results.json", work) is None
+    # with the end a stop there gives (rundir/pause.py) it goes, and its tables are stripped
+    # as the task its end names (no RUN/config.json until a ❄️ run ends)
+    (paused / "at-pause").mkdir()
+    (paused / "at-pause" / "config.json").write_text('{"train": {"task": "stsb"}}')
+    (paused / "at-pause" / "metrics.json").write_text('{"dev": {"pearson": 0.5}}')
+    assert carry._skipped(table, work) is None
+    assert not (paused / "config.json").exists() and carry._task_of(paused) == "stsb"
 
 
 def test_a_paused_fire_run_is_carried_with_its_end_and_ended_from_it(tiny_bert_dir, tmp_path):
