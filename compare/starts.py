@@ -28,13 +28,14 @@ WHAT = {Mode.SEQ: "the intermediate run's encoder", Mode.LPFT: "their ❄️ pro
 def starts_section(cfg: CompareConfig, cells: list[Cell]) -> dict[str, dict[str, Any]]:
     """{arm: {"runs", "recorded": {sha256: runs}, "now": {sha256: runs}, "remade": runs}} for
     the finished seq and lpft runs of `cells` (one task's): "now" what their paths hold
-    today (None: gone), "remade" how many recorded another start than that."""
-    from snowfire.finetune import saved_start, start_hashes
+    today ("(gone)", "(missing)": nothing there), "remade" how many recorded another start
+    than that."""
+    from snowfire.finetune import encoder_sha256, probe_sha256, saved_start
     from snowfire.rundir import CONFIG
 
     from .run import cell_config
 
-    now_of: dict[tuple, str | None] = {}  # one hash per encoder and probe, however many runs
+    now_of: dict[str, str | None] = {}  # one hash per encoder or probe, however many runs
     out: dict[str, dict[str, Any]] = {}
     for cell in cells:
         key, path = STAGED.get(cell.mode), Path(cell.run) / CONFIG
@@ -42,9 +43,11 @@ def starts_section(cfg: CompareConfig, cells: list[Cell]) -> dict[str, dict[str,
             continue
         recorded = saved_start(json.loads(path.read_text())).get(key) or "(not recorded)"
         config = cell_config(cfg, cell, cfg.pair_encoding_used)
-        where = (config.encoder, config.init_head)
+        # what the run's start is hashed from now: seq's intermediate encoder, lpft's probe
+        where = config.encoder if cell.mode is Mode.SEQ else str(config.init_head)
         if where not in now_of:
-            now_of[where] = start_hashes(config).get(key)
+            seq = cell.mode is Mode.SEQ
+            now_of[where] = encoder_sha256(config) if seq else probe_sha256(where)
         now = now_of[where] or "(gone)"
         arm = out.setdefault(cell.mode.value, {"runs": 0, "recorded": {}, "now": {}, "remade": 0})
         arm["runs"] += 1

@@ -94,32 +94,42 @@ def start_hashes(cfg: FinetuneConfig, identity: dict | None = None) -> dict[str,
     encoder's weights and an LP-FT probe's weights. A folder can be retrained in place (arm
     seq's intermediate run, a probe), so a finished or checkpointed run is reused only when
     these are unchanged (`check_start`). `identity`: the built model's (`build_model`), whose
-    weights hash is taken as it is. Without it nothing is loaded and the hub is never asked:
-    only an encoder in local files (the bundled MiniLM, a model folder, an ELMo file) is hashed,
-    and a hub name's run keeps its revision in its record instead."""
+    weights hash is taken as it is; without it, `encoder_sha256`."""
+    start = {}
+    encoder = identity["weights_sha256"] if identity is not None else encoder_sha256(cfg)
+    if encoder is not None:
+        start["encoder_weights_sha256"] = encoder
+    if cfg.init_head:
+        start["init_head_sha256"] = probe_sha256(cfg.init_head)
+    return start
+
+
+def encoder_sha256(cfg: FinetuneConfig) -> str | None:
+    """The hash of the weights `cfg.encoder` names, loading nothing and never asking the hub:
+    only an encoder in local files (the bundled MiniLM, a model folder, an ELMo file) is
+    hashed; None for a hub name (its run keeps its revision in its record instead)."""
     from snowfire.cache import file_sha256
 
-    start = {}
-    if identity is not None:
-        start["encoder_weights_sha256"] = identity["weights_sha256"]
-    elif cfg.family == "hf":
+    if cfg.family == "hf":
         from snowfire.extractor import minilm_dir, weights_sha256
 
         name = cfg.encoder.split(":", 1)[-1]
         folder = minilm_dir() if cfg.encoder == "minilm" else Path(name).expanduser()
-        if folder.is_dir():
-            start["encoder_weights_sha256"] = weights_sha256(folder)
-    else:
-        from snowfire.extractor import resolve_elmo_spec
+        return weights_sha256(folder) if folder.is_dir() else None
+    from snowfire.extractor import resolve_elmo_spec
 
-        _, weights = resolve_elmo_spec(cfg.encoder.split(":", 1)[1])
-        start["encoder_weights_sha256"] = file_sha256(weights)
-    if cfg.init_head:
-        from snowfire.rundir import WEIGHTS
+    _, weights = resolve_elmo_spec(cfg.encoder.split(":", 1)[1])
+    return file_sha256(weights)
 
-        probe = Path(cfg.init_head) / WEIGHTS
-        start["init_head_sha256"] = file_sha256(probe) if probe.is_file() else "(missing)"
-    return start
+
+def probe_sha256(run: str | Path) -> str:
+    """The hash of an LP-FT probe run's weights (RUN/weights.safetensors), "(missing)" when
+    they are gone."""
+    from snowfire.cache import file_sha256
+    from snowfire.rundir import WEIGHTS
+
+    probe = Path(run) / WEIGHTS
+    return file_sha256(probe) if probe.is_file() else "(missing)"
 
 
 def saved_start(record: dict) -> dict[str, str]:
