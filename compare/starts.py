@@ -44,9 +44,9 @@ def starts_section(cfg: CompareConfig, cells: list[Cell]) -> dict[str, dict[str,
         recorded = saved_start(json.loads(path.read_text())).get(key) or "(not recorded)"
         config = cell_config(cfg, cell, cfg.pair_encoding_used)
         # what the run's start is hashed from now: seq's intermediate encoder, lpft's probe
-        where = config.encoder if cell.mode is Mode.SEQ else str(config.init_head)
+        seq = cell.mode is Mode.SEQ
+        where = config.encoder if seq else str(config.init_head)
         if where not in now_of:
-            seq = cell.mode is Mode.SEQ
             now_of[where] = encoder_sha256(config) if seq else probe_sha256(where)
         now = now_of[where] or "(gone)"
         arm = out.setdefault(cell.mode.value, {"runs": 0, "recorded": {}, "now": {}, "remade": 0})
