@@ -433,7 +433,7 @@ def _finish(fit: _Fit, cfg, spec, examples, out_dir: Path, paused: bool = False)
         gold = gold_of(spec, split_examples)
         if gold is not None:
             metrics[split] = evaluate(spec, gold, preds)
-        seconds[split] = round(time.perf_counter() - began, 2)
+        seconds[split] = round(time.perf_counter() - began, 4)
     if not paused and model.method == "full":  # partial: best.pt is all it keeps
         model.save_encoder(out_dir / ENCODER)
     return metrics, seconds

@@ -331,7 +331,7 @@ def _fit(cfg: TrainConfig, data: TrainingSplits) -> dict[str, dict[str, float]]:
         if gold is not None:  # a test split without labels gets predictions only
             metrics[split] = evaluate(spec, gold, preds)
         write_predictions(prediction_file(where, split), spec, examples[split], preds)
-        scoring[split] = round(time.perf_counter() - began, 2)
+        scoring[split] = round(time.perf_counter() - began, 4)
     scoring_cpu = time.process_time() - cpu_before
     cost = peak.record() | {"cpu_seconds": round(state.cpu_seconds + scoring_cpu, 3)}
     protocol = {
