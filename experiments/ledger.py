@@ -153,7 +153,7 @@ class Total:
             return "No invocation of this script is recorded in WORK/ledger.jsonl."
         s = (
             f"Its cost over {self.invocations} invocation(s): {self.wall_s / 3600:.2f} h of wall "
-            f"time, {self.cpu_s / 3600:.2f} CPU-hours, on {'; '.join(self.machines)}"
+            f"time, {self.cpu_s / 3600:.2f} CPU-hours, on {' and '.join(self.machines)}"
         )
         if self.killed:
             s += (

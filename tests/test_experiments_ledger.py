@@ -55,6 +55,17 @@ def test_finished_and_interrupted_invocations_are_summed(tmp_path):
     assert "Other processes used " in got.sentence()
 
 
+def test_the_machines_are_one_list_before_what_befell_the_invocations():
+    import ledger
+
+    two = ledger.Total(3, 7200, 7200, 0, ("AMD EPYC, 2 CPU cores", "Intel Xeon, 2 CPU cores"), 1)
+    assert two.sentence() == (
+        "Its cost over 3 invocation(s): 2.00 h of wall time, 2.00 CPU-hours, on AMD EPYC, "
+        "2 CPU cores and Intel Xeon, 2 CPU cores; 1 of them killed outright, counted up to "
+        f"their last record (at most {ledger.BEAT:.0f} s each not counted)."
+    )
+
+
 @pytest.mark.subprocess
 def test_a_polite_kill_is_recorded_and_a_hard_kill_is_counted_apart(tmp_path):
     import ledger
